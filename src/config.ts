@@ -1,0 +1,155 @@
+const KIB = 1024
+const MIB = 1024 * KIB
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+export type LogLevel = (typeof LOG_LEVELS)[number]
+
+/** Everything the service can be told at start-up. */
+export interface Config {
+  /** TCP port to listen on; 0 picks a free one. */
+  port: number
+  /** Address to listen on. */
+  host: string
+  /** Largest request body accepted, in bytes (413 above it). */
+  bodyLimit: number
+  /** Deepest nesting of objects and arrays in a body (400 above it). */
+  maxDepth: number
+  /** Most notes stored at once (507 above it). */
+  maxNotes: number
+  /** Most UTF-8 bytes of note JSON stored at once (507 above it). */
+  maxStoreBytes: number
+  logLevel: LogLevel
+  /** Log one line per request and response, at info. */
+  logRequests: boolean
+  /** Time a client has to send the request headers, in ms (408 after it). */
+  headersTimeoutMs: number
+  /** Time a client has to send the whole request, in ms (408 after it). */
+  requestTimeoutMs: number
+  /** How long an idle keep-alive connection stays open, in ms. */
+  keepAliveTimeoutMs: number
+  /** A connection with no traffic either way for this long is closed, in ms. */
+  socketTimeoutMs: number
+  /** Longest a graceful shutdown waits for in-flight requests before closing them, in ms. */
+  shutdownTimeoutMs: number
+}
+
+interface Option<K extends keyof Config> {
+  key: K
+  env: string
+  flag: string
+  description: string
+  default: Config[K]
+  /** Returns the value, or a message saying what was expected. */
+  parse: (raw: string) => Config[K] | { expected: string }
+}
+
+function integer(min: number, max: number): (raw: string) => number | { expected: string } {
+  return (raw) => {
+    const value = /^\d+$/.test(raw) ? Number(raw) : Number.NaN
+    return Number.isSafeInteger(value) && value >= min && value <= max
+      ? value
+      : { expected: `an integer from ${min} to ${max}` }
+  }
+}
+
+function boolean(raw: string): boolean | { expected: string } {
+  if (/^(true|1|yes|on)$/i.test(raw)) return true
+  if (/^(false|0|no|off)$/i.test(raw)) return false
+  return { expected: 'true or false' }
+}
+
+function host(raw: string): string | { expected: string } {
+  return /^[\w.:[\]-]+$/.test(raw) ? raw : { expected: 'a host name or IP address' }
+}
+
+function logLevel(raw: string): LogLevel | { expected: string } {
+  const level = LOG_LEVELS.find((l) => l === raw.toLowerCase())
+  return level ?? { expected: `one of ${LOG_LEVELS.join(', ')}` }
+}
+
+const TEN_MINUTES = 600_000
+
+/** Every option, in the order `--help` lists them. */
+export const OPTIONS: readonly Option<keyof Config>[] = [
+  opt('port', 'PORT', 'TCP port to listen on (0 picks a free port)', 3000, integer(0, 65535)),
+  opt('host', 'HOST', 'address to listen on (0.0.0.0 for all interfaces)', '127.0.0.1', host),
+  opt('bodyLimit', 'BODY_LIMIT', 'largest request body, in bytes', 1 * MIB, integer(2, 64 * MIB)),
+  opt('maxDepth', 'MAX_DEPTH', 'deepest nesting of objects and arrays in a body', 64, integer(1, 512)),
+  opt('maxNotes', 'MAX_NOTES', 'most notes stored at once', 1_000_000, integer(1, 5_000_000)),
+  opt('maxStoreBytes', 'MAX_STORE_BYTES', 'most bytes of note JSON stored at once', 256 * MIB, integer(1 * KIB, 448 * MIB)),
+  opt('logLevel', 'LOG_LEVEL', 'log level', 'info', logLevel),
+  opt('logRequests', 'LOG_REQUESTS', 'log every request and response at info', false, boolean),
+  opt('headersTimeoutMs', 'HEADERS_TIMEOUT_MS', 'time to receive request headers, in ms', 10_000, integer(1, TEN_MINUTES)),
+  opt('requestTimeoutMs', 'REQUEST_TIMEOUT_MS', 'time to receive a whole request, in ms', 30_000, integer(1, TEN_MINUTES)),
+  opt('keepAliveTimeoutMs', 'KEEP_ALIVE_TIMEOUT_MS', 'idle keep-alive connection lifetime, in ms', 5_000, integer(1, TEN_MINUTES)),
+  opt('socketTimeoutMs', 'SOCKET_TIMEOUT_MS', 'close a connection silent this long, in ms', 30_000, integer(1, TEN_MINUTES)),
+  opt('shutdownTimeoutMs', 'SHUTDOWN_TIMEOUT_MS', 'longest graceful shutdown, in ms', 10_000, integer(1, TEN_MINUTES)),
+]
+
+function opt<K extends keyof Config>(
+  key: K,
+  env: string,
+  description: string,
+  defaultValue: Config[K],
+  parse: Option<K>['parse'],
+): Option<keyof Config> {
+  const flag = `--${env.toLowerCase().replaceAll('_', '-')}`
+  return { key, env, flag, description, default: defaultValue, parse } as unknown as Option<keyof Config>
+}
+
+/** '--port' -> false (the next flag), '4000' -> true, undefined -> false */
+function isValue(arg: string | undefined): boolean {
+  return arg !== undefined && !arg.startsWith('--')
+}
+
+/** A configuration value that cannot be used; the message is one line naming the variable. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'ConfigError'
+  }
+}
+
+export const DEFAULT_CONFIG: Readonly<Config> = Object.freeze(
+  Object.fromEntries(OPTIONS.map((o) => [o.key, o.default])) as unknown as Config,
+)
+
+/**
+ * Reads the configuration from environment variables and command-line flags (flags win):
+ * `PORT=4000` or `--port 4000` or `--port=4000`.
+ * @throws ConfigError naming the variable or flag when a value is invalid or a flag is unknown.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Config {
+  const config: Record<string, unknown> = { ...DEFAULT_CONFIG }
+  const apply = (option: Option<keyof Config>, raw: string, source: string): void => {
+    const value = option.parse(raw.trim())
+    if (typeof value === 'object') {
+      throw new ConfigError(`Invalid ${source} ${JSON.stringify(raw)}: expected ${value.expected}.`)
+    }
+    config[option.key] = value
+  }
+  for (const option of OPTIONS) {
+    const raw = env[option.env]
+    if (raw !== undefined && raw !== '') apply(option, raw, option.env)
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string
+    const eq = arg.indexOf('=')
+    const flag = eq === -1 ? arg : arg.slice(0, eq)
+    const option = OPTIONS.find((o) => o.flag === flag)
+    if (option === undefined) throw new ConfigError(`Unknown option ${flag}; see --help.`)
+    let raw: string | undefined
+    if (eq !== -1) raw = arg.slice(eq + 1)
+    else if (typeof option.default === 'boolean' && !isValue(argv[i + 1])) raw = 'true'
+    else raw = argv[++i]
+    if (raw === undefined) throw new ConfigError(`Missing value for ${flag}.`)
+    apply(option, raw, flag)
+  }
+  const result = config as unknown as Config
+  if (result.headersTimeoutMs > result.requestTimeoutMs) {
+    throw new ConfigError(
+      `Invalid HEADERS_TIMEOUT_MS ${result.headersTimeoutMs}: it must not exceed REQUEST_TIMEOUT_MS (${result.requestTimeoutMs}).`,
+    )
+  }
+  return result
+}

@@ -1,0 +1,104 @@
+import type { Socket } from 'node:net'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { PROBLEM_CONTENT_TYPE, problem, sendProblem } from './problem.js'
+import { StoreFullError } from './store/types.js'
+
+export interface ErrorHandlingOptions {
+  bodyLimit: number
+  /** Answers the Allow header for a path the app serves, undefined for any other path. */
+  allowFor: (path: string) => string | undefined
+}
+
+/**
+ * The one place errors become responses: RFC 9457 problem JSON for every error we own,
+ * 405 with Allow for a known path and an unknown method, 204 with Allow for OPTIONS.
+ */
+export function registerErrorHandling(app: FastifyInstance, options: ErrorHandlingOptions): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof StoreFullError) {
+      sendProblem(reply, 507, `${error.message} Delete notes to make room.`)
+      return
+    }
+    const status = statusOf(error)
+    if (status >= 500) {
+      request.log.error({ err: error }, 'request failed')
+      sendProblem(reply, 500, 'The server failed to answer this request; it has been logged.')
+      return
+    }
+    sendProblem(reply, status, clientErrorDetail(error, options.bodyLimit))
+  })
+
+  app.setNotFoundHandler((request, reply) => {
+    const allow = options.allowFor(pathOf(request.url))
+    if (allow === undefined) {
+      sendProblem(reply, 404, 'Nothing is served at this path; the notes are at /api/note.')
+    } else if (request.method === 'OPTIONS') {
+      reply.code(204).header('allow', allow).send()
+    } else {
+      sendProblem(reply, 405, `${request.method} is not allowed here; use ${allow}.`, { allow })
+    }
+  })
+}
+
+/** Fastify's answer for URLs its router cannot read (the `frameworkErrors` option). */
+export function frameworkErrorHandler(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
+  if (error.code === 'FST_ERR_BAD_URL') {
+    sendProblem(reply, 400, 'The URL has a malformed percent-encoding.')
+  } else {
+    sendProblem(reply, statusOf(error), error.message)
+    request.log.debug({ err: error }, 'framework error')
+  }
+}
+
+/**
+ * Answers requests that Node's HTTP parser rejects before Fastify sees them, then closes the
+ * connection: 431 for oversized headers, 408 for timeouts, 400 for anything malformed.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return
+  let status = 400
+  let detail = 'The request could not be parsed as HTTP/1.1.'
+  if (error.code === 'HPE_HEADER_OVERFLOW') {
+    status = 431
+    detail = 'The request line and headers are larger than the server accepts.'
+  } else if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    status = 408
+    detail = 'The request was not received in time; send it again, faster.'
+  }
+  if (socket.writable) {
+    const body = JSON.stringify(problem(status, detail))
+    socket.write(
+      `HTTP/1.1 ${status} ${problem(status, detail).title}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    )
+  }
+  socket.destroy()
+}
+
+function statusOf(error: { statusCode?: number | undefined }): number {
+  const status = error.statusCode
+  return typeof status === 'number' && status >= 400 && status <= 599 ? status : 500
+}
+
+function clientErrorDetail(error: FastifyError, bodyLimit: number): string {
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return 'Send the body as JSON: Content-Type application/json (or application/*+json), in UTF-8.'
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return `The request body is larger than the limit of ${bodyLimit} bytes.`
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return 'The request body is not as long as its Content-Length header says.'
+    default:
+      return error.message
+  }
+}
+
+/** '/api/note?x=1' -> '/api/note' */
+function pathOf(url: string): string {
+  const query = url.indexOf('?')
+  return query === -1 ? url : url.slice(0, query)
+}

@@ -1,0 +1,84 @@
+import { isUtf8 } from 'node:buffer'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { exceedsDepth } from './json-depth.js'
+import { HttpProblem } from './problem.js'
+import type { NoteFields } from './store/types.js'
+
+// 'application/json' is registered by name; this catches 'application/problem+json',
+// 'application/merge-patch+json' and the like. Fastify lowercases the media type first.
+const STRUCTURED_JSON = /^application\/[\w!#$&^.-]+\+json(?:;|$)/
+const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i
+
+export interface JsonBodyOptions {
+  /** Deepest nesting of objects and arrays accepted in a body; the body itself is level 1. */
+  maxDepth: number
+}
+
+/**
+ * Replaces Fastify's body parsers with one for JSON objects: UTF-8 only, depth-limited,
+ * `__proto__` and `constructor` kept as plain data. Other media types get Fastify's 415.
+ */
+export function registerJsonBodyParser(app: FastifyInstance, options: JsonBodyOptions): void {
+  const parse = (request: FastifyRequest, body: Buffer): NoteFields =>
+    parseJsonObject(body, request.headers['content-type'], options.maxDepth)
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, parseSync(parse))
+  app.addContentTypeParser(STRUCTURED_JSON, { parseAs: 'buffer' }, parseSync(parse))
+}
+
+function parseSync(
+  parse: (request: FastifyRequest, body: Buffer) => NoteFields,
+): (request: FastifyRequest, body: Buffer, done: (err: Error | null, body?: unknown) => void) => void {
+  return (request, body, done) => {
+    let value: NoteFields
+    try {
+      value = parse(request, body)
+    } catch (err) {
+      done(err as Error)
+      return
+    }
+    done(null, value)
+  }
+}
+
+/**
+ * '{"a":1}' -> { a: 1 }; '' -> {} (no body at all means no fields).
+ * Throws HttpProblem 415 for a charset other than UTF-8, 400 for anything that is not a JSON object.
+ */
+export function parseJsonObject(
+  body: Buffer,
+  contentType: string | undefined,
+  maxDepth: number,
+): NoteFields {
+  const charset = contentType === undefined ? undefined : CHARSET.exec(contentType)?.[1]
+  if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+    throw new HttpProblem(415, `Charset "${charset}" is not supported; send the body as UTF-8.`)
+  }
+  if (body.length === 0) return {}
+  if (!isUtf8(body)) throw new HttpProblem(400, 'The request body is not valid UTF-8.')
+  const text = body.toString('utf8')
+  let value: unknown
+  try {
+    // JSON.parse keeps '__proto__' as an own data property, so it cannot pollute prototypes.
+    value = JSON.parse(text)
+  } catch (err) {
+    throw new HttpProblem(400, `The request body is not valid JSON: ${(err as Error).message}`)
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new HttpProblem(
+      400,
+      `The request body must be a JSON object, not ${describeJsonValue(value)}.`,
+    )
+  }
+  if (exceedsDepth(text, maxDepth)) {
+    throw new HttpProblem(400, `The request body nests objects and arrays deeper than ${maxDepth} levels.`)
+  }
+  return value as NoteFields
+}
+
+/** [] -> 'an array', null -> 'null', 3 -> 'a number' */
+function describeJsonValue(value: unknown): string {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  return `a ${typeof value}`
+}

@@ -1,0 +1,42 @@
+import { STATUS_CODES } from 'node:http'
+import type { FastifyReply } from 'fastify'
+
+/** RFC 9457 problem details, the body of every error response we own except the spec's empty 404. */
+export interface Problem {
+  type: string
+  title: string
+  status: number
+  detail: string
+}
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json'
+
+/** 415 -> { type: 'about:blank', title: 'Unsupported Media Type', status: 415, detail } */
+export function problem(status: number, detail: string): Problem {
+  return { type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status, detail }
+}
+
+export function sendProblem(
+  reply: FastifyReply,
+  status: number,
+  detail: string,
+  headers?: Record<string, string>,
+): FastifyReply {
+  if (headers !== undefined) reply.headers(headers)
+  return reply
+    .code(status)
+    .header('content-type', PROBLEM_CONTENT_TYPE)
+    // A Buffer, because Fastify would append '; charset=utf-8' to a string's media type.
+    .send(Buffer.from(JSON.stringify(problem(status, detail))))
+}
+
+/** An error whose status and message are safe to show to the caller as a problem. */
+export class HttpProblem extends Error {
+  readonly statusCode: number
+
+  constructor(statusCode: number, message: string, options?: ErrorOptions) {
+    super(message, options)
+    this.name = 'HttpProblem'
+    this.statusCode = statusCode
+  }
+}

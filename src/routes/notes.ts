@@ -1,0 +1,99 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { parseNoteId } from '../note-id.js'
+import type { MaybePromise, NoteFields, NoteStore } from '../store/types.js'
+
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
+
+interface IdParams {
+  id: string
+}
+
+/** The five operations of the contract; each parses, calls the store and shapes `{ data }`. */
+export function registerNoteRoutes(app: FastifyInstance, store: NoteStore): void {
+  const sendList = listSender()
+
+  app.post('/api/note', (request, reply) =>
+    settle(store.create(bodyFields(request)), (json) => sendData(reply, json)),
+  )
+
+  app.get('/api/note', (_request, reply) => settle(store.list(), (json) => sendList(reply, json)))
+
+  app.get<{ Params: IdParams }>('/api/note/:id', (request, reply) => {
+    const id = parseNoteId(request.params.id)
+    if (id === undefined) return sendNotFound(reply)
+    return settle(store.get(id), (json) => sendNote(reply, json))
+  })
+
+  app.patch<{ Params: IdParams }>('/api/note/:id', (request, reply) => {
+    const id = parseNoteId(request.params.id)
+    if (id === undefined) return sendNotFound(reply)
+    return settle(store.update(id, bodyFields(request)), (json) => sendNote(reply, json))
+  })
+
+  app.delete<{ Params: IdParams }>('/api/note/:id', (request, reply) => {
+    const segment = request.params.id
+    const id = parseNoteId(segment)
+    if (id === undefined) return sendNotFound(reply)
+    // The segment is digits and an optional '-', so it needs no JSON escaping.
+    return settle(store.delete(id), (found) =>
+      found ? sendData(reply, `"${segment}"`) : sendNotFound(reply),
+    )
+  })
+}
+
+/**
+ * Calls `next` with the value now, or when the promise settles, so a synchronous store
+ * answers without a trip through the microtask queue.
+ */
+function settle<T>(value: MaybePromise<T>, next: (value: T) => void): undefined | Promise<void> {
+  if (value instanceof Promise) return value.then(next)
+  next(value)
+  return undefined
+}
+
+/** The body parser only lets JSON objects through; a request with no body at all means `{}`. */
+function bodyFields(request: FastifyRequest): NoteFields {
+  const { body } = request
+  return typeof body === 'object' && body !== null ? (body as NoteFields) : {}
+}
+
+function sendData(reply: FastifyReply, json: string): void {
+  reply.code(200).header('content-type', JSON_CONTENT_TYPE).send(`{"data":${json}}`)
+}
+
+function sendNote(reply: FastifyReply, json: string | undefined): void {
+  if (json === undefined) sendNotFound(reply)
+  else sendData(reply, json)
+}
+
+/** The contract's not-found: 404 and no body at all. */
+function sendNotFound(reply: FastifyReply): undefined {
+  reply.code(404).send()
+  return undefined
+}
+
+/**
+ * Sends the list, encoding `{"data":[...]}` once per distinct list text: the store returns the
+ * same string until a write, so repeated reads send the same Buffer without copying it.
+ */
+function listSender(): (reply: FastifyReply, json: string) => void {
+  let cachedJson: string | undefined
+  let cachedBody: Buffer = Buffer.alloc(0)
+  return (reply, json) => {
+    if (json !== cachedJson) {
+      cachedBody = encodeData(json)
+      cachedJson = json
+    }
+    reply.code(200).header('content-type', JSON_CONTENT_TYPE).send(cachedBody)
+  }
+}
+
+/** '[1]' -> Buffer of '{"data":[1]}', written straight into one allocation. */
+function encodeData(json: string): Buffer {
+  const prefix = '{"data":'
+  const body = Buffer.allocUnsafeSlow(prefix.length + Buffer.byteLength(json) + 1)
+  let at = body.write(prefix, 0, 'latin1')
+  at += body.write(json, at, 'utf8')
+  body.write('}', at, 'latin1')
+  return body
+}

@@ -1,0 +1,53 @@
+import { buildApp } from './app.js'
+import { ConfigError, loadConfig } from './config.js'
+import { loggerOptions } from './logger.js'
+import { MemoryNoteStore } from './store/memory.js'
+
+let config: ReturnType<typeof loadConfig>
+try {
+  config = loadConfig(process.env, process.argv.slice(2))
+} catch (err) {
+  if (!(err instanceof ConfigError)) throw err
+  process.stderr.write(`notes-service: ${err.message}\n`)
+  process.exit(2)
+}
+
+const store = new MemoryNoteStore({ maxNotes: config.maxNotes, maxBytes: config.maxStoreBytes })
+const app = buildApp({
+  store,
+  config,
+  logger: loggerOptions(config.logLevel, process.stdout.isTTY === true),
+})
+
+let shuttingDown = false
+async function shutdown(signal: NodeJS.Signals): Promise<void> {
+  if (shuttingDown) return
+  shuttingDown = true
+  app.log.info({ signal }, 'shutting down: finishing requests in flight')
+  // Past the deadline, cut the remaining connections so the exit stays bounded.
+  const deadline = setTimeout(() => {
+    app.log.warn('shutdown deadline reached: closing the remaining connections')
+    app.server.closeAllConnections()
+  }, config.shutdownTimeoutMs)
+  deadline.unref()
+  try {
+    await app.close()
+    app.log.info('stopped')
+    process.exitCode = 0
+  } catch (err) {
+    app.log.error({ err }, 'shutdown failed')
+    process.exitCode = 1
+  } finally {
+    clearTimeout(deadline)
+  }
+}
+
+process.once('SIGTERM', (signal) => void shutdown(signal))
+process.once('SIGINT', (signal) => void shutdown(signal))
+
+try {
+  await app.listen({ port: config.port, host: config.host })
+} catch (err) {
+  app.log.fatal({ err }, 'could not start listening')
+  process.exit(1)
+}
