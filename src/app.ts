@@ -1,7 +1,11 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
 import { trackAllowedMethods } from './allowed-methods.js'
 import type { Config } from './config.js'
-import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './error-handling.js'
+import {
+  clientErrorHandler,
+  frameworkErrorHandler,
+  registerErrorHandling,
+} from './error-handling.js'
 import { registerJsonBodyParser } from './json-body.js'
 import { registerNoteRoutes } from './routes/notes.js'
 import type { NoteStore } from './store/types.js'

@@ -1,0 +1,70 @@
+import fc from 'fast-check'
+import type { NoteFields } from '../src/store/types.js'
+
+/** Field names that have tripped up JavaScript stores before, plus ordinary ones. */
+const fieldName = fc.oneof(
+  fc.constantFrom(
+    'id',
+    'title',
+    'body',
+    '__proto__',
+    'constructor',
+    'prototype',
+    'toJSON',
+    '0',
+    '',
+  ),
+  fc.string({ maxLength: 8 }),
+)
+
+/** A JSON object as a client might send it; sometimes with an `id` that is a nearby number. */
+export function noteFields(nearIds: fc.Arbitrary<number>): fc.Arbitrary<NoteFields> {
+  const value = fc.oneof(fc.jsonValue({ maxDepth: 3 }), nearIds)
+  return fc
+    .array(fc.tuple(fieldName, value), { maxLength: 5 })
+    .map((pairs) =>
+      JSON.parse(
+        `{${pairs.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`).join(',')}}`,
+      ),
+    )
+}
+
+export type Operation =
+  | { kind: 'create'; fields: NoteFields; tick: number }
+  | { kind: 'update'; pick: number; fields: NoteFields }
+  | { kind: 'delete'; pick: number }
+  | { kind: 'get'; pick: number }
+  | { kind: 'list' }
+
+/** `pick` chooses an id: an existing note's id when one is numeric, else a near-miss. */
+export function operations(): fc.Arbitrary<Operation[]> {
+  const nearIds = fc.integer({ min: 990, max: 1010 })
+  const pick = fc.nat({ max: 1000 })
+  return fc.array(
+    fc.oneof(
+      fc.record({
+        kind: fc.constant('create' as const),
+        fields: noteFields(nearIds),
+        tick: fc.integer({ min: 0, max: 2 }),
+      }),
+      fc.record({ kind: fc.constant('update' as const), pick, fields: noteFields(nearIds) }),
+      // Moves a note onto an id near the others, to make duplicates and id collisions common.
+      fc.record({
+        kind: fc.constant('update' as const),
+        pick,
+        fields: nearIds.map((id) => ({ id })),
+      }),
+      fc.record({ kind: fc.constant('delete' as const), pick }),
+      fc.record({ kind: fc.constant('get' as const), pick }),
+      fc.record({ kind: fc.constant('list' as const) }),
+    ),
+    { maxLength: 60 },
+  )
+}
+
+/** An id to aim at: most often one that a note holds, sometimes one that none does. */
+export function pickId(notes: readonly NoteFields[], pick: number): number {
+  const ids = notes.map((n) => n.id).filter((id): id is number => typeof id === 'number')
+  if (ids.length === 0 || pick % 5 === 0) return 990 + (pick % 25)
+  return ids[pick % ids.length] as number
+}

@@ -1,0 +1,40 @@
+import { MemoryNoteStore, type MemoryStoreOptions } from '../src/store/memory.js'
+import type { NoteFields, NoteStore, StoreStats } from '../src/store/types.js'
+
+/**
+ * A store that answers every call with a promise, as a networked backend would, so the shared
+ * suites prove the routes and the contract hold for asynchronous stores too.
+ */
+export class PromisedNoteStore implements NoteStore {
+  readonly #inner: MemoryNoteStore
+
+  constructor(options: MemoryStoreOptions) {
+    this.#inner = new MemoryNoteStore(options)
+  }
+
+  async create(fields: NoteFields): Promise<string> {
+    await Promise.resolve()
+    return this.#inner.create(fields)
+  }
+
+  async list(): Promise<string> {
+    return this.#inner.list()
+  }
+
+  async get(id: number): Promise<string | undefined> {
+    return this.#inner.get(id)
+  }
+
+  async update(id: number, fields: NoteFields): Promise<string | undefined> {
+    await Promise.resolve()
+    return this.#inner.update(id, fields)
+  }
+
+  async delete(id: number): Promise<boolean> {
+    return this.#inner.delete(id)
+  }
+
+  async stats(): Promise<StoreStats> {
+    return this.#inner.stats()
+  }
+}

@@ -1,0 +1,180 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { type NoteStore, StoreFullError } from '../src/store/types.js'
+
+export interface ContractStoreOptions {
+  maxNotes?: number
+  maxBytes?: number
+  now?: () => number
+}
+
+/**
+ * The behaviour every NoteStore must have. Each backend's test file calls this with a factory;
+ * `await` works for both synchronous and promise-returning stores.
+ */
+export function runStoreContract(
+  name: string,
+  makeStore: (options: ContractStoreOptions) => NoteStore,
+): void {
+  const fixedClock = (t: number) => () => t
+  const parse = (json: string | undefined): unknown =>
+    json === undefined ? undefined : JSON.parse(json)
+
+  describe(`NoteStore contract: ${name}`, () => {
+    it('creates a note with every field plus a time-based id that overrides a body id', async () => {
+      const store = makeStore({ now: fixedClock(1_700_000_000_000) })
+      const json = await store.create({ title: 'a', id: 'mine', n: [1, { x: null }] })
+      assert.deepEqual(parse(json), { title: 'a', id: 1_700_000_000_000, n: [1, { x: null }] })
+    })
+
+    it('gives ids equal to the clock when it moves, and last + 1 when it does not', async () => {
+      let t = 1000
+      const store = makeStore({ now: () => t })
+      const ids: unknown[] = []
+      for (const next of [1000, 1000, 1000, 5000, 5000, 2000]) {
+        t = next
+        ids.push((parse(await store.create({})) as { id: number }).id)
+      }
+      assert.deepEqual(ids, [1000, 1001, 1002, 5000, 5001, 5002])
+    })
+
+    it('skips ids that a patched note already holds', async () => {
+      const store = makeStore({ now: fixedClock(100) })
+      await store.create({}) // id 100
+      await store.update(100, { id: 101 })
+      await store.create({}) // 101 is taken, and so would be max(now, 100 + 1)
+      assert.deepEqual(parse(await store.list()), [{ id: 101 }, { id: 102 }])
+    })
+
+    it('lists notes in insertion order, and [] when empty', async () => {
+      const store = makeStore({ now: fixedClock(1) })
+      assert.equal(await store.list(), '[]')
+      await store.create({ a: 1 })
+      await store.create({ b: 2 })
+      assert.deepEqual(parse(await store.list()), [
+        { a: 1, id: 1 },
+        { b: 2, id: 2 },
+      ])
+    })
+
+    it('gets a note by id and answers undefined for a missing one', async () => {
+      const store = makeStore({ now: fixedClock(7) })
+      await store.create({ t: 'x' })
+      assert.deepEqual(parse(await store.get(7)), { t: 'x', id: 7 })
+      assert.equal(await store.get(8), undefined)
+    })
+
+    it('merges a patch shallowly, keeping the list position', async () => {
+      const store = makeStore({ now: fixedClock(1) })
+      await store.create({ a: 1, nested: { x: 1, y: 2 } })
+      await store.create({ b: 1 })
+      const merged = await store.update(1, { nested: { z: 3 }, c: 'new' })
+      assert.deepEqual(parse(merged), { a: 1, nested: { z: 3 }, id: 1, c: 'new' })
+      assert.deepEqual(parse(await store.list()), [
+        { a: 1, nested: { z: 3 }, id: 1, c: 'new' },
+        { b: 1, id: 2 },
+      ])
+      assert.equal(await store.update(99, { a: 2 }), undefined)
+    })
+
+    it('moves a note to a patched id and leaves the old id empty', async () => {
+      const store = makeStore({ now: fixedClock(1) })
+      await store.create({})
+      await store.update(1, { id: 50 })
+      assert.equal(await store.get(1), undefined)
+      assert.deepEqual(parse(await store.get(50)), { id: 50 })
+    })
+
+    it('does not find a note whose id was patched to a string', async () => {
+      const store = makeStore({ now: fixedClock(7) })
+      await store.create({})
+      await store.update(7, { id: '7' })
+      assert.equal(await store.get(7), undefined)
+      assert.deepEqual(parse(await store.list()), [{ id: '7' }])
+    })
+
+    it('acts on the first note in list order when two share an id', async () => {
+      const store = makeStore({ now: fixedClock(1) })
+      await store.create({ n: 'first' }) // 1
+      await store.create({ n: 'second' }) // 2
+      await store.create({ n: 'third' }) // 3
+      await store.update(3, { id: 2 })
+      await store.update(1, { id: 2 })
+      assert.deepEqual(parse(await store.get(2)), { n: 'first', id: 2 })
+      assert.equal(await store.delete(2), true)
+      assert.deepEqual(parse(await store.get(2)), { n: 'second', id: 2 })
+      assert.equal(await store.delete(2), true)
+      assert.deepEqual(parse(await store.get(2)), { n: 'third', id: 2 })
+      assert.deepEqual(parse(await store.list()), [{ n: 'third', id: 2 }])
+    })
+
+    it('deletes a note and answers false for a missing one', async () => {
+      const store = makeStore({ now: fixedClock(1) })
+      await store.create({})
+      await store.create({})
+      assert.equal(await store.delete(1), true)
+      assert.equal(await store.delete(1), false)
+      assert.deepEqual(parse(await store.list()), [{ id: 2 }])
+    })
+
+    it('stores __proto__, constructor and prototype as plain data', async () => {
+      const store = makeStore({ now: fixedClock(1) })
+      const fields = JSON.parse(
+        '{"__proto__":{"polluted":true},"constructor":{"prototype":{"x":1}},"prototype":2}',
+      )
+      const json = await store.create(fields)
+      assert.equal(
+        json,
+        '{"__proto__":{"polluted":true},"constructor":{"prototype":{"x":1}},"prototype":2,"id":1}',
+      )
+      const patched = await store.update(1, JSON.parse('{"__proto__":{"again":1}}'))
+      assert.equal(
+        patched,
+        '{"__proto__":{"again":1},"constructor":{"prototype":{"x":1}},"prototype":2,"id":1}',
+      )
+      assert.equal(({} as Record<string, unknown>).polluted, undefined)
+      assert.equal(({} as Record<string, unknown>).again, undefined)
+    })
+
+    it('does not modify the fields object it is given', async () => {
+      const store = makeStore({ now: fixedClock(1) })
+      const fields = { id: 'keep', a: 1 }
+      await store.create(fields)
+      const patch = { b: 2 }
+      await store.update(1, patch)
+      assert.deepEqual(fields, { id: 'keep', a: 1 })
+      assert.deepEqual(patch, { b: 2 })
+    })
+
+    it('refuses a create past the note cap and keeps what it has', async () => {
+      const store = makeStore({ now: fixedClock(1), maxNotes: 2 })
+      await store.create({ a: 1 })
+      await store.create({ a: 2 })
+      await assert.rejects(async () => store.create({ a: 3 }), StoreFullError)
+      assert.deepEqual(parse(await store.list()), [
+        { a: 1, id: 1 },
+        { a: 2, id: 2 },
+      ])
+      await store.delete(1)
+      assert.deepEqual(parse(await store.create({ a: 3 })), { a: 3, id: 3 })
+    })
+
+    it('refuses writes past the byte cap, and counts bytes as UTF-8', async () => {
+      const store = makeStore({ now: fixedClock(1), maxBytes: 40 })
+      await store.create({ t: 'é' }) // {"t":"é","id":1} is 17 bytes
+      assert.equal((await store.stats()).bytes, 17)
+      await assert.rejects(async () => store.create({ t: 'x'.repeat(20) }), StoreFullError)
+      await assert.rejects(async () => store.update(1, { t: 'x'.repeat(30) }), StoreFullError)
+      assert.deepEqual(parse(await store.list()), [{ t: 'é', id: 1 }])
+      await store.update(1, { t: 'x'.repeat(20) })
+      assert.deepEqual(await store.stats(), {
+        notes: 1,
+        bytes: 35,
+        maxNotes: 1_000_000,
+        maxBytes: 40,
+      })
+      await store.delete(1)
+      assert.equal((await store.stats()).bytes, 0)
+    })
+  })
+}
