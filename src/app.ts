@@ -1,3 +1,4 @@
+import { createServer } from 'node:http'
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
 import { trackAllowedMethods } from './allowed-methods.js'
 import type { Config } from './config.js'
@@ -7,6 +8,7 @@ import {
   registerErrorHandling,
 } from './error-handling.js'
 import { registerJsonBodyParser } from './json-body.js'
+import { pipelineInOrder } from './pipeline-order.js'
 import { registerNoteRoutes } from './routes/notes.js'
 import type { NoteStore } from './store/types.js'
 
@@ -39,13 +41,21 @@ export function buildApp({ store, config, logger = false }: AppOptions): Fastify
     logger,
     logController: new LogController({ disableRequestLogging: !config.logRequests }),
     bodyLimit: config.bodyLimit,
-    connectionTimeout: config.socketTimeoutMs,
-    keepAliveTimeout: config.keepAliveTimeoutMs,
-    requestTimeout: config.requestTimeoutMs,
-    http: {
-      headersTimeout: config.headersTimeoutMs,
-      // Node checks the two timeouts above only this often (30 s by default).
-      connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
+    // Fastify sets no timeouts on a server it did not create, so all of them are set here.
+    serverFactory: (handler) => {
+      const server = createServer(
+        {
+          headersTimeout: config.headersTimeoutMs,
+          requestTimeout: config.requestTimeoutMs,
+          keepAliveTimeout: config.keepAliveTimeoutMs,
+          // Node checks the two request timeouts only this often (30 s by default).
+          connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
+        },
+        pipelineInOrder(handler),
+      )
+      server.keepAliveTimeout = config.keepAliveTimeoutMs
+      server.setTimeout(config.socketTimeoutMs)
+      return server
     },
     clientErrorHandler,
     frameworkErrors: frameworkErrorHandler,

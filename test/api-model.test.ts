@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import fc from 'fast-check'
+import { buildApp } from '../src/app.js'
+import { DEFAULT_CONFIG } from '../src/config.js'
+import { MemoryNoteStore } from '../src/store/memory.js'
+import type { NoteStore } from '../src/store/types.js'
+import { operations, pickId } from './arbitraries.js'
+import { NoteModel } from './note-model.js'
+import { PromisedNoteStore } from './promised-store.js'
+
+/** How a path can spell an id: '7', '007', '%37' all name note 7. */
+function spell(id: number, style: number): string {
+  const digits = String(Math.abs(id))
+  const sign = id < 0 ? '-' : ''
+  switch (style % 3) {
+    case 0:
+      return `${sign}${digits}`
+    case 1:
+      return `${sign}00${digits}`
+    default:
+      return `${sign}${[...digits].map((d) => `%3${d}`).join('')}`
+  }
+}
+
+function decoded(segment: string): string {
+  return decodeURIComponent(segment)
+}
+
+const backends: [string, (now: () => number) => NoteStore][] = [
+  ['MemoryNoteStore', (now) => new MemoryNoteStore({ maxNotes: 1000, maxBytes: 1 << 24, now })],
+  ['PromisedNoteStore', (now) => new PromisedNoteStore({ maxNotes: 1000, maxBytes: 1 << 24, now })],
+]
+
+for (const [name, makeStore] of backends) {
+  describe(`the HTTP API over ${name}, against the model`, () => {
+    it('answers every random sequence of requests exactly as the model does', async () => {
+      await fc.assert(
+        fc.asyncProperty(operations(), async (ops) => {
+          let t = 1000
+          const now = () => t
+          const app = buildApp({ store: makeStore(now), config: DEFAULT_CONFIG })
+          const model = new NoteModel(now)
+          const expectBody = (json: string | undefined) =>
+            json === undefined ? '' : `{"data":${json}}`
+          for (const op of ops) {
+            if (op.kind === 'create') {
+              t += op.tick
+              const response = await app.inject({
+                method: 'POST',
+                url: '/api/note',
+                payload: op.fields,
+              })
+              assert.equal(response.body, expectBody(model.create(op.fields)))
+            } else if (op.kind === 'list') {
+              assert.equal((await app.inject('/api/note')).body, expectBody(model.list()))
+            } else {
+              const id = pickId(model.notes, op.pick)
+              const segment = spell(id, op.pick)
+              const url = `/api/note/${segment}`
+              if (op.kind === 'get') {
+                const response = await app.inject(url)
+                assert.equal(response.body, expectBody(model.get(id)))
+              } else if (op.kind === 'update') {
+                const response = await app.inject({ method: 'PATCH', url, payload: op.fields })
+                assert.equal(response.body, expectBody(model.update(id, op.fields)))
+              } else {
+                const response = await app.inject({ method: 'DELETE', url })
+                const expected = model.delete(id) ? `"${decoded(segment)}"` : undefined
+                assert.equal(response.body, expectBody(expected))
+              }
+            }
+          }
+          assert.equal((await app.inject('/api/note')).body, expectBody(model.list()))
+        }),
+        { numRuns: 60 },
+      )
+    })
+  })
+}

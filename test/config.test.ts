@@ -1,0 +1,130 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { ConfigError, DEFAULT_CONFIG, loadConfig, OPTIONS } from '../src/config.js'
+
+describe('loadConfig', () => {
+  it('returns the documented defaults with no environment and no flags', () => {
+    assert.deepEqual(loadConfig({}, []), {
+      port: 3000,
+      host: '127.0.0.1',
+      bodyLimit: 1_048_576,
+      maxDepth: 64,
+      maxNotes: 1_000_000,
+      maxStoreBytes: 268_435_456,
+      logLevel: 'info',
+      logRequests: false,
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 30_000,
+      keepAliveTimeoutMs: 5_000,
+      socketTimeoutMs: 30_000,
+      shutdownTimeoutMs: 10_000,
+    })
+    assert.deepEqual(loadConfig({}, []), DEFAULT_CONFIG)
+  })
+
+  it('reads every option from its environment variable', () => {
+    const config = loadConfig(
+      {
+        PORT: '4000',
+        HOST: '0.0.0.0',
+        BODY_LIMIT: '2048',
+        MAX_DEPTH: '10',
+        MAX_NOTES: '5',
+        MAX_STORE_BYTES: '4096',
+        LOG_LEVEL: 'WARN',
+        LOG_REQUESTS: 'true',
+        HEADERS_TIMEOUT_MS: '1000',
+        REQUEST_TIMEOUT_MS: '2000',
+        KEEP_ALIVE_TIMEOUT_MS: '3000',
+        SOCKET_TIMEOUT_MS: '4000',
+        SHUTDOWN_TIMEOUT_MS: '5000',
+      },
+      [],
+    )
+    assert.deepEqual(config, {
+      port: 4000,
+      host: '0.0.0.0',
+      bodyLimit: 2048,
+      maxDepth: 10,
+      maxNotes: 5,
+      maxStoreBytes: 4096,
+      logLevel: 'warn',
+      logRequests: true,
+      headersTimeoutMs: 1000,
+      requestTimeoutMs: 2000,
+      keepAliveTimeoutMs: 3000,
+      socketTimeoutMs: 4000,
+      shutdownTimeoutMs: 5000,
+    })
+  })
+
+  it('lets flags override the environment, in both spellings', () => {
+    const config = loadConfig({ PORT: '4000', HOST: 'a' }, [
+      '--port',
+      '5000',
+      '--host=::1',
+      '--log-requests',
+    ])
+    assert.equal(config.port, 5000)
+    assert.equal(config.host, '::1')
+    assert.equal(config.logRequests, true)
+  })
+
+  it('reads a boolean flag followed by another flag as true', () => {
+    const config = loadConfig({}, ['--log-requests', '--port', '1'])
+    assert.equal(config.logRequests, true)
+    assert.equal(config.port, 1)
+  })
+
+  it('ignores empty environment variables', () => {
+    assert.equal(loadConfig({ PORT: '' }, []).port, 3000)
+  })
+
+  const invalid: [NodeJS.ProcessEnv, string[], string][] = [
+    [{ PORT: 'abc' }, [], 'Invalid PORT "abc": expected an integer from 0 to 65535.'],
+    [{ PORT: '70000' }, [], 'Invalid PORT "70000": expected an integer from 0 to 65535.'],
+    [{ PORT: '-1' }, [], 'Invalid PORT "-1": expected an integer from 0 to 65535.'],
+    [{ PORT: '3e3' }, [], 'Invalid PORT "3e3": expected an integer from 0 to 65535.'],
+    [{ BODY_LIMIT: '1' }, [], 'Invalid BODY_LIMIT "1": expected an integer from 2 to 67108864.'],
+    [{ MAX_NOTES: '0' }, [], 'Invalid MAX_NOTES "0": expected an integer from 1 to 5000000.'],
+    [
+      { MAX_STORE_BYTES: '999999999999' },
+      [],
+      'Invalid MAX_STORE_BYTES "999999999999": expected an integer from 1024 to 469762048.',
+    ],
+    [
+      { LOG_LEVEL: 'loud' },
+      [],
+      'Invalid LOG_LEVEL "loud": expected one of fatal, error, warn, info, debug, trace, silent.',
+    ],
+    [{ LOG_REQUESTS: 'maybe' }, [], 'Invalid LOG_REQUESTS "maybe": expected true or false.'],
+    [{ HOST: 'a b' }, [], 'Invalid HOST "a b": expected a host name or IP address.'],
+    [{}, ['--port', 'x'], 'Invalid --port "x": expected an integer from 0 to 65535.'],
+    [{}, ['--port'], 'Missing value for --port.'],
+    [{}, ['--prot', '1'], 'Unknown option --prot; see --help.'],
+    [
+      { HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '1000' },
+      [],
+      'Invalid HEADERS_TIMEOUT_MS 5000: it must not exceed REQUEST_TIMEOUT_MS (1000).',
+    ],
+  ]
+  for (const [env, argv, message] of invalid) {
+    it(`refuses ${JSON.stringify(env)} ${argv.join(' ')} with one line naming it`, () => {
+      assert.throws(
+        () => loadConfig(env, argv),
+        (err: unknown) => {
+          assert.ok(err instanceof ConfigError)
+          assert.equal(err.message, message)
+          assert.doesNotMatch(err.message, /\n/)
+          return true
+        },
+      )
+    })
+  }
+
+  it('has a flag for every environment variable', () => {
+    for (const option of OPTIONS) {
+      assert.equal(option.flag, `--${option.env.toLowerCase().replaceAll('_', '-')}`)
+    }
+  })
+})

@@ -1,0 +1,238 @@
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { request } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { after, describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import type { FastifyInstance } from 'fastify'
+import type { Config } from '../src/config.js'
+import { buildTestApp, fakeClock } from './helpers.js'
+import { openRaw, waitFor } from './socket.js'
+
+async function listen(
+  overrides: Partial<Config> = {},
+): Promise<{ app: FastifyInstance; port: number }> {
+  const { app } = buildTestApp(overrides, { now: fakeClock(1) })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  after(() => app.close())
+  return { app, port: (app.server.address() as AddressInfo).port }
+}
+
+function statusLine(raw: string): string {
+  return raw.slice(0, raw.indexOf('\r\n'))
+}
+
+async function listBody(port: number): Promise<string> {
+  const response = await fetch(`http://127.0.0.1:${port}/api/note`)
+  return response.text()
+}
+
+describe('over a real socket', () => {
+  it('answers 413 to an oversize upload with Content-Length, readable before the body is sent', async () => {
+    const { port } = await listen({ bodyLimit: 1024 })
+    const { socket, received, closed } = await openRaw(port)
+    socket.write(
+      'POST /api/note HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n{"a":"',
+    )
+    await waitFor(() => received().includes('\r\n\r\n{'), 5000, 'the 413 response')
+    assert.equal(statusLine(received()), 'HTTP/1.1 413 Payload Too Large')
+    assert.match(received(), /content-type: application\/problem\+json/i)
+    assert.match(received(), /connection: close/i)
+    socket.end()
+    await closed
+    assert.equal(await listBody(port), '{"data":[]}')
+  })
+
+  it('answers 413 to a chunked upload that passes the limit while it streams', async () => {
+    const { port } = await listen({ bodyLimit: 1024 })
+    const { socket, received, closed } = await openRaw(port)
+    socket.write(
+      'POST /api/note HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n',
+    )
+    const chunk = 'x'.repeat(512)
+    for (let i = 0; i < 4 && !socket.destroyed; i++)
+      socket.write(`${(512).toString(16)}\r\n${chunk}\r\n`)
+    await waitFor(() => received().includes('}'), 5000, 'the 413 response')
+    assert.equal(statusLine(received()), 'HTTP/1.1 413 Payload Too Large')
+    socket.destroy()
+    await closed
+    assert.equal(await listBody(port), '{"data":[]}')
+  })
+
+  it('survives an upload that stops half way, storing nothing and serving others', async () => {
+    const { port } = await listen()
+    const { socket, closed } = await openRaw(port)
+    socket.write(
+      'POST /api/note HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"title":"half',
+    )
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    socket.destroy()
+    await closed
+    const created = await fetch(`http://127.0.0.1:${port}/api/note`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"title":"whole"}',
+    })
+    assert.equal(await created.text(), '{"data":{"title":"whole","id":1}}')
+    assert.equal(await listBody(port), '{"data":[{"title":"whole","id":1}]}')
+  })
+
+  it('answers 408 and closes a client that trickles its headers past the timeout', async () => {
+    const { port } = await listen({ headersTimeoutMs: 300, requestTimeoutMs: 600 })
+    const { socket, received, closed } = await openRaw(port)
+    const started = Date.now()
+    socket.write('GET /api/note HTTP/1.1\r\n')
+    const trickle = setInterval(() => {
+      if (!socket.destroyed) socket.write('X-Slow: 1\r\n')
+    }, 50)
+    try {
+      await closed
+    } finally {
+      clearInterval(trickle)
+    }
+    const elapsed = Date.now() - started
+    assert.equal(statusLine(received()), 'HTTP/1.1 408 Request Timeout')
+    assert.match(received(), /"status":408/)
+    assert.ok(elapsed >= 300 && elapsed < 5000, `closed after ${elapsed} ms`)
+    // Meanwhile, and after, other clients are served.
+    assert.equal(await listBody(port), '{"data":[]}')
+  })
+
+  it('answers 431 to headers over the limit', async () => {
+    const { port } = await listen()
+    const { socket, received, closed } = await openRaw(port)
+    socket.write(`GET /api/note HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)
+    await closed
+    assert.equal(statusLine(received()), 'HTTP/1.1 431 Request Header Fields Too Large')
+    assert.match(received(), /application\/problem\+json/)
+  })
+
+  it('answers 400 problem JSON to a garbage request line', async () => {
+    const { port } = await listen()
+    const { socket, received, closed } = await openRaw(port)
+    socket.write('HELLO THERE\r\n\r\n')
+    await closed
+    assert.equal(statusLine(received()), 'HTTP/1.1 400 Bad Request')
+    assert.match(received(), /"status":400/)
+  })
+
+  it('serves several requests on one keep-alive connection, pipelined', async () => {
+    const { port } = await listen()
+    const { socket, received } = await openRaw(port)
+    const post =
+      'POST /api/note HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{"n":1}'
+    socket.write(
+      `${post}GET /api/note/1 HTTP/1.1\r\nHost: x\r\n\r\nGET /api/note HTTP/1.1\r\nHost: x\r\n\r\n`,
+    )
+    await waitFor(() => received().endsWith('{"data":[{"n":1,"id":1}]}'), 5000, 'three responses')
+    const statuses = received().match(/HTTP\/1\.1 \d{3}/g)
+    assert.deepEqual(statuses, ['HTTP/1.1 200', 'HTTP/1.1 200', 'HTTP/1.1 200'])
+    assert.match(received(), /keep-alive/i)
+    socket.destroy()
+  })
+
+  it('closes an idle keep-alive connection after the keep-alive timeout', async () => {
+    const { port } = await listen({ keepAliveTimeoutMs: 200 })
+    const { socket, received, closed } = await openRaw(port)
+    socket.write('GET /api/note HTTP/1.1\r\nHost: x\r\n\r\n')
+    await waitFor(() => received().endsWith('{"data":[]}'), 5000, 'the response')
+    const served = Date.now()
+    await closed
+    const idle = Date.now() - served
+    assert.ok(idle >= 150 && idle < 3000, `closed after ${idle} ms idle`)
+  })
+
+  it('finishes a request in flight on close, then refuses new connections', async () => {
+    const { app, port } = await listen()
+    const { socket, received, closed } = await openRaw(port)
+    const body = '{"title":"in flight"}'
+    socket.write(
+      `POST /api/note HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n{"title"`,
+    )
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    const closing = app.close()
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    socket.write(body.slice('{"title"'.length))
+    await waitFor(() => received().endsWith('}}'), 5000, 'the in-flight response')
+    assert.equal(statusLine(received()), 'HTTP/1.1 200 OK')
+    assert.ok(received().endsWith('{"data":{"title":"in flight","id":1}}'))
+    await closing
+    await closed
+    await assert.rejects(fetch(`http://127.0.0.1:${port}/api/note`), /fetch failed/)
+  })
+})
+
+describe('the server process', () => {
+  it('finishes the request in flight on SIGTERM and exits 0', async () => {
+    const server = fileURLToPath(new URL('../src/server.js', import.meta.url))
+    const child = spawn(process.execPath, [server, '--port', '0'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    const exited = once(child, 'exit')
+    try {
+      let log = ''
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+        log += chunk
+      })
+      await waitFor(
+        () => /listening at http:\/\/127\.0\.0\.1:\d+/.test(log),
+        10_000,
+        'the server to listen',
+      )
+      const port = Number(/127\.0\.0\.1:(\d+)/.exec(log)?.[1])
+      const responded = new Promise<{ status: number | undefined; body: string }>(
+        (resolve, reject) => {
+          const req = request(
+            {
+              port,
+              host: '127.0.0.1',
+              method: 'POST',
+              path: '/api/note',
+              headers: { 'content-type': 'application/json', 'content-length': '11' },
+            },
+            (res) => {
+              let body = ''
+              res.setEncoding('utf8').on('data', (c: string) => {
+                body += c
+              })
+              res.on('end', () => resolve({ status: res.statusCode, body }))
+            },
+          )
+          req.on('error', reject)
+          req.write('{"a":')
+          setTimeout(() => {
+            child.kill('SIGTERM')
+            setTimeout(() => req.end('"end"}'), 100)
+          }, 100)
+        },
+      )
+      const response = await responded
+      assert.equal(response.status, 200)
+      assert.match(response.body, /^\{"data":\{"a":"end","id":\d+\}\}$/)
+      const [code] = await exited
+      assert.equal(code, 0)
+      assert.match(log, /"signal":"SIGTERM"/)
+    } finally {
+      child.kill('SIGKILL')
+    }
+  })
+
+  it('refuses to start on an invalid variable, with one line naming it', async () => {
+    const server = fileURLToPath(new URL('../src/server.js', import.meta.url))
+    const child = spawn(process.execPath, [server], {
+      env: { ...process.env, PORT: 'eighty' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stderr = ''
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk
+    })
+    const [code] = await once(child, 'exit')
+    assert.equal(code, 2)
+    assert.equal(
+      stderr,
+      'notes-service: Invalid PORT "eighty": expected an integer from 0 to 65535.\n',
+    )
+  })
+})
