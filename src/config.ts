@@ -31,16 +31,32 @@ export interface Config {
   socketTimeoutMs: number
   /** Longest a graceful shutdown waits for in-flight requests before closing them, in ms. */
   shutdownTimeoutMs: number
+  /** Browser origins allowed to call the API (CORS); empty turns CORS off, `['*']` allows any. */
+  corsOrigin: readonly string[]
+  /** Serve Prometheus metrics at /metrics and measure every request for them. */
+  metrics: boolean
+  /** Serve the API reference page at /docs. */
+  docs: boolean
 }
 
-interface Option<K extends keyof Config> {
+/** One row of `OPTIONS`: a setting, its variable and flag, its default and its parser. */
+export interface Option<K extends keyof Config> {
   key: K
   env: string
   flag: string
   description: string
   default: Config[K]
   /** Returns the value, or a message saying what was expected. */
-  parse: (raw: string) => Config[K] | { expected: string }
+  parse: (raw: string) => Config[K] | Rejection
+}
+
+/** A parser's answer to a value it cannot use. */
+export interface Rejection {
+  expected: string
+}
+
+export function isRejection(value: unknown): value is Rejection {
+  return typeof value === 'object' && value !== null && 'expected' in value
 }
 
 function integer(min: number, max: number): (raw: string) => number | { expected: string } {
@@ -67,6 +83,20 @@ function logLevel(raw: string): LogLevel | { expected: string } {
   return level ?? { expected: `one of ${LOG_LEVELS.join(', ')}` }
 }
 
+/**
+ * 'https://app.example.com, http://localhost:5173' -> ['https://app.example.com', 'http://localhost:5173'];
+ * '*' -> ['*']. An origin is a scheme, a host and an optional port, as browsers send it.
+ */
+function origins(raw: string): readonly string[] | { expected: string } {
+  const list = raw.split(',').map((origin) => origin.trim().toLowerCase())
+  const valid =
+    (list.length === 1 && list[0] === '*') ||
+    list.every((origin) => /^https?:\/\/(?:[a-z0-9.-]+|\[[0-9a-f:.]+\])(?::\d{1,5})?$/.test(origin))
+  return valid
+    ? Object.freeze(list)
+    : { expected: 'a comma-separated list of origins such as https://app.example.com, or *' }
+}
+
 const TEN_MINUTES = 600_000
 
 /** Every option, in the order `--help` lists them. */
@@ -74,16 +104,67 @@ export const OPTIONS: readonly Option<keyof Config>[] = [
   opt('port', 'PORT', 'TCP port to listen on (0 picks a free port)', 3000, integer(0, 65535)),
   opt('host', 'HOST', 'address to listen on (0.0.0.0 for all interfaces)', '127.0.0.1', host),
   opt('bodyLimit', 'BODY_LIMIT', 'largest request body, in bytes', 1 * MIB, integer(2, 64 * MIB)),
-  opt('maxDepth', 'MAX_DEPTH', 'deepest nesting of objects and arrays in a body', 64, integer(1, 512)),
+  opt(
+    'maxDepth',
+    'MAX_DEPTH',
+    'deepest nesting of objects and arrays in a body',
+    64,
+    integer(1, 512),
+  ),
   opt('maxNotes', 'MAX_NOTES', 'most notes stored at once', 1_000_000, integer(1, 5_000_000)),
-  opt('maxStoreBytes', 'MAX_STORE_BYTES', 'most bytes of note JSON stored at once', 256 * MIB, integer(1 * KIB, 448 * MIB)),
+  opt(
+    'maxStoreBytes',
+    'MAX_STORE_BYTES',
+    'most bytes of note JSON stored at once',
+    256 * MIB,
+    integer(1 * KIB, 448 * MIB),
+  ),
   opt('logLevel', 'LOG_LEVEL', 'log level', 'info', logLevel),
   opt('logRequests', 'LOG_REQUESTS', 'log every request and response at info', false, boolean),
-  opt('headersTimeoutMs', 'HEADERS_TIMEOUT_MS', 'time to receive request headers, in ms', 10_000, integer(1, TEN_MINUTES)),
-  opt('requestTimeoutMs', 'REQUEST_TIMEOUT_MS', 'time to receive a whole request, in ms', 30_000, integer(1, TEN_MINUTES)),
-  opt('keepAliveTimeoutMs', 'KEEP_ALIVE_TIMEOUT_MS', 'idle keep-alive connection lifetime, in ms', 5_000, integer(1, TEN_MINUTES)),
-  opt('socketTimeoutMs', 'SOCKET_TIMEOUT_MS', 'close a connection silent this long, in ms', 30_000, integer(1, TEN_MINUTES)),
-  opt('shutdownTimeoutMs', 'SHUTDOWN_TIMEOUT_MS', 'longest graceful shutdown, in ms', 10_000, integer(1, TEN_MINUTES)),
+  opt(
+    'headersTimeoutMs',
+    'HEADERS_TIMEOUT_MS',
+    'time to receive request headers, in ms',
+    10_000,
+    integer(1, TEN_MINUTES),
+  ),
+  opt(
+    'requestTimeoutMs',
+    'REQUEST_TIMEOUT_MS',
+    'time to receive a whole request, in ms',
+    30_000,
+    integer(1, TEN_MINUTES),
+  ),
+  opt(
+    'keepAliveTimeoutMs',
+    'KEEP_ALIVE_TIMEOUT_MS',
+    'idle keep-alive connection lifetime, in ms',
+    5_000,
+    integer(1, TEN_MINUTES),
+  ),
+  opt(
+    'socketTimeoutMs',
+    'SOCKET_TIMEOUT_MS',
+    'close a connection silent this long, in ms',
+    30_000,
+    integer(1, TEN_MINUTES),
+  ),
+  opt(
+    'shutdownTimeoutMs',
+    'SHUTDOWN_TIMEOUT_MS',
+    'longest graceful shutdown, in ms',
+    10_000,
+    integer(1, TEN_MINUTES),
+  ),
+  opt(
+    'corsOrigin',
+    'CORS_ORIGIN',
+    'browser origins allowed to call the API (CORS); none turns CORS off',
+    Object.freeze([]),
+    origins,
+  ),
+  opt('metrics', 'METRICS', 'serve Prometheus metrics at /metrics', false, boolean),
+  opt('docs', 'DOCS', 'serve the API reference page at /docs', true, boolean),
 ]
 
 function opt<K extends keyof Config>(
@@ -94,7 +175,9 @@ function opt<K extends keyof Config>(
   parse: Option<K>['parse'],
 ): Option<keyof Config> {
   const flag = `--${env.toLowerCase().replaceAll('_', '-')}`
-  return { key, env, flag, description, default: defaultValue, parse } as unknown as Option<keyof Config>
+  return { key, env, flag, description, default: defaultValue, parse } as unknown as Option<
+    keyof Config
+  >
 }
 
 /** '--port' -> false (the next flag), '4000' -> true, undefined -> false */
@@ -123,7 +206,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
   const config: Record<string, unknown> = { ...DEFAULT_CONFIG }
   const apply = (option: Option<keyof Config>, raw: string, source: string): void => {
     const value = option.parse(raw.trim())
-    if (typeof value === 'object') {
+    if (isRejection(value)) {
       throw new ConfigError(`Invalid ${source} ${JSON.stringify(raw)}: expected ${value.expected}.`)
     }
     config[option.key] = value
