@@ -297,7 +297,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
           headers: requestIdHeader,
         },
         BadRequest: problemResponse(
-          'The body is not valid UTF-8, not valid JSON, not a JSON object, or nested too deep.',
+          'The body is not valid UTF-8, not valid JSON, not a JSON object, or nested too deep; or the URL has a malformed percent-encoding.',
           400,
           'The request body must be a JSON object, not an array.',
         ),
