@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+import { collectDefaultMetrics, Gauge, type Metric, Registry } from 'prom-client'
+import { RequestRecorder } from './request-recorder.js'
 import type { NoteStore, StoreStats } from './store/types.js'
 
 export interface MetricsOptions {
@@ -18,28 +19,27 @@ const UNMATCHED = 'unmatched'
 /**
  * Prometheus metrics at `GET /metrics`: requests and latency by route, method and status, the
  * store's contents and room left, and the process (CPU, memory, event loop, GC).
- * Per request this costs one onResponse hook, after the response has been sent; everything
- * else is computed when Prometheus scrapes. Each app has its own registry.
+ * Per request this costs one onResponse hook, after the response has been sent, and a
+ * RequestRecorder entry; everything else is computed when Prometheus scrapes.
+ * Each app has its own registry.
  */
 export function registerMetrics(app: FastifyInstance, { store }: MetricsOptions): void {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
   const registers = [registry]
-  const labelNames = ['method', 'route', 'status_code'] as const
 
-  const requests = new Counter({
-    name: 'http_requests_total',
-    help: 'Requests answered, by method, route pattern and status code.',
-    labelNames,
-    registers,
-  })
-  const duration = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'Time from receiving a request to sending the last byte of its response.',
-    labelNames,
-    buckets: LATENCY_BUCKETS,
-    registers,
-  })
+  const recorder = new RequestRecorder(LATENCY_BUCKETS)
+  const metrics = [
+    recorder.counter(
+      'http_requests_total',
+      'Requests answered, by method, route pattern and status code.',
+    ),
+    recorder.histogram(
+      'http_request_duration_seconds',
+      'Time from receiving a request to sending the last byte of its response.',
+    ),
+  ]
+  for (const metric of metrics) registry.registerMetric(metric as unknown as Metric)
 
   // One snapshot of the store per scrape, shared by the four gauges.
   let snapshot: Promise<StoreStats> | undefined
@@ -73,13 +73,8 @@ export function registerMetrics(app: FastifyInstance, { store }: MetricsOptions)
   )
 
   app.addHook('onResponse', (request, reply, done) => {
-    const labels = {
-      method: request.method,
-      route: request.routeOptions.url ?? UNMATCHED,
-      status_code: reply.statusCode,
-    }
-    requests.inc(labels)
-    duration.observe(labels, reply.elapsedTime / 1000)
+    const route = request.routeOptions.url ?? UNMATCHED
+    recorder.record(request.method, route, reply.statusCode, reply.elapsedTime / 1000)
     done()
   })
 
