@@ -73,7 +73,8 @@ export function buildApp({ store, config, logger = false }: AppOptions): Fastify
   registerCors(app, { origins: config.corsOrigin })
   if (config.metrics) registerMetrics(app, { store })
   registerHealthChecks(app)
-  const document = buildOpenApiDocument({ version: readPackageInfo().version, ...config })
+  const { version } = readPackageInfo()
+  const document = buildOpenApiDocument({ version, metrics: config.metrics, docs: config.docs })
   registerApiDocs(app, { document, ui: config.docs })
   registerNoteRoutes(app, store)
   return app
