@@ -1,14 +1,21 @@
 import { createServer } from 'node:http'
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
 import { trackAllowedMethods } from './allowed-methods.js'
+import { registerApiDocs } from './api-docs.js'
 import type { Config } from './config.js'
+import { registerCors } from './cors.js'
 import {
   clientErrorHandler,
   frameworkErrorHandler,
   registerErrorHandling,
 } from './error-handling.js'
+import { registerHealthChecks } from './health.js'
 import { registerJsonBodyParser } from './json-body.js'
+import { registerMetrics } from './metrics.js'
+import { buildOpenApiDocument } from './openapi.js'
+import { readPackageInfo } from './package-info.js'
 import { pipelineInOrder } from './pipeline-order.js'
+import { registerRequestIds, withRequestIdHeader } from './request-id.js'
 import { registerNoteRoutes } from './routes/notes.js'
 import type { NoteStore } from './store/types.js'
 
@@ -21,6 +28,9 @@ export type AppConfig = Pick<
   | 'requestTimeoutMs'
   | 'keepAliveTimeoutMs'
   | 'socketTimeoutMs'
+  | 'corsOrigin'
+  | 'metrics'
+  | 'docs'
 >
 
 export interface AppOptions {
@@ -58,7 +68,7 @@ export function buildApp({ store, config, logger = false }: AppOptions): Fastify
       return server
     },
     clientErrorHandler,
-    frameworkErrors: frameworkErrorHandler,
+    frameworkErrors: withRequestIdHeader(frameworkErrorHandler),
     routerOptions: {
       ignoreTrailingSlash: true,
       // Every :id segment reaches parseNoteId, however long, and gets the contract's 404.
@@ -68,6 +78,14 @@ export function buildApp({ store, config, logger = false }: AppOptions): Fastify
   const allowFor = trackAllowedMethods(app)
   registerJsonBodyParser(app, { maxDepth: config.maxDepth })
   registerErrorHandling(app, { bodyLimit: config.bodyLimit, allowFor })
+  // Hooks first, so that they apply to every route registered after them.
+  registerRequestIds(app)
+  registerCors(app, { origins: config.corsOrigin })
+  if (config.metrics) registerMetrics(app, { store })
+  registerHealthChecks(app)
+  const { version } = readPackageInfo()
+  const document = buildOpenApiDocument({ version, metrics: config.metrics, docs: config.docs })
+  registerApiDocs(app, { document, ui: config.docs })
   registerNoteRoutes(app, store)
   return app
 }

@@ -31,16 +31,32 @@ export interface Config {
   socketTimeoutMs: number
   /** Longest a graceful shutdown waits for in-flight requests before closing them, in ms. */
   shutdownTimeoutMs: number
+  /** Browser origins allowed to call the API (CORS); empty turns CORS off, `['*']` allows any. */
+  corsOrigin: readonly string[]
+  /** Serve Prometheus metrics at /metrics and measure every request for them. */
+  metrics: boolean
+  /** Serve the API reference page at /docs. */
+  docs: boolean
 }
 
-interface Option<K extends keyof Config> {
+/** One row of `OPTIONS`: a setting, its variable and flag, its default and its parser. */
+export interface Option<K extends keyof Config> {
   key: K
   env: string
   flag: string
   description: string
   default: Config[K]
   /** Returns the value, or a message saying what was expected. */
-  parse: (raw: string) => Config[K] | { expected: string }
+  parse: (raw: string) => Config[K] | Rejection
+}
+
+/** A parser's answer to a value it cannot use. */
+export interface Rejection {
+  expected: string
+}
+
+export function isRejection(value: unknown): value is Rejection {
+  return typeof value === 'object' && value !== null && 'expected' in value
 }
 
 function integer(min: number, max: number): (raw: string) => number | { expected: string } {
@@ -65,6 +81,20 @@ function host(raw: string): string | { expected: string } {
 function logLevel(raw: string): LogLevel | { expected: string } {
   const level = LOG_LEVELS.find((l) => l === raw.toLowerCase())
   return level ?? { expected: `one of ${LOG_LEVELS.join(', ')}` }
+}
+
+/**
+ * 'https://app.example.com, http://localhost:5173' -> ['https://app.example.com', 'http://localhost:5173'];
+ * '*' -> ['*']. An origin is a scheme, a host and an optional port, as browsers send it.
+ */
+function origins(raw: string): readonly string[] | { expected: string } {
+  const list = raw.split(',').map((origin) => origin.trim().toLowerCase())
+  const valid =
+    (list.length === 1 && list[0] === '*') ||
+    list.every((origin) => /^https?:\/\/(?:[a-z0-9.-]+|\[[0-9a-f:.]+\])(?::\d{1,5})?$/.test(origin))
+  return valid
+    ? Object.freeze(list)
+    : { expected: 'a comma-separated list of origins such as https://app.example.com, or *' }
 }
 
 const TEN_MINUTES = 600_000
@@ -126,6 +156,15 @@ export const OPTIONS: readonly Option<keyof Config>[] = [
     10_000,
     integer(1, TEN_MINUTES),
   ),
+  opt(
+    'corsOrigin',
+    'CORS_ORIGIN',
+    'browser origins allowed to call the API (CORS); none turns CORS off',
+    Object.freeze([]),
+    origins,
+  ),
+  opt('metrics', 'METRICS', 'serve Prometheus metrics at /metrics', false, boolean),
+  opt('docs', 'DOCS', 'serve the API reference page at /docs', true, boolean),
 ]
 
 function opt<K extends keyof Config>(
@@ -167,7 +206,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
   const config: Record<string, unknown> = { ...DEFAULT_CONFIG }
   const apply = (option: Option<keyof Config>, raw: string, source: string): void => {
     const value = option.parse(raw.trim())
-    if (typeof value === 'object') {
+    if (isRejection(value)) {
       throw new ConfigError(`Invalid ${source} ${JSON.stringify(raw)}: expected ${value.expected}.`)
     }
     config[option.key] = value

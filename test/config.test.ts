@@ -18,6 +18,9 @@ describe('loadConfig', () => {
       keepAliveTimeoutMs: 5_000,
       socketTimeoutMs: 30_000,
       shutdownTimeoutMs: 10_000,
+      corsOrigin: [],
+      metrics: false,
+      docs: true,
     })
     assert.deepEqual(loadConfig({}, []), DEFAULT_CONFIG)
   })
@@ -38,6 +41,9 @@ describe('loadConfig', () => {
         KEEP_ALIVE_TIMEOUT_MS: '3000',
         SOCKET_TIMEOUT_MS: '4000',
         SHUTDOWN_TIMEOUT_MS: '5000',
+        CORS_ORIGIN: 'https://a.example, https://b.example',
+        METRICS: 'on',
+        DOCS: 'false',
       },
       [],
     )
@@ -55,6 +61,9 @@ describe('loadConfig', () => {
       keepAliveTimeoutMs: 3000,
       socketTimeoutMs: 4000,
       shutdownTimeoutMs: 5000,
+      corsOrigin: ['https://a.example', 'https://b.example'],
+      metrics: true,
+      docs: false,
     })
   })
 

@@ -1,0 +1,45 @@
+import cors, { type FastifyCorsOptions } from '@fastify/cors'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+
+export interface CorsOptions {
+  /** Origins allowed to call from a browser; `['*']` for any; empty leaves CORS off. */
+  origins: readonly string[]
+}
+
+/** How long a browser may cache a preflight answer, in seconds. */
+const PREFLIGHT_MAX_AGE = 600
+
+/**
+ * Lets browser pages on the given origins call the API. With no origins it registers nothing,
+ * so a service without CORS pays nothing per request.
+ *
+ * A preflight (OPTIONS with Origin and Access-Control-Request-Method) is answered 204 with the
+ * allowed methods and headers. Any other OPTIONS keeps its usual answer (204 with Allow, or 404)
+ * and, like every other response, gets Access-Control-Allow-Origin when the origin is allowed.
+ */
+export function registerCors(app: FastifyInstance, { origins }: CorsOptions): void {
+  if (origins.length === 0) return
+  const common: FastifyCorsOptions = {
+    origin: origins.includes('*') ? '*' : [...origins],
+    methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
+    allowedHeaders: ['Content-Type', 'X-Request-Id'],
+    // Readable by page scripts besides the CORS-safelisted ones (Content-Type, Content-Length...).
+    exposedHeaders: ['X-Request-Id', 'Allow'],
+    maxAge: PREFLIGHT_MAX_AGE,
+  }
+  const preflight: FastifyCorsOptions = { ...common, preflight: true }
+  // Without preflight handling, @fastify/cors hands OPTIONS on to the not-found handler.
+  const other: FastifyCorsOptions = { ...common, preflight: false }
+  app.register(cors, {
+    delegator: (request: FastifyRequest, callback) =>
+      callback(null, isPreflight(request) ? preflight : other),
+  })
+}
+
+function isPreflight(request: FastifyRequest): boolean {
+  return (
+    request.method === 'OPTIONS' &&
+    request.headers.origin !== undefined &&
+    request.headers['access-control-request-method'] !== undefined
+  )
+}

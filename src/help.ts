@@ -1,0 +1,44 @@
+import { type Config, isRejection, type Option } from './config.js'
+import type { PackageInfo } from './package-info.js'
+
+/**
+ * The text of `notes-service --help`, made from the options table so that it lists every
+ * option with its flag, environment variable, default and accepted values.
+ */
+export function formatHelp(options: readonly Option<keyof Config>[], info: PackageInfo): string {
+  const lines = [
+    `${info.name} ${info.version}: ${info.description}`,
+    '',
+    `Usage: ${info.name} [options]`,
+    '',
+    'Each option can also be set by the environment variable shown; a flag wins over the variable.',
+    '',
+  ]
+  for (const option of options) {
+    const value = typeof option.default === 'boolean' ? '[true|false]' : '<value>'
+    lines.push(`  ${option.flag} ${value}`)
+    lines.push(`      ${capitalize(option.description)}.`)
+    lines.push(
+      `      env ${option.env}, default ${showDefault(option.default)}; ${acceptedValues(option)}`,
+    )
+  }
+  lines.push('  --help', '      Print this help and exit.')
+  lines.push('  --version', '      Print the version and exit.')
+  return `${lines.join('\n')}\n`
+}
+
+/** 3000 -> '3000'; [] -> 'none'; ['https://a.example', 'https://b.example'] -> 'https://a.example,https://b.example' */
+function showDefault(value: Config[keyof Config]): string {
+  if (Array.isArray(value)) return value.length === 0 ? 'none' : value.join(',')
+  return String(value)
+}
+
+/** What the option's parser accepts, in its own words: every parser rejects a NUL character. */
+function acceptedValues(option: Option<keyof Config>): string {
+  const answer = option.parse('\0')
+  return isRejection(answer) ? answer.expected : 'any text'
+}
+
+function capitalize(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1)
+}

@@ -1,0 +1,86 @@
+import type { FastifyInstance } from 'fastify'
+import { collectDefaultMetrics, Gauge, type Metric, Registry } from 'prom-client'
+import { RequestRecorder } from './request-recorder.js'
+import type { NoteStore, StoreStats } from './store/types.js'
+
+export interface MetricsOptions {
+  /** Read at each scrape for the stored and remaining capacity gauges. */
+  store: NoteStore
+}
+
+/** Upper bounds in seconds: the service answers in well under a millisecond, so start at 100 µs. */
+const LATENCY_BUCKETS = [
+  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+]
+
+/** The route label of a request no route matched (404 and 405 answers). */
+const UNMATCHED = 'unmatched'
+
+/**
+ * Prometheus metrics at `GET /metrics`: requests and latency by route, method and status, the
+ * store's contents and room left, and the process (CPU, memory, event loop, GC).
+ * Per request this costs one onResponse hook, after the response has been sent, and a
+ * RequestRecorder entry; everything else is computed when Prometheus scrapes.
+ * Each app has its own registry.
+ */
+export function registerMetrics(app: FastifyInstance, { store }: MetricsOptions): void {
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry })
+  const registers = [registry]
+
+  const recorder = new RequestRecorder(LATENCY_BUCKETS)
+  const metrics = [
+    recorder.counter(
+      'http_requests_total',
+      'Requests answered, by method, route pattern and status code.',
+    ),
+    recorder.histogram(
+      'http_request_duration_seconds',
+      'Time from receiving a request to sending the last byte of its response.',
+    ),
+  ]
+  for (const metric of metrics) registry.registerMetric(metric as unknown as Metric)
+
+  // One snapshot of the store per scrape, shared by the four gauges.
+  let snapshot: Promise<StoreStats> | undefined
+  const stats = (): Promise<StoreStats> => {
+    snapshot ??= Promise.resolve(store.stats()).finally(() => {
+      snapshot = undefined
+    })
+    return snapshot
+  }
+  const storeGauge = (name: string, help: string, value: (s: StoreStats) => number): void => {
+    new Gauge({
+      name,
+      help,
+      registers,
+      async collect() {
+        this.set(value(await stats()))
+      },
+    })
+  }
+  storeGauge('notes_stored', 'Notes stored.', (s) => s.notes)
+  storeGauge('notes_stored_bytes', 'UTF-8 bytes of note JSON stored.', (s) => s.bytes)
+  storeGauge(
+    'notes_capacity_remaining',
+    'Notes that can still be created before the store answers 507 (MAX_NOTES).',
+    (s) => s.maxNotes - s.notes,
+  )
+  storeGauge(
+    'notes_capacity_remaining_bytes',
+    'Bytes of note JSON that can still be stored before the store answers 507 (MAX_STORE_BYTES).',
+    (s) => s.maxBytes - s.bytes,
+  )
+
+  app.addHook('onResponse', (request, reply, done) => {
+    const route = request.routeOptions.url ?? UNMATCHED
+    recorder.record(request.method, route, reply.statusCode, reply.elapsedTime / 1000)
+    done()
+  })
+
+  app.get('/metrics', { logLevel: 'warn' }, async (_request, reply) => {
+    const text = await registry.metrics()
+    reply.header('content-type', registry.contentType).header('cache-control', 'no-store')
+    return text
+  })
+}

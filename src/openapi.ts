@@ -1,0 +1,358 @@
+import { PROBLEM_CONTENT_TYPE, problem } from './problem.js'
+
+export interface OpenApiOptions {
+  /** The service's version, for `info.version`. */
+  version: string
+  /** Whether `/metrics` is served. */
+  metrics: boolean
+  /** Whether `/docs` is served. */
+  docs: boolean
+}
+
+/** An OpenAPI 3.1 document, as plain JSON data. */
+export interface OpenApiDocument {
+  openapi: string
+  info: Record<string, unknown>
+  tags: { name: string; description: string }[]
+  paths: Record<string, Record<string, unknown>>
+  components: Record<string, Record<string, unknown>>
+}
+
+const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` })
+const schema = (name: string) => ref('schemas', name)
+const response = (name: string) => ref('responses', name)
+const requestIdHeader = { 'X-Request-Id': ref('headers', 'RequestId') }
+
+/** A response with a JSON body of `body` and the X-Request-Id header every response carries. */
+function jsonResponse(description: string, body: object, mediaType = 'application/json') {
+  return { description, headers: requestIdHeader, content: { [mediaType]: { schema: body } } }
+}
+
+/** A problem JSON response, with the body the service sends as its example. */
+function problemResponse(description: string, status: number, exampleDetail: string) {
+  return {
+    description,
+    headers: requestIdHeader,
+    content: {
+      [PROBLEM_CONTENT_TYPE]: {
+        schema: schema('Problem'),
+        example: problem(status, exampleDetail),
+      },
+    },
+  }
+}
+
+const DESCRIPTION = `An in-memory notes store. A note is a JSON object with any fields plus an integer \`id\` that the service sets.
+
+- Every success is \`200\` with \`application/json; charset=utf-8\` and the payload under \`data\`.
+- A missing note is \`404\` with **no body at all** (\`Content-Length: 0\`, no Content-Type).
+- Every other error is RFC 9457 problem JSON (\`application/problem+json\`): \`400\` malformed body or URL, \`413\` body over the limit, \`415\` body that is not JSON, \`507\` store full, \`404\` a path that is not served, and \`405\` with an \`Allow\` header for a method a path does not accept (for example \`PUT /api/note\`).
+- Bodies are JSON objects in UTF-8, sent as \`application/json\` or any \`application/*+json\`; no body at all counts as \`{}\`.
+- \`HEAD\` works wherever \`GET\` does; \`OPTIONS\` answers \`204\` with \`Allow\`. A trailing slash names the same resource (\`/api/note/\`).
+- Each response carries \`X-Request-Id\`: the caller's own, when it is 1 to 128 characters of \`A-Z a-z 0-9 _ . : @ / + = ~ -\`, or a generated UUID. It is on every log line of the request.`
+
+/**
+ * The API's OpenAPI 3.1 description, written by hand so it states the contract exactly
+ * (the routes carry no JSON schemas: validation would change their behaviour and cost time).
+ * `test/openapi.test.ts` checks it against the OpenAPI schema and against the routes served.
+ */
+export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
+  const idParameter = ref('parameters', 'NoteId')
+  const requestIdParameter = ref('parameters', 'RequestId')
+  const bodyErrors = {
+    '400': response('BadRequest'),
+    '413': response('PayloadTooLarge'),
+    '415': response('UnsupportedMediaType'),
+    '507': response('InsufficientStorage'),
+  }
+
+  const paths: OpenApiDocument['paths'] = {
+    '/api/note': {
+      description: 'The notes, in the order they were created. Other methods answer 405.',
+      parameters: [requestIdParameter],
+      get: {
+        tags: ['notes'],
+        operationId: 'listNotes',
+        summary: 'List notes',
+        description: 'Every stored note, oldest first; `data` is `[]` when there are none.',
+        responses: {
+          '200': jsonResponse('The notes.', schema('NoteListEnvelope')),
+        },
+      },
+      post: {
+        tags: ['notes'],
+        operationId: 'createNote',
+        summary: 'Create a note',
+        description:
+          'Stores the body fields plus a new `id`: the time in ms since the Unix epoch, raised when needed so that no two notes share one. An `id` in the body is replaced.',
+        requestBody: ref('requestBodies', 'NoteFields'),
+        responses: {
+          '200': jsonResponse('The note as stored.', schema('NoteEnvelope')),
+          ...bodyErrors,
+        },
+      },
+    },
+    '/api/note/{id}': {
+      description:
+        'One note, found by the `id` in the path read as a decimal integer. Other methods answer 405.',
+      parameters: [idParameter, requestIdParameter],
+      get: {
+        tags: ['notes'],
+        operationId: 'getNote',
+        summary: 'Get a note',
+        responses: {
+          '200': jsonResponse('The note.', schema('NoteEnvelope')),
+          '400': response('BadUrl'),
+          '404': response('NoteNotFound'),
+        },
+      },
+      patch: {
+        tags: ['notes'],
+        operationId: 'updateNote',
+        summary: 'Update a note',
+        description:
+          'Merges the body fields over the note: each replaces the stored field of the same name, the others stay. An `id` in the body is merged too, and the note is then found at its new id.',
+        requestBody: ref('requestBodies', 'NoteFields'),
+        responses: {
+          '200': jsonResponse('The note after the merge.', schema('NoteEnvelope')),
+          '404': response('NoteNotFound'),
+          ...bodyErrors,
+        },
+      },
+      delete: {
+        tags: ['notes'],
+        operationId: 'deleteNote',
+        summary: 'Delete a note',
+        responses: {
+          '200': jsonResponse(
+            'The note was deleted; `data` is the `id` path segment as sent, a string.',
+            schema('DeletedEnvelope'),
+          ),
+          '400': response('BadUrl'),
+          '404': response('NoteNotFound'),
+        },
+      },
+    },
+    '/healthz': {
+      get: {
+        tags: ['operations'],
+        operationId: 'checkLiveness',
+        summary: 'Liveness probe',
+        description: 'Answers while the process can serve requests at all.',
+        responses: {
+          '200': jsonResponse('The process is alive.', statusSchema('ok')),
+        },
+      },
+    },
+    '/readyz': {
+      get: {
+        tags: ['operations'],
+        operationId: 'checkReadiness',
+        summary: 'Readiness probe',
+        description:
+          '200 while the service takes traffic; 503 from the moment it starts shutting down.',
+        responses: {
+          '200': jsonResponse('Ready for traffic.', statusSchema('ready')),
+          '503': response('ServiceUnavailable'),
+        },
+      },
+    },
+    '/api/openapi.json': {
+      get: {
+        tags: ['operations'],
+        operationId: 'getOpenApiDocument',
+        summary: 'This document',
+        responses: {
+          '200': jsonResponse('The OpenAPI 3.1 document.', { type: 'object' }),
+        },
+      },
+    },
+  }
+  if (options.metrics) {
+    paths['/metrics'] = {
+      get: {
+        tags: ['operations'],
+        operationId: 'getMetrics',
+        summary: 'Prometheus metrics',
+        description:
+          'Prometheus text format 0.0.4: `http_requests_total` and `http_request_duration_seconds` by method, route and status code; `notes_stored`, `notes_stored_bytes`, `notes_capacity_remaining`, `notes_capacity_remaining_bytes`; process and Node.js metrics.',
+        responses: {
+          '200': jsonResponse('The metrics.', { type: 'string' }, 'text/plain'),
+        },
+      },
+    }
+  }
+  if (options.docs) {
+    paths['/docs'] = {
+      get: {
+        tags: ['operations'],
+        operationId: 'showApiReference',
+        summary: 'API reference page',
+        description: 'Swagger UI rendering this document.',
+        responses: {
+          '200': jsonResponse('An HTML page.', { type: 'string' }, 'text/html'),
+        },
+      },
+    }
+  }
+
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'notes-service',
+      version: options.version,
+      description: DESCRIPTION,
+      license: { name: 'MIT', identifier: 'MIT' },
+    },
+    tags: [
+      { name: 'notes', description: 'Create, read, update and delete notes.' },
+      { name: 'operations', description: 'Probes, metrics and this description.' },
+    ],
+    paths,
+    components: {
+      schemas: {
+        Note: {
+          type: 'object',
+          description:
+            'A note: the fields it was created with, as sent, plus `id`. Only a PATCH that sends an `id` can make `id` something other than an integer.',
+          required: ['id'],
+          properties: {
+            id: {
+              type: 'integer',
+              description: 'Set at creation: the time in ms since the Unix epoch, unique.',
+              examples: [1_767_225_600_000],
+            },
+          },
+          additionalProperties: true,
+          examples: [{ title: 'Buy milk', done: false, id: 1_767_225_600_000 }],
+        },
+        NoteFields: {
+          type: 'object',
+          description: 'Any JSON object; its fields are stored as sent.',
+          additionalProperties: true,
+          examples: [{ title: 'Buy milk', done: false }],
+        },
+        NoteEnvelope: envelope(schema('Note')),
+        NoteListEnvelope: envelope({ type: 'array', items: schema('Note') }),
+        DeletedEnvelope: envelope({
+          type: 'string',
+          pattern: '^-?[0-9]+$',
+          description: 'The `id` path segment as received, after percent-decoding.',
+          examples: ['1767225600000'],
+        }),
+        Problem: {
+          type: 'object',
+          description: 'RFC 9457 problem details.',
+          required: ['type', 'title', 'status', 'detail'],
+          properties: {
+            type: { type: 'string', const: 'about:blank' },
+            title: { type: 'string', description: 'The reason phrase of the status code.' },
+            status: { type: 'integer', description: 'The HTTP status code.' },
+            detail: { type: 'string', description: 'What went wrong and what to change.' },
+          },
+          additionalProperties: false,
+        },
+      },
+      parameters: {
+        NoteId: {
+          name: 'id',
+          in: 'path',
+          required: true,
+          description:
+            'The id of the note, as a decimal integer (`^-?[0-9]+$`; leading zeros allowed). Anything else matches no note: 404.',
+          schema: { type: 'string' },
+          example: '1767225600000',
+        },
+        RequestId: {
+          name: 'X-Request-Id',
+          in: 'header',
+          required: false,
+          description:
+            'Your id for this request, echoed back and logged; replaced by a generated UUID unless it is 1 to 128 characters of `A-Z a-z 0-9 _ . : @ / + = ~ -`.',
+          schema: { type: 'string', maxLength: 128 },
+        },
+      },
+      requestBodies: {
+        NoteFields: {
+          description:
+            'A JSON object in UTF-8, as `application/json` or any `application/*+json`. No body at all counts as `{}`.',
+          required: false,
+          content: { 'application/json': { schema: schema('NoteFields') } },
+        },
+      },
+      headers: {
+        RequestId: {
+          description:
+            'The id of the request: the X-Request-Id sent, when acceptable, else a UUID.',
+          schema: { type: 'string' },
+        },
+        Allow: {
+          description: 'The methods the path accepts.',
+          schema: { type: 'string', examples: ['DELETE, GET, HEAD, OPTIONS, PATCH'] },
+        },
+      },
+      responses: {
+        NoteNotFound: {
+          description: 'No note has this id. The body is empty: Content-Length 0, no Content-Type.',
+          headers: requestIdHeader,
+        },
+        BadRequest: problemResponse(
+          'The body is not valid UTF-8, not valid JSON, not a JSON object, or nested too deep; or the URL has a malformed percent-encoding.',
+          400,
+          'The request body must be a JSON object, not an array.',
+        ),
+        BadUrl: problemResponse(
+          'The URL has a malformed percent-encoding.',
+          400,
+          'The URL has a malformed percent-encoding.',
+        ),
+        MethodNotAllowed: {
+          ...problemResponse(
+            'The path does not accept this method (any path here, any method not listed for it). `Allow` lists those it does.',
+            405,
+            'PUT is not allowed here; use GET, HEAD, OPTIONS, POST.',
+          ),
+          headers: { ...requestIdHeader, Allow: ref('headers', 'Allow') },
+        },
+        PayloadTooLarge: problemResponse(
+          'The body is larger than the limit (BODY_LIMIT, 1 MiB by default).',
+          413,
+          'The request body is larger than the limit of 1048576 bytes.',
+        ),
+        UnsupportedMediaType: problemResponse(
+          'The body is not JSON (Content-Type is not application/json or application/*+json), or its charset is not UTF-8.',
+          415,
+          'Send the body as JSON: Content-Type application/json (or application/*+json), in UTF-8.',
+        ),
+        InsufficientStorage: problemResponse(
+          'The store is full (MAX_NOTES or MAX_STORE_BYTES); nothing was changed.',
+          507,
+          'The store holds its maximum of 1000000 notes. Delete notes to make room.',
+        ),
+        ServiceUnavailable: problemResponse(
+          'The service is starting or shutting down.',
+          503,
+          'The service is shutting down. Send requests to another instance.',
+        ),
+      },
+    },
+  }
+}
+
+function envelope(data: object) {
+  return {
+    type: 'object',
+    required: ['data'],
+    properties: { data },
+    additionalProperties: false,
+  }
+}
+
+function statusSchema(status: string) {
+  return {
+    type: 'object',
+    required: ['status'],
+    properties: { status: { const: status } },
+    additionalProperties: false,
+  }
+}

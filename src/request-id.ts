@@ -1,0 +1,46 @@
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+
+export const REQUEST_ID_HEADER = 'x-request-id'
+
+/**
+ * An id a caller may choose: up to 128 characters that are safe in a header and a log line.
+ * 'b7e2c9a0-1f3d-4c55-9a8e-6f0d2b1c3e4f', 'web-1:42', 'YWJj+/=' pass; '', 'a b', '<script>' do not.
+ */
+const ACCEPTED_ID = /^[\w.:@/+=~-]{1,128}$/
+
+/** The caller's X-Request-Id when it is acceptable, else a fresh UUID. */
+export function requestIdFor(request: IncomingMessage): string {
+  const incoming = request.headers[REQUEST_ID_HEADER]
+  return typeof incoming === 'string' && ACCEPTED_ID.test(incoming) ? incoming : randomUUID()
+}
+
+/**
+ * Gives every request an id (the caller's X-Request-Id, or a generated one), which Fastify puts
+ * on each of the request's log lines as `reqId`, and echoes it in the X-Request-Id response header.
+ */
+export function registerRequestIds(app: FastifyInstance): void {
+  app.setGenReqId(requestIdFor)
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header(REQUEST_ID_HEADER, request.id)
+    done()
+  })
+}
+
+type FrameworkErrorHandler = (
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+) => void
+
+/**
+ * Fastify answers URLs its router cannot read through the `frameworkErrors` option without
+ * running any hook; this wrapper gives those answers the X-Request-Id header too.
+ */
+export function withRequestIdHeader(handler: FrameworkErrorHandler): FrameworkErrorHandler {
+  return (error, request, reply) => {
+    reply.header(REQUEST_ID_HEADER, request.id)
+    handler(error, request, reply)
+  }
+}

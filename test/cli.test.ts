@@ -1,0 +1,155 @@
+import assert from 'node:assert/strict'
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { OPTIONS } from '../src/config.js'
+import { formatHelp } from '../src/help.js'
+import { readPackageInfo } from '../src/package-info.js'
+
+const run = promisify(execFile)
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const CLI = join(ROOT, 'dist/src/cli.js')
+const { version } = readPackageInfo()
+
+describe('notes-service --help', () => {
+  const help = formatHelp(OPTIONS, readPackageInfo())
+
+  it('lists every option with its flag, environment variable, default and accepted values', () => {
+    const expected: [string, string][] = [
+      ['--port <value>', 'env PORT, default 3000; an integer from 0 to 65535'],
+      ['--host <value>', 'env HOST, default 127.0.0.1; a host name or IP address'],
+      ['--log-requests [true|false]', 'env LOG_REQUESTS, default false; true or false'],
+      [
+        '--cors-origin <value>',
+        'env CORS_ORIGIN, default none; a comma-separated list of origins such as https://app.example.com, or *',
+      ],
+      ['--metrics [true|false]', 'env METRICS, default false; true or false'],
+      ['--docs [true|false]', 'env DOCS, default true; true or false'],
+    ]
+    const lines = help.split('\n')
+    for (const [flag, details] of expected) {
+      const at = lines.indexOf(`  ${flag}`)
+      assert.notEqual(at, -1, flag)
+      assert.equal(lines[at + 2], `      ${details}`, flag)
+    }
+    for (const option of OPTIONS) {
+      assert.match(help, new RegExp(`^  ${option.flag} `, 'm'), option.flag)
+      assert.match(help, new RegExp(`^      env ${option.env}, default `, 'm'), option.env)
+    }
+    assert.match(help, /^ {2}--help\n/m)
+    assert.match(help, /^ {2}--version\n/m)
+  })
+
+  it('is what the command prints, and --version prints the version', async () => {
+    assert.equal((await run(process.execPath, [CLI, '--help'])).stdout, help)
+    assert.equal((await run(process.execPath, [CLI, '--version'])).stdout, `${version}\n`)
+  })
+
+  it('stops start-up with a one-line message naming a bad variable', async () => {
+    await assert.rejects(run(process.execPath, [CLI], { env: { ...process.env, PORT: 'x' } }), {
+      code: 2,
+      stderr: 'notes-service: Invalid PORT "x": expected an integer from 0 to 65535.\n',
+    })
+  })
+})
+
+describe('the packed package', () => {
+  const work = mkdtempSync(join(tmpdir(), 'notes-service-pack-'))
+  after(() => rmSync(work, { recursive: true, force: true }))
+
+  it('installs from its tarball and runs as `npx notes-service`', {
+    timeout: 240_000,
+  }, async () => {
+    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', work], {
+      cwd: ROOT,
+    })
+    const [{ filename }] = JSON.parse(stdout.slice(stdout.indexOf('['))) as [{ filename: string }]
+    writeFileSync(join(work, 'package.json'), '{"name":"pack-test","private":true}\n')
+    await run(
+      'npm',
+      ['install', '--prefer-offline', '--no-audit', '--no-fund', join(work, filename)],
+      {
+        cwd: work,
+      },
+    )
+
+    assert.equal(
+      (await run('npx', ['--no', '--', 'notes-service', '--version'], { cwd: work })).stdout,
+      `${version}\n`,
+    )
+    const help = (await run('npx', ['--no', '--', 'notes-service', '--help'], { cwd: work })).stdout
+    assert.equal(help.split('\n')[2], 'Usage: notes-service [options]')
+
+    const server = spawn('npx', ['--no', '--', 'notes-service', '--port', '0'], {
+      cwd: work,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    try {
+      const base = await listeningAddress(server)
+      const health = await fetch(`${base}/healthz`)
+      assert.equal(health.status, 200)
+      assert.equal(await health.text(), '{"status":"ok"}')
+      const created = await fetch(`${base}/api/note`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"title":"packed"}',
+      })
+      assert.equal(created.status, 200)
+      const log = collect(server)
+      // npx does not pass SIGTERM on to the server, so signal the whole process group.
+      process.kill(-(server.pid as number), 'SIGTERM')
+      await closed(server)
+      assert.match(log(), /"msg":"stopped"/)
+    } finally {
+      if (server.exitCode === null && server.signalCode === null) {
+        try {
+          process.kill(-(server.pid as number), 'SIGKILL')
+        } catch {
+          // already gone
+        }
+      }
+    }
+  })
+})
+
+/** Resolves with 'http://127.0.0.1:PORT' once the server logs that it listens. */
+function listeningAddress(server: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let out = ''
+    const timer = setTimeout(() => reject(new Error(`no listening line in 30 s: ${out}`)), 30_000)
+    server.stdout?.on('data', (chunk: Buffer) => {
+      out += chunk.toString('utf8')
+      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out)
+      if (match?.[1] !== undefined) {
+        clearTimeout(timer)
+        resolve(match[1])
+      }
+    })
+    server.once('exit', (code) => reject(new Error(`exited with ${code}: ${out}`)))
+  })
+}
+
+/** Everything the process writes to stdout from now on. */
+function collect(server: ChildProcess): () => string {
+  let out = ''
+  server.stdout?.on('data', (chunk: Buffer) => {
+    out += chunk.toString('utf8')
+  })
+  return () => out
+}
+
+/** Resolves when the process and every process holding its output have ended (20 s at most). */
+function closed(server: ChildProcess): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('still running 20 s after SIGTERM')), 20_000)
+    server.once('close', () => {
+      clearTimeout(timer)
+      resolve()
+    })
+  })
+}

@@ -1,0 +1,167 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { Validator } from '@seriousme/openapi-schema-validator'
+import type { FastifyInstance } from 'fastify'
+import type { Config } from '../src/config.js'
+import { buildOpenApiDocument, type OpenApiDocument } from '../src/openapi.js'
+import { readPackageInfo } from '../src/package-info.js'
+import { buildOpsApp } from './ops-app.js'
+
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
+
+const FEATURE_SETS: Partial<Config>[] = [
+  { metrics: false, docs: false },
+  { metrics: true, docs: false },
+  { metrics: false, docs: true },
+  { metrics: true, docs: true, corsOrigin: ['https://app.example'] },
+]
+
+function documentFor(features: Partial<Config>): OpenApiDocument {
+  return buildOpenApiDocument({
+    version: readPackageInfo().version,
+    metrics: features.metrics ?? false,
+    docs: features.docs ?? true,
+  })
+}
+
+/** 'GET /api/note/{id}' for every operation of the document. */
+function documentedOperations(document: OpenApiDocument): string[] {
+  return Object.entries(document.paths).flatMap(([path, item]) =>
+    Object.keys(item)
+      .filter((key) => HTTP_METHODS.includes(key))
+      .map((method) => `${method.toUpperCase()} ${path}`),
+  )
+}
+
+/**
+ * 'GET /api/note/{id}' for every route the app serves, read from Fastify's route tree, leaving
+ * out what no API description lists: HEAD (Fastify adds one per GET, as DECISIONS.md says),
+ * CORS's catch-all OPTIONS route, and the assets of the /docs page under /docs/.
+ */
+async function servedOperations(app: FastifyInstance): Promise<string[]> {
+  await app.ready()
+  const tree = app.printRoutes({ commonPrefix: false })
+  const parents: string[] = []
+  const operations: string[] = []
+  for (const line of tree.split('\n')) {
+    const match = /^((?:│ {3}| {4})*)(?:├── |└── )(\S+) \(([^)]+)\)$/.exec(line)
+    if (match === null) continue
+    const [, indent = '', segment = '', methods = ''] = match
+    const depth = indent.length / 4
+    const path = (parents[depth - 1] ?? '') + segment
+    parents[depth] = path
+    if (path === '*' || path.startsWith('/docs/') || path.startsWith('/docs*')) continue
+    for (const method of methods.split(', ')) {
+      if (method !== 'HEAD') operations.push(`${method} ${path.replace(/:(\w+)/g, '{$1}')}`)
+    }
+  }
+  return operations
+}
+
+/** Every `$ref` in `value`, e.g. '#/components/schemas/Note'. */
+function refsIn(value: unknown): string[] {
+  if (Array.isArray(value)) return value.flatMap(refsIn)
+  if (typeof value !== 'object' || value === null) return []
+  return Object.entries(value).flatMap(([key, inner]) =>
+    key === '$ref' && typeof inner === 'string' ? [inner] : refsIn(inner),
+  )
+}
+
+describe('the OpenAPI document', () => {
+  for (const features of FEATURE_SETS) {
+    const label = JSON.stringify(features)
+
+    it(`is a valid OpenAPI 3.1 document with ${label}`, async () => {
+      const document = documentFor(features)
+      const validator = new Validator()
+      const result = await validator.validate(document as unknown as Record<string, unknown>)
+      assert.deepEqual(result, { valid: true })
+      assert.equal(validator.version, '3.1')
+      for (const ref of refsIn(document)) {
+        const target = ref
+          .slice(2)
+          .split('/')
+          .reduce<unknown>(
+            (node, key) => (node as Record<string, unknown> | undefined)?.[key],
+            document,
+          )
+        assert.notEqual(target, undefined, `${ref} points nowhere`)
+      }
+    })
+
+    it(`describes every route the app serves, and nothing else, with ${label}`, async () => {
+      const { app } = buildOpsApp(features)
+      assert.deepEqual(
+        (await servedOperations(app)).sort(),
+        documentedOperations(documentFor(features)).sort(),
+      )
+    })
+  }
+
+  it('lists the five note operations with their envelopes and errors', () => {
+    const document = documentFor({})
+    const statuses = (path: string, method: string) =>
+      Object.keys(
+        (document.paths[path]?.[method] as { responses: object } | undefined)?.responses ?? {},
+      )
+    assert.deepEqual(statuses('/api/note', 'get'), ['200'])
+    assert.deepEqual(statuses('/api/note', 'post'), ['200', '400', '413', '415', '507'])
+    assert.deepEqual(statuses('/api/note/{id}', 'get'), ['200', '400', '404'])
+    assert.deepEqual(statuses('/api/note/{id}', 'patch'), [
+      '200',
+      '400',
+      '404',
+      '413',
+      '415',
+      '507',
+    ])
+    assert.deepEqual(statuses('/api/note/{id}', 'delete'), ['200', '400', '404'])
+    assert.deepEqual(document.components.responses?.NoteNotFound, {
+      description: 'No note has this id. The body is empty: Content-Length 0, no Content-Type.',
+      headers: { 'X-Request-Id': { $ref: '#/components/headers/RequestId' } },
+    })
+  })
+
+  it('is served at /api/openapi.json, and to the /docs page, as built', async () => {
+    const { app } = buildOpsApp()
+    const expected = documentFor({})
+    const served = await app.inject({ method: 'GET', url: '/api/openapi.json' })
+    assert.equal(served.statusCode, 200)
+    assert.equal(served.headers['content-type'], 'application/json; charset=utf-8')
+    assert.deepEqual(served.json(), expected)
+    const page = await app.inject({ method: 'GET', url: '/docs/json' })
+    assert.deepEqual(page.json(), expected)
+  })
+
+  it('gives as examples the problem bodies the service really sends', async () => {
+    const { app } = buildOpsApp()
+    const responses = documentFor({}).components.responses as Record<
+      string,
+      { content: Record<string, { example: unknown }> }
+    >
+    const example = (name: string) => responses[name]?.content['application/problem+json']?.example
+    const json = { 'content-type': 'application/json' }
+    const cases = [
+      ['BadRequest', { method: 'POST', url: '/api/note', payload: '[]', headers: json }],
+      ['BadUrl', { method: 'GET', url: '/api/note/%zz' }],
+      ['MethodNotAllowed', { method: 'PUT', url: '/api/note' }],
+      [
+        'PayloadTooLarge',
+        { method: 'POST', url: '/api/note', payload: `"${'x'.repeat(1 << 20)}"`, headers: json },
+      ],
+      [
+        'UnsupportedMediaType',
+        {
+          method: 'POST',
+          url: '/api/note',
+          payload: 'x',
+          headers: { 'content-type': 'text/plain' },
+        },
+      ],
+    ] as const
+    for (const [name, request] of cases) {
+      const response = await app.inject(request)
+      assert.deepEqual(response.json(), example(name), name)
+    }
+  })
+})

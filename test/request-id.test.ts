@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict'
+import type { IncomingMessage } from 'node:http'
+import { describe, it } from 'node:test'
+import { buildApp } from '../src/app.js'
+import { DEFAULT_CONFIG } from '../src/config.js'
+import { requestIdFor } from '../src/request-id.js'
+import { MemoryNoteStore } from '../src/store/memory.js'
+import { buildOpsApp, logCollector } from './ops-app.js'
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+
+function rawRequest(headers: Record<string, string>): IncomingMessage {
+  return { headers } as unknown as IncomingMessage
+}
+
+describe('requestIdFor', () => {
+  const accepted = [
+    'b7e2c9a0-1f3d-4c55-9a8e-6f0d2b1c3e4f',
+    'web-1:42',
+    'YWJj+/=',
+    'a',
+    'x'.repeat(128),
+    'trace_id.span@host~1',
+  ]
+  for (const id of accepted) {
+    it(`keeps ${JSON.stringify(id.length > 20 ? `${id.slice(0, 20)}...` : id)}`, () => {
+      assert.equal(requestIdFor(rawRequest({ 'x-request-id': id })), id)
+    })
+  }
+
+  const refused = ['', 'a b', 'x'.repeat(129), '<script>', 'id"quoted"', 'a, b', 'é', 'tab\there']
+  for (const id of refused) {
+    it(`replaces ${JSON.stringify(id.length > 20 ? `${id.slice(0, 20)}...` : id)} with a UUID`, () => {
+      assert.match(requestIdFor(rawRequest({ 'x-request-id': id })), UUID)
+    })
+  }
+
+  it('generates a different UUID for each request without one', () => {
+    const ids = new Set(Array.from({ length: 100 }, () => requestIdFor(rawRequest({}))))
+    assert.equal(ids.size, 100)
+    for (const id of ids) assert.match(id, UUID)
+  })
+})
+
+describe('X-Request-Id', () => {
+  it('echoes the caller id on success, on the empty 404 and on problem responses', async () => {
+    const { app } = buildOpsApp()
+    const cases = [
+      { method: 'POST', url: '/api/note', payload: { a: 1 }, status: 200 },
+      { method: 'GET', url: '/api/note/1', status: 404 },
+      { method: 'PUT', url: '/api/note', status: 405 },
+      { method: 'GET', url: '/nowhere', status: 404 },
+      { method: 'GET', url: '/healthz', status: 200 },
+      { method: 'GET', url: '/api/note/%zz', status: 400 },
+    ] as const
+    for (const [i, c] of cases.entries()) {
+      const id = `test-${i}`
+      const response = await app.inject({ ...c, headers: { 'x-request-id': id } })
+      assert.equal(response.statusCode, c.status, c.url)
+      assert.equal(response.headers['x-request-id'], id, c.url)
+    }
+  })
+
+  it('keeps the contract 404 without a body or a content type', async () => {
+    const { app } = buildOpsApp()
+    const response = await app.inject({ method: 'GET', url: '/api/note/1' })
+    assert.equal(response.statusCode, 404)
+    assert.equal(response.body, '')
+    assert.equal(response.headers['content-length'], '0')
+    assert.equal(response.headers['content-type'], undefined)
+    assert.match(String(response.headers['x-request-id']), UUID)
+  })
+
+  it('answers a generated UUID when the caller sends none or an unusable one', async () => {
+    const { app } = buildOpsApp()
+    const none = await app.inject({ method: 'GET', url: '/api/note' })
+    const bad = await app.inject({
+      method: 'GET',
+      url: '/api/note',
+      headers: { 'x-request-id': 'has spaces' },
+    })
+    assert.match(String(none.headers['x-request-id']), UUID)
+    assert.match(String(bad.headers['x-request-id']), UUID)
+    assert.notEqual(none.headers['x-request-id'], bad.headers['x-request-id'])
+  })
+
+  it('is on every log line of the request, errors included', async () => {
+    const log = logCollector()
+    const store = new MemoryNoteStore({ maxNotes: 10, maxBytes: 1024 })
+    store.list = () => {
+      throw new Error('disk on fire')
+    }
+    const app = buildApp({
+      store,
+      config: { ...DEFAULT_CONFIG, logRequests: true },
+      logger: { level: 'info', stream: log.stream },
+    })
+    await app.inject({
+      method: 'POST',
+      url: '/api/note',
+      headers: { 'x-request-id': 'req-42', 'content-type': 'text/plain' },
+      payload: 'hello',
+    })
+    await app.inject({ method: 'GET', url: '/api/note', headers: { 'x-request-id': 'req-43' } })
+    assert.deepEqual(
+      log.lines.map((line) => [line.reqId, line.msg]),
+      [
+        ['req-42', 'incoming request'],
+        ['req-42', 'request completed'],
+        ['req-43', 'incoming request'],
+        ['req-43', 'request failed'],
+        ['req-43', 'request completed'],
+      ],
+    )
+  })
+})
