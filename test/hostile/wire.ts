@@ -116,7 +116,8 @@ export class WireConnection {
     const head = this.#buffer.subarray(0, headEnd).toString('latin1')
     const lines = head.split('\r\n')
     const statusLine = /^HTTP\/1\.[01] (\d{3})(?: .*)?$/.exec(lines[0] ?? '')
-    if (statusLine === null) throw new Error(`not an HTTP/1.1 status line: ${JSON.stringify(lines[0])}`)
+    if (statusLine === null)
+      throw new Error(`not an HTTP/1.1 status line: ${JSON.stringify(lines[0])}`)
     const status = Number(statusLine[1])
     const headers = new Map<string, string[]>()
     for (const line of lines.slice(1)) {
