@@ -1,8 +1,13 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
 import { trackAllowedMethods } from './allowed-methods.js'
 import type { Config } from './config.js'
-import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './error-handling.js'
+import {
+  clientErrorHandler,
+  frameworkErrorHandler,
+  registerErrorHandling,
+} from './error-handling.js'
 import { registerJsonBodyParser } from './json-body.js'
+import { registerPipelining } from './pipelining.js'
 import { registerNoteRoutes } from './routes/notes.js'
 import type { NoteStore } from './store/types.js'
 
@@ -52,6 +57,7 @@ export function buildApp({ store, config, logger = false }: AppOptions): Fastify
     },
   })
   const allowFor = trackAllowedMethods(app)
+  registerPipelining(app)
   registerJsonBodyParser(app, { maxDepth: config.maxDepth })
   registerErrorHandling(app, { bodyLimit: config.bodyLimit, allowFor })
   registerNoteRoutes(app, store)
