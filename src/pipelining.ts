@@ -3,8 +3,10 @@ import type { Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 
 const kLastResponse = Symbol('notes.lastResponse')
+const kPrevious = Symbol('notes.previousResponse')
 
-type TrackedSocket = Socket & { [kLastResponse]?: ServerResponse | undefined }
+type TrackedResponse = ServerResponse & { [kPrevious]?: TrackedResponse | undefined }
+type TrackedSocket = Socket & { [kLastResponse]?: TrackedResponse | undefined }
 
 /**
  * Runs pipelined requests on one connection one after another, as HTTP/1.1 requires
@@ -22,13 +24,30 @@ export function registerPipelining(app: FastifyInstance): void {
       done()
       return
     }
-    const response = reply.raw
+    const response: TrackedResponse = reply.raw
     const previous = socket[kLastResponse]
     socket[kLastResponse] = response
+    if (previous !== undefined) response[kPrevious] = previous
     response.once('close', () => {
+      // Unlink, or a connection that always has a request pipelined would keep every response.
+      response[kPrevious] = undefined
       if (socket[kLastResponse] === response) socket[kLastResponse] = undefined
     })
     if (previous === undefined || previous.closed) done()
     else previous.once('close', () => done())
   })
+}
+
+/**
+ * Calls `next` once the responses to every request received whole on this connection have
+ * finished (at once when there are none), so that refusing a later pipelined request never cuts
+ * off the answer to an earlier one that the store has already applied. The request being refused
+ * may have a response started already (its headers parsed, its body broken); that one is not
+ * waited for.
+ */
+export function afterResponsesOn(socket: Socket, next: () => void): void {
+  let last = (socket as TrackedSocket)[kLastResponse]
+  while (last !== undefined && !last.req.complete) last = last[kPrevious]
+  if (last === undefined || last.closed) next()
+  else last.once('close', next)
 }
