@@ -110,8 +110,23 @@ function clientErrorDetail(error: FastifyError, bodyLimit: number): string {
   }
 }
 
-/** '/api/note?x=1' -> '/api/note' */
-function pathOf(url: string): string {
-  const query = url.indexOf('?')
-  return query === -1 ? url : url.slice(0, query)
+/**
+ * The path as the router matched it: query and fragment cut, percent-encoding decoded except
+ * for '%2F', which stays inside its segment.
+ * '/api/note?x=1' -> '/api/note'; '/api/%6eote#f' -> '/api/note'; '/api%2Fnote' -> '/api%2Fnote'
+ */
+export function pathOf(url: string): string {
+  const end = url.search(/[?#]/)
+  const path = end === -1 ? url : url.slice(0, end)
+  if (!path.includes('%')) return path
+  return path
+    .split(/%2f/i)
+    .map((part) => {
+      try {
+        return decodeURIComponent(part)
+      } catch {
+        return part
+      }
+    })
+    .join('%2F')
 }
