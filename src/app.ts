@@ -50,6 +50,10 @@ export function buildApp({ store, config, logger = false }: AppOptions): Fastify
     },
     clientErrorHandler,
     frameworkErrors: frameworkErrorHandler,
+    // While closing, Fastify answered requests still arriving on open connections with a bare
+    // 503; serve them instead: Fastify adds 'Connection: close', so the client reconnects and
+    // is refused (DECISION 16: finish requests in flight, never a 5xx).
+    return503OnClosing: false,
     routerOptions: {
       ignoreTrailingSlash: true,
       // Every :id segment reaches parseNoteId, however long, and gets the contract's 404.
