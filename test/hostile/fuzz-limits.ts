@@ -7,6 +7,6 @@ import type { ModelLimits } from './note-model.js'
 export const FUZZ_LIMITS: ModelLimits = {
   bodyLimit: 16 * 1024,
   maxDepth: 64,
-  maxNotes: 120,
+  maxNotes: 150,
   maxStoreBytes: 96 * 1024,
 }
