@@ -7,6 +7,7 @@ import {
   registerErrorHandling,
 } from './error-handling.js'
 import { registerJsonBodyParser } from './json-body.js'
+import { registerLoadShedding } from './load-shedding.js'
 import { registerPipelining } from './pipelining.js'
 import { registerNoteRoutes } from './routes/notes.js'
 import type { NoteStore } from './store/types.js'
@@ -20,6 +21,7 @@ export type AppConfig = Pick<
   | 'requestTimeoutMs'
   | 'keepAliveTimeoutMs'
   | 'socketTimeoutMs'
+  | 'maxEventLoopDelayMs'
 >
 
 export interface AppOptions {
@@ -62,6 +64,7 @@ export function buildApp({ store, config, logger = false }: AppOptions): Fastify
   })
   const allowFor = trackAllowedMethods(app)
   registerPipelining(app)
+  registerLoadShedding(app, { maxEventLoopDelayMs: config.maxEventLoopDelayMs })
   registerJsonBodyParser(app, { maxDepth: config.maxDepth })
   registerErrorHandling(app, { bodyLimit: config.bodyLimit, allowFor })
   registerNoteRoutes(app, store)

@@ -31,6 +31,8 @@ export interface Config {
   socketTimeoutMs: number
   /** Longest a graceful shutdown waits for in-flight requests before closing them, in ms. */
   shutdownTimeoutMs: number
+  /** Mean event-loop delay over a second above which requests get 503 + Retry-After, in ms; 0 is off. */
+  maxEventLoopDelayMs: number
 }
 
 interface Option<K extends keyof Config> {
@@ -84,6 +86,7 @@ export const OPTIONS: readonly Option<keyof Config>[] = [
   opt('keepAliveTimeoutMs', 'KEEP_ALIVE_TIMEOUT_MS', 'idle keep-alive connection lifetime, in ms', 5_000, integer(1, TEN_MINUTES)),
   opt('socketTimeoutMs', 'SOCKET_TIMEOUT_MS', 'close a connection silent this long, in ms', 30_000, integer(1, TEN_MINUTES)),
   opt('shutdownTimeoutMs', 'SHUTDOWN_TIMEOUT_MS', 'longest graceful shutdown, in ms', 10_000, integer(1, TEN_MINUTES)),
+  opt('maxEventLoopDelayMs', 'MAX_EVENT_LOOP_DELAY_MS', 'event-loop delay that sheds load with 503, in ms (0 off)', 1000, integer(0, 60_000)),
 ]
 
 function opt<K extends keyof Config>(
