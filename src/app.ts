@@ -1,5 +1,6 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
 import { trackAllowedMethods } from './allowed-methods.js'
+import { registerCloseConnections } from './close-connections.js'
 import type { Config } from './config.js'
 import {
   clientErrorHandler,
@@ -64,6 +65,7 @@ export function buildApp({ store, config, logger = false }: AppOptions): Fastify
   })
   const allowFor = trackAllowedMethods(app)
   registerPipelining(app)
+  registerCloseConnections(app)
   registerLoadShedding(app, { maxEventLoopDelayMs: config.maxEventLoopDelayMs })
   registerJsonBodyParser(app, { maxDepth: config.maxDepth })
   registerErrorHandling(app, { bodyLimit: config.bodyLimit, allowFor })

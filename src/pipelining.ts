@@ -38,6 +38,11 @@ export function registerPipelining(app: FastifyInstance): void {
   })
 }
 
+/** The response to the last request that began on this connection, while it is under way. */
+export function lastResponseOn(socket: Socket): ServerResponse | undefined {
+  return (socket as TrackedSocket)[kLastResponse]
+}
+
 /**
  * Calls `next` once the responses to every request received whole on this connection have
  * finished (at once when there are none), so that refusing a later pipelined request never cuts

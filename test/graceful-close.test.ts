@@ -36,6 +36,27 @@ describe('app.close() with requests still arriving', () => {
     await closing
   })
 
+  it('closes, after its response, a keep-alive connection whose request was in flight', async () => {
+    const { app, port } = await listenApp()
+    const conn = await WireConnection.open('127.0.0.1', port)
+    conn.write(
+      'POST /api/note HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{"a"',
+    )
+    await sleep(50)
+    const closing = app.close()
+    await sleep(50)
+    conn.write(':1}')
+    const response = await conn.readResponse('POST', 5000)
+    assert.notEqual(response, CLOSED)
+    if (response === CLOSED) return
+    assert.equal(response.status, 200)
+    // It used to say keep-alive, and a next request on the connection was served after close.
+    assert.equal(response.headers.get('connection')?.[0], 'close')
+    conn.write('GET /api/note HTTP/1.1\r\nHost: t\r\n\r\n')
+    assert.equal(await conn.readResponse('GET', 5000), CLOSED)
+    await closing
+  })
+
   it('refuses new connections as soon as close begins', async () => {
     const { app, port } = await listenApp()
     const conn = await WireConnection.open('127.0.0.1', port)
