@@ -39,6 +39,10 @@ export function checkSigterm(r: SigtermResult, inFlight: number, boundMs: number
     Object.keys(r.load).some((s) => s.startsWith('5')) &&
       `5xx under load: ${JSON.stringify(r.load)}`,
     only(r.load, ['200']),
+    r.began === 0 && 'the server logged no request',
+    r.unanswered > 0 &&
+      `${r.unanswered} of the ${r.began} requests the server began were never answered`,
+    r.answered5xx > 0 && `${r.answered5xx} requests answered 5xx`,
     JSON.stringify(r.inFlight) !== JSON.stringify({ 200: inFlight }) &&
       `in-flight answers ${JSON.stringify(r.inFlight)}`,
     r.inFlightConnectionClose !== inFlight &&

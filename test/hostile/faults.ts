@@ -5,8 +5,11 @@ import { startServer } from './server-process.js'
 import { statusCounts } from './soak-run.js'
 import { CLOSED, header, WireConnection, type WireResponse } from './wire.js'
 
-/** Runs autocannon until stop() is called, and gives its result. */
-function startLoad(options: autocannon.Options): { stop: () => Promise<autocannon.Result> } {
+/** Runs autocannon until stop() is called, and gives its result and its errors by code. */
+function startLoad(options: autocannon.Options): {
+  errorCodes: Record<string, number>
+  stop: () => Promise<autocannon.Result>
+} {
   let resolveResult: (result: autocannon.Result) => void = () => undefined
   const result = new Promise<autocannon.Result>((resolve) => {
     resolveResult = resolve
@@ -15,7 +18,13 @@ function startLoad(options: autocannon.Options): { stop: () => Promise<autocanno
     if (err) throw err
     resolveResult(r)
   })
+  const errorCodes: Record<string, number> = {}
+  instance.on('reqError', (err: NodeJS.ErrnoException) => {
+    const code = err.code ?? err.message
+    errorCodes[code] = (errorCodes[code] ?? 0) + 1
+  })
   return {
+    errorCodes,
     stop: () => {
       instance.stop()
       return result
@@ -46,10 +55,16 @@ function tally(statuses: readonly string[]): Record<string, number> {
 }
 
 export interface SigtermResult {
+  /** Requests the server began (logged), how many it never answered, and how many got a 5xx. */
+  began: number
+  unanswered: number
+  answered5xx: number
   /** The load's answers before and during the shutdown, by status. */
   load: Record<string, number>
   /** Load requests that got no answer: refused or reset connections during the shutdown. */
   loadErrors: number
+  /** Those by error code: ECONNREFUSED (reconnecting after the close), ECONNRESET... */
+  loadErrorCodes: Record<string, number>
   /** Requests half sent when SIGTERM came, finished after it: their answers. */
   inFlight: Record<string, number>
   /** Of those answers, how many told the client to close the connection. */
@@ -72,7 +87,8 @@ export async function sigtermUnderLoad(options: {
   connections: number
   inFlight: number
 }): Promise<SigtermResult> {
-  const server = await startServer({ env: { SHUTDOWN_TIMEOUT_MS: '10000' } })
+  // Request logging, so that every request the server began can be matched with its answer.
+  const server = await startServer({ env: { SHUTDOWN_TIMEOUT_MS: '10000', LOG_REQUESTS: 'true' } })
   const base = `http://${server.host}:${server.port}`
   const first = (await (
     await fetch(`${base}/api/note`, {
@@ -136,9 +152,20 @@ export async function sigtermUnderLoad(options: {
   )
   const exit = await server.exited
   const result = await load.stop()
+  const began = new Set<unknown>()
+  const answered = new Map<unknown, number>()
+  for (const entry of server.logs) {
+    if (entry.msg === 'incoming request') began.add(entry.reqId)
+    const res = entry.res as { statusCode?: number } | undefined
+    if (entry.msg === 'request completed') answered.set(entry.reqId, res?.statusCode ?? 0)
+  }
   return {
+    began: began.size,
+    unanswered: [...began].filter((id) => !answered.has(id)).length,
+    answered5xx: [...answered.values()].filter((status) => status >= 500).length,
     load: statusCounts(result),
     loadErrors: result.errors + result.timeouts,
+    loadErrorCodes: load.errorCodes,
     inFlight: tally(answers.map(statusOf)),
     inFlightConnectionClose: answers.filter(
       (r) => r !== CLOSED && header(r, 'connection') === 'close',
