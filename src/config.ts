@@ -76,17 +76,65 @@ export const OPTIONS: readonly Option<keyof Config>[] = [
   opt('port', 'PORT', 'TCP port to listen on (0 picks a free port)', 3000, integer(0, 65535)),
   opt('host', 'HOST', 'address to listen on (0.0.0.0 for all interfaces)', '127.0.0.1', host),
   opt('bodyLimit', 'BODY_LIMIT', 'largest request body, in bytes', 1 * MIB, integer(2, 64 * MIB)),
-  opt('maxDepth', 'MAX_DEPTH', 'deepest nesting of objects and arrays in a body', 64, integer(1, 512)),
+  opt(
+    'maxDepth',
+    'MAX_DEPTH',
+    'deepest nesting of objects and arrays in a body',
+    64,
+    integer(1, 512),
+  ),
   opt('maxNotes', 'MAX_NOTES', 'most notes stored at once', 1_000_000, integer(1, 5_000_000)),
-  opt('maxStoreBytes', 'MAX_STORE_BYTES', 'most bytes of note JSON stored at once', 256 * MIB, integer(1 * KIB, 448 * MIB)),
+  opt(
+    'maxStoreBytes',
+    'MAX_STORE_BYTES',
+    'most bytes of note JSON stored at once',
+    256 * MIB,
+    integer(1 * KIB, 448 * MIB),
+  ),
   opt('logLevel', 'LOG_LEVEL', 'log level', 'info', logLevel),
   opt('logRequests', 'LOG_REQUESTS', 'log every request and response at info', false, boolean),
-  opt('headersTimeoutMs', 'HEADERS_TIMEOUT_MS', 'time to receive request headers, in ms', 10_000, integer(1, TEN_MINUTES)),
-  opt('requestTimeoutMs', 'REQUEST_TIMEOUT_MS', 'time to receive a whole request, in ms', 30_000, integer(1, TEN_MINUTES)),
-  opt('keepAliveTimeoutMs', 'KEEP_ALIVE_TIMEOUT_MS', 'idle keep-alive connection lifetime, in ms', 5_000, integer(1, TEN_MINUTES)),
-  opt('socketTimeoutMs', 'SOCKET_TIMEOUT_MS', 'close a connection silent this long, in ms', 30_000, integer(1, TEN_MINUTES)),
-  opt('shutdownTimeoutMs', 'SHUTDOWN_TIMEOUT_MS', 'longest graceful shutdown, in ms', 10_000, integer(1, TEN_MINUTES)),
-  opt('maxEventLoopDelayMs', 'MAX_EVENT_LOOP_DELAY_MS', 'event-loop delay that sheds load with 503, in ms (0 off)', 1000, integer(0, 60_000)),
+  opt(
+    'headersTimeoutMs',
+    'HEADERS_TIMEOUT_MS',
+    'time to receive request headers, in ms',
+    10_000,
+    integer(1, TEN_MINUTES),
+  ),
+  opt(
+    'requestTimeoutMs',
+    'REQUEST_TIMEOUT_MS',
+    'time to receive a whole request, in ms',
+    30_000,
+    integer(1, TEN_MINUTES),
+  ),
+  opt(
+    'keepAliveTimeoutMs',
+    'KEEP_ALIVE_TIMEOUT_MS',
+    'idle keep-alive connection lifetime, in ms',
+    5_000,
+    integer(1, TEN_MINUTES),
+  ),
+  opt(
+    'socketTimeoutMs',
+    'SOCKET_TIMEOUT_MS',
+    'close a connection silent this long, in ms',
+    30_000,
+    integer(1, TEN_MINUTES),
+  ),
+  opt(
+    'shutdownTimeoutMs',
+    'SHUTDOWN_TIMEOUT_MS',
+    'longest graceful shutdown, in ms',
+    10_000,
+    integer(1, TEN_MINUTES),
+  ),
+  opt(
+    'maxEventLoopDelayMs',
+    'MAX_EVENT_LOOP_DELAY_MS',
+    'event-loop delay that sheds load with 503, in ms (0 off)',
+    1000,
+    integer(0, 60_000),
+  ),
 ]
 
 function opt<K extends keyof Config>(
@@ -97,7 +145,9 @@ function opt<K extends keyof Config>(
   parse: Option<K>['parse'],
 ): Option<keyof Config> {
   const flag = `--${env.toLowerCase().replaceAll('_', '-')}`
-  return { key, env, flag, description, default: defaultValue, parse } as unknown as Option<keyof Config>
+  return { key, env, flag, description, default: defaultValue, parse } as unknown as Option<
+    keyof Config
+  >
 }
 
 /** '--port' -> false (the next flag), '4000' -> true, undefined -> false */

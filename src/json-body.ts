@@ -28,7 +28,11 @@ export function registerJsonBodyParser(app: FastifyInstance, options: JsonBodyOp
 
 function parseSync(
   parse: (request: FastifyRequest, body: Buffer) => NoteFields,
-): (request: FastifyRequest, body: Buffer, done: (err: Error | null, body?: unknown) => void) => void {
+): (
+  request: FastifyRequest,
+  body: Buffer,
+  done: (err: Error | null, body?: unknown) => void,
+) => void {
   return (request, body, done) => {
     let value: NoteFields
     try {
@@ -71,7 +75,10 @@ export function parseJsonObject(
     )
   }
   if (exceedsDepth(text, maxDepth)) {
-    throw new HttpProblem(400, `The request body nests objects and arrays deeper than ${maxDepth} levels.`)
+    throw new HttpProblem(
+      400,
+      `The request body nests objects and arrays deeper than ${maxDepth} levels.`,
+    )
   }
   return value as NoteFields
 }

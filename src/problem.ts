@@ -23,11 +23,13 @@ export function sendProblem(
   headers?: Record<string, string>,
 ): FastifyReply {
   if (headers !== undefined) reply.headers(headers)
-  return reply
-    .code(status)
-    .header('content-type', PROBLEM_CONTENT_TYPE)
-    // A Buffer, because Fastify would append '; charset=utf-8' to a string's media type.
-    .send(Buffer.from(JSON.stringify(problem(status, detail))))
+  return (
+    reply
+      .code(status)
+      .header('content-type', PROBLEM_CONTENT_TYPE)
+      // A Buffer, because Fastify would append '; charset=utf-8' to a string's media type.
+      .send(Buffer.from(JSON.stringify(problem(status, detail))))
+  )
 }
 
 /** An error whose status and message are safe to show to the caller as a problem. */

@@ -1,4 +1,4 @@
-import { type NoteFields, type NoteStore, type StoreStats, StoreFullError } from './types.js'
+import { type NoteFields, type NoteStore, StoreFullError, type StoreStats } from './types.js'
 
 export interface MemoryStoreOptions {
   /** Most notes held at once. */
@@ -179,7 +179,12 @@ function serializeWithId(fields: NoteFields, id: number): string {
 /** `note[key] = value`, except that '__proto__' becomes a plain field instead of a prototype. */
 function setField(note: NoteFields, key: string, value: unknown): void {
   if (key === '__proto__') {
-    Object.defineProperty(note, key, { value, writable: true, enumerable: true, configurable: true })
+    Object.defineProperty(note, key, {
+      value,
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    })
   } else {
     note[key] = value
   }
