@@ -79,7 +79,10 @@ if (withFaults) {
   )
   const sigterm = await sigtermUnderLoad({ loadMs: 5000, connections, inFlight: 20 })
   console.log(
-    `  load answered: ${counts(sigterm.load)}; unanswered (refused/reset after SIGTERM): ${sigterm.loadErrors}`,
+    `  load answered: ${counts(sigterm.load)}; unanswered after SIGTERM: ${sigterm.loadErrors} (${counts(sigterm.loadErrorCodes)})`,
+  )
+  console.log(
+    `  the server began ${sigterm.began} requests: ${sigterm.unanswered} unanswered, ${sigterm.answered5xx} answered 5xx`,
   )
   console.log(
     `  in flight: ${counts(sigterm.inFlight)}, ${sigterm.inFlightConnectionClose} with Connection: close; new connection: ${sigterm.newConnection}`,
