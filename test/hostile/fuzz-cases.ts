@@ -193,12 +193,15 @@ function getCase(rng: Random, model: NoteModel): FuzzCase {
 
 function patchCase(rng: Random, model: NoteModel, limits: CaseLimits): FuzzCase {
   const { raw, segment } = idSegment(rng, model)
-  let { body, media, contentType } = goodBody(rng, limits)
+  let { body, media, contentType } = goodBody(rng, limits, true)
   if (rng.chance(0.08)) {
     // Move the note to another id: an existing note's (a duplicate), another integer, or rarely
     // one that no path can reach again ('"7"', 1.5, null): such notes stay for good, so they
     // must stay few or the store fills with them.
-    const other = model.notes.length > 0 ? rng.pick(model.notes).value.id : 1
+    const reachable = model.notes
+      .map((n) => n.value.id)
+      .filter((id) => typeof id === 'number' && /^-?[0-9]+$/.test(String(id)))
+    const other = reachable.length > 0 ? rng.pick(reachable) : 1
     const id = rng.weighted<string>([
       [4, JSON.stringify(other) ?? '1'],
       [6, rng.pick(['7', '-3', '0', `${Date.now() + 5}`, '9007199254740991'])],
@@ -483,6 +486,7 @@ function raw(kind: string, text: string, status: 400 | 431): FuzzCase {
 function goodBody(
   rng: Random,
   limits: CaseLimits,
+  forPatch = false,
 ): { body: Buffer; media: MediaClass | 'absent'; contentType: string | undefined } {
   if (rng.chance(0.04)) {
     return rng.chance(0.5)
@@ -497,7 +501,12 @@ function goodBody(
   } else if (rng.chance(0.03)) {
     text = nestedObject(rng, rng.between(limits.maxDepth - 2, limits.maxDepth))
   } else {
-    text = jsonObject(rng, 1, { maxDepth: rng.between(1, 8), budget: rng.chance(0.1) ? 4000 : 300 })
+    text = jsonObject(rng, 1, {
+      maxDepth: rng.between(1, 8),
+      budget: rng.chance(0.1) ? 4000 : 300,
+      // Random ids in PATCH bodies only now and then: each one strands a note for good.
+      noIdKey: forPatch && rng.chance(0.95),
+    })
   }
   return { body: Buffer.from(text), media: 'json', contentType: rng.pick(JSON_TYPES) }
 }

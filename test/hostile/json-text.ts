@@ -11,6 +11,8 @@ export interface JsonTextOptions {
   maxDepth: number
   /** Rough ceiling on the text's length, in characters. */
   budget: number
+  /** Leave out 'id' keys: a PATCH with a random id makes a note no path reaches again. */
+  noIdKey?: boolean
 }
 
 const KEYS = [
@@ -111,8 +113,11 @@ export function jsonString(rng: Random, maxLength = 12): string {
   return `${out}"`
 }
 
-function key(rng: Random): string {
-  if (rng.chance(0.7)) return JSON.stringify(rng.pick(KEYS))
+function key(rng: Random, options: JsonTextOptions): string {
+  if (rng.chance(0.7)) {
+    const picked = rng.pick(KEYS)
+    return JSON.stringify(picked === 'id' && options.noIdKey === true ? 'notId' : picked)
+  }
   if (rng.chance(0.1)) return '"\\u005f_proto__"'
   return jsonString(rng, 8)
 }
@@ -137,7 +142,7 @@ export function jsonObject(rng: Random, depth: number, options: JsonTextOptions)
   const count = rng.chance(0.05) ? rng.int(40) : rng.int(6)
   const parts: string[] = []
   for (let i = 0; i < count && options.budget > 0; i++) {
-    const part = `${space(rng)}${key(rng)}${space(rng)}:${space(rng)}${jsonValue(rng, depth, options)}${space(rng)}`
+    const part = `${space(rng)}${key(rng, options)}${space(rng)}:${space(rng)}${jsonValue(rng, depth, options)}${space(rng)}`
     options.budget -= part.length
     parts.push(part)
   }
