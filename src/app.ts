@@ -1,7 +1,7 @@
-import { createServer } from 'node:http'
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
 import { trackAllowedMethods } from './allowed-methods.js'
 import { registerApiDocs } from './api-docs.js'
+import { registerCloseConnections } from './close-connections.js'
 import type { Config } from './config.js'
 import { registerCors } from './cors.js'
 import {
@@ -11,10 +11,11 @@ import {
 } from './error-handling.js'
 import { registerHealthChecks } from './health.js'
 import { registerJsonBodyParser } from './json-body.js'
+import { registerLoadShedding } from './load-shedding.js'
 import { registerMetrics } from './metrics.js'
 import { buildOpenApiDocument } from './openapi.js'
 import { readPackageInfo } from './package-info.js'
-import { pipelineInOrder } from './pipeline-order.js'
+import { registerPipelining } from './pipelining.js'
 import { registerRequestIds, withRequestIdHeader } from './request-id.js'
 import { registerNoteRoutes } from './routes/notes.js'
 import type { NoteStore } from './store/types.js'
@@ -31,6 +32,7 @@ export type AppConfig = Pick<
   | 'corsOrigin'
   | 'metrics'
   | 'docs'
+  | 'maxEventLoopDelayMs'
 >
 
 export interface AppOptions {
@@ -51,24 +53,20 @@ export function buildApp({ store, config, logger = false }: AppOptions): Fastify
     logger,
     logController: new LogController({ disableRequestLogging: !config.logRequests }),
     bodyLimit: config.bodyLimit,
-    // Fastify sets no timeouts on a server it did not create, so all of them are set here.
-    serverFactory: (handler) => {
-      const server = createServer(
-        {
-          headersTimeout: config.headersTimeoutMs,
-          requestTimeout: config.requestTimeoutMs,
-          keepAliveTimeout: config.keepAliveTimeoutMs,
-          // Node checks the two request timeouts only this often (30 s by default).
-          connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
-        },
-        pipelineInOrder(handler),
-      )
-      server.keepAliveTimeout = config.keepAliveTimeoutMs
-      server.setTimeout(config.socketTimeoutMs)
-      return server
+    connectionTimeout: config.socketTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    http: {
+      headersTimeout: config.headersTimeoutMs,
+      // Node checks the two timeouts above only this often (30 s by default).
+      connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
     },
     clientErrorHandler,
     frameworkErrors: withRequestIdHeader(frameworkErrorHandler),
+    // While closing, Fastify answered requests still arriving on open connections with a bare
+    // 503; serve them instead: Fastify adds 'Connection: close', so the client reconnects and
+    // is refused (DECISION 16: finish requests in flight, never a 5xx).
+    return503OnClosing: false,
     routerOptions: {
       ignoreTrailingSlash: true,
       // Every :id segment reaches parseNoteId, however long, and gets the contract's 404.
@@ -76,6 +74,9 @@ export function buildApp({ store, config, logger = false }: AppOptions): Fastify
     },
   })
   const allowFor = trackAllowedMethods(app)
+  registerPipelining(app)
+  registerCloseConnections(app)
+  registerLoadShedding(app, { maxEventLoopDelayMs: config.maxEventLoopDelayMs })
   registerJsonBodyParser(app, { maxDepth: config.maxDepth })
   registerErrorHandling(app, { bodyLimit: config.bodyLimit, allowFor })
   // Hooks first, so that they apply to every route registered after them.

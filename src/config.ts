@@ -37,6 +37,8 @@ export interface Config {
   metrics: boolean
   /** Serve the API reference page at /docs. */
   docs: boolean
+  /** Mean event-loop delay over a second above which requests get 503 + Retry-After, in ms; 0 is off. */
+  maxEventLoopDelayMs: number
 }
 
 /** One row of `OPTIONS`: a setting, its variable and flag, its default and its parser. */
@@ -165,6 +167,13 @@ export const OPTIONS: readonly Option<keyof Config>[] = [
   ),
   opt('metrics', 'METRICS', 'serve Prometheus metrics at /metrics', false, boolean),
   opt('docs', 'DOCS', 'serve the API reference page at /docs', true, boolean),
+  opt(
+    'maxEventLoopDelayMs',
+    'MAX_EVENT_LOOP_DELAY_MS',
+    'event-loop delay that sheds load with 503, in ms (0 off)',
+    1000,
+    integer(0, 60_000),
+  ),
 ]
 
 function opt<K extends keyof Config>(

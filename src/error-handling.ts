@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { afterResponsesOn } from './pipelining.js'
 import { PROBLEM_CONTENT_TYPE, problem, sendProblem } from './problem.js'
 import { StoreFullError } from './store/types.js'
 
@@ -54,12 +55,22 @@ export function frameworkErrorHandler(
   }
 }
 
+const kRefusing = Symbol('notes.refusing')
+
 /**
  * Answers requests that Node's HTTP parser rejects before Fastify sees them, then closes the
  * connection: 431 for oversized headers, 408 for timeouts, 400 for anything malformed.
+ * Responses already under way on the connection (pipelining) are finished first: the refusal
+ * used to be written at once and the socket destroyed, so a POST followed in the same write by a
+ * malformed request, or by any request after 'Connection: close', was stored while its client
+ * read only the 400.
  */
 export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
-  if (error.code === 'ECONNRESET' || socket.destroyed) return
+  const tracked = socket as Socket & { [kRefusing]?: true }
+  if (error.code === 'ECONNRESET' || socket.destroyed || tracked[kRefusing]) return
+  tracked[kRefusing] = true
+  // Read nothing more: the parser has failed, so later bytes can only fail again.
+  socket.pause()
   let status = 400
   let detail = 'The request could not be parsed as HTTP/1.1.'
   if (error.code === 'HPE_HEADER_OVERFLOW') {
@@ -69,14 +80,16 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
     status = 408
     detail = 'The request was not received in time; send it again, faster.'
   }
-  if (socket.writable) {
-    const body = JSON.stringify(problem(status, detail))
-    socket.write(
-      `HTTP/1.1 ${status} ${problem(status, detail).title}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    )
-  }
-  socket.destroy()
+  afterResponsesOn(socket, () => {
+    if (socket.writable) {
+      const body = JSON.stringify(problem(status, detail))
+      socket.write(
+        `HTTP/1.1 ${status} ${problem(status, detail).title}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      )
+    }
+    socket.destroy()
+  })
 }
 
 function statusOf(error: { statusCode?: number | undefined }): number {
@@ -97,8 +110,23 @@ function clientErrorDetail(error: FastifyError, bodyLimit: number): string {
   }
 }
 
-/** '/api/note?x=1' -> '/api/note' */
-function pathOf(url: string): string {
-  const query = url.indexOf('?')
-  return query === -1 ? url : url.slice(0, query)
+/**
+ * The path as the router matched it: query and fragment cut, percent-encoding decoded except
+ * for '%2F', which stays inside its segment.
+ * '/api/note?x=1' -> '/api/note'; '/api/%6eote#f' -> '/api/note'; '/api%2Fnote' -> '/api%2Fnote'
+ */
+export function pathOf(url: string): string {
+  const end = url.search(/[?#]/)
+  const path = end === -1 ? url : url.slice(0, end)
+  if (!path.includes('%')) return path
+  return path
+    .split(/%2f/i)
+    .map((part) => {
+      try {
+        return decodeURIComponent(part)
+      } catch {
+        return part
+      }
+    })
+    .join('%2F')
 }

@@ -21,6 +21,7 @@ describe('loadConfig', () => {
       corsOrigin: [],
       metrics: false,
       docs: true,
+      maxEventLoopDelayMs: 1000,
     })
     assert.deepEqual(loadConfig({}, []), DEFAULT_CONFIG)
   })
@@ -44,6 +45,7 @@ describe('loadConfig', () => {
         CORS_ORIGIN: 'https://a.example, https://b.example',
         METRICS: 'on',
         DOCS: 'false',
+        MAX_EVENT_LOOP_DELAY_MS: '0',
       },
       [],
     )
@@ -64,6 +66,7 @@ describe('loadConfig', () => {
       corsOrigin: ['https://a.example', 'https://b.example'],
       metrics: true,
       docs: false,
+      maxEventLoopDelayMs: 0,
     })
   })
 

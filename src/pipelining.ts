@@ -1,0 +1,58 @@
+import type { ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
+import type { FastifyInstance } from 'fastify'
+
+const kLastResponse = Symbol('notes.lastResponse')
+const kPrevious = Symbol('notes.previousResponse')
+
+type TrackedResponse = ServerResponse & { [kPrevious]?: TrackedResponse | undefined }
+type TrackedSocket = Socket & { [kLastResponse]?: TrackedResponse | undefined }
+
+/**
+ * Runs pipelined requests on one connection one after another, as HTTP/1.1 requires
+ * (RFC 9112 §9.3.2). Node parses every pipelined request at once and Fastify runs a request
+ * without a body while an earlier one is still reading its body, so without this
+ * 'PATCH /api/note/7' + 'DELETE /api/note/7' sent in one write deleted first and answered the
+ * PATCH 404, and a GET after a POST listed the store as it was before the POST.
+ * A request waits only when an earlier response on its connection has not finished, which
+ * never happens without pipelining.
+ */
+export function registerPipelining(app: FastifyInstance): void {
+  app.addHook('onRequest', (request, reply, done) => {
+    const socket = request.raw.socket as TrackedSocket | null
+    if (socket === null) {
+      done()
+      return
+    }
+    const response: TrackedResponse = reply.raw
+    const previous = socket[kLastResponse]
+    socket[kLastResponse] = response
+    if (previous !== undefined) response[kPrevious] = previous
+    response.once('close', () => {
+      // Unlink, or a connection that always has a request pipelined would keep every response.
+      response[kPrevious] = undefined
+      if (socket[kLastResponse] === response) socket[kLastResponse] = undefined
+    })
+    if (previous === undefined || previous.closed) done()
+    else previous.once('close', () => done())
+  })
+}
+
+/** The response to the last request that began on this connection, while it is under way. */
+export function lastResponseOn(socket: Socket): ServerResponse | undefined {
+  return (socket as TrackedSocket)[kLastResponse]
+}
+
+/**
+ * Calls `next` once the responses to every request received whole on this connection have
+ * finished (at once when there are none), so that refusing a later pipelined request never cuts
+ * off the answer to an earlier one that the store has already applied. The request being refused
+ * may have a response started already (its headers parsed, its body broken); that one is not
+ * waited for.
+ */
+export function afterResponsesOn(socket: Socket, next: () => void): void {
+  let last = (socket as TrackedSocket)[kLastResponse]
+  while (last !== undefined && !last.req.complete) last = last[kPrevious]
+  if (last === undefined || last.closed) next()
+  else last.once('close', next)
+}

@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { checkCapacity, checkDeadline, checkSigterm, checkStall } from './hostile/checks.js'
+import {
+  capacityUnderLoad,
+  sigtermUnderLoad,
+  sigtermWithStuckRequest,
+  stallFaults,
+} from './hostile/faults.js'
+
+/** Faults on the real server process, in their short forms (npm run soak runs the long ones). */
+describe('faults (short form)', () => {
+  it('SIGTERM under load: in-flight requests finish, new connections are refused, exit 0, no 5xx', async () => {
+    const result = await sigtermUnderLoad({ loadMs: 1500, connections: 10, inFlight: 5 })
+    assert.deepEqual(checkSigterm(result, 10, 10_000), [])
+    assert.equal(result.exitCode, 0)
+    assert.equal(result.newConnection, 'ECONNREFUSED')
+  })
+
+  it('SIGTERM with a request that never finishes: exit 0 at the shutdown deadline', async () => {
+    const result = await sigtermWithStuckRequest(1000)
+    assert.deepEqual(checkDeadline(result, 1000, 3000), [])
+  })
+
+  it('the note-count cap under load: 507s, nothing stored lost or changed, reads served, delete frees room', async () => {
+    const result = await capacityUnderLoad({
+      env: { MAX_NOTES: '300' },
+      connections: 10,
+      durationS: 2,
+    })
+    assert.deepEqual(checkCapacity(result, 300), [])
+    assert.equal(result.created, 300)
+  })
+
+  it('the byte cap under load: the same', async () => {
+    const result = await capacityUnderLoad({
+      env: { MAX_STORE_BYTES: '32768' },
+      connections: 10,
+      durationS: 2,
+    })
+    assert.deepEqual(checkCapacity(result), [])
+  })
+
+  it('event-loop stalls: every client answered (200 or 503 + Retry-After), load shed under lag, then recovery', async () => {
+    const result = await stallFaults({ stallMs: 1500, clients: 10, lagMs: 2500 })
+    assert.deepEqual(checkStall(result, 10, 1500, 3000), [])
+  })
+})

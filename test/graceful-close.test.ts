@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict'
+import net from 'node:net'
+import { describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { listenApp } from './hostile/listen.js'
+import { CLOSED, WireConnection } from './hostile/wire.js'
+
+function connectOutcome(port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1')
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve('connected')
+    })
+    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'))
+  })
+}
+
+describe('app.close() with requests still arriving', () => {
+  it('serves a request whose headers were arriving when close began, then closes its connection', async () => {
+    const { app, port } = await listenApp()
+    const conn = await WireConnection.open('127.0.0.1', port)
+    conn.write('GET /api/note HTTP/1.1\r\nHost: t\r\n')
+    await sleep(50)
+    const closing = app.close()
+    await sleep(50)
+    // Fastify used to answer this one with a bare 503 (return503OnClosing).
+    conn.write('\r\n')
+    const response = await conn.readResponse('GET', 5000)
+    assert.notEqual(response, CLOSED)
+    if (response === CLOSED) return
+    assert.equal(response.status, 200)
+    assert.equal(response.body.toString(), '{"data":[]}')
+    assert.equal(response.headers.get('connection')?.[0], 'close')
+    await conn.waitForClose(5000)
+    await closing
+  })
+
+  it('closes, after its response, a keep-alive connection whose request was in flight', async () => {
+    const { app, port } = await listenApp()
+    const conn = await WireConnection.open('127.0.0.1', port)
+    conn.write(
+      'POST /api/note HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{"a"',
+    )
+    await sleep(50)
+    const closing = app.close()
+    await sleep(50)
+    conn.write(':1}')
+    const response = await conn.readResponse('POST', 5000)
+    assert.notEqual(response, CLOSED)
+    if (response === CLOSED) return
+    assert.equal(response.status, 200)
+    // It used to say keep-alive, and a next request on the connection was served after close.
+    assert.equal(response.headers.get('connection')?.[0], 'close')
+    conn.write('GET /api/note HTTP/1.1\r\nHost: t\r\n\r\n')
+    assert.equal(await conn.readResponse('GET', 5000), CLOSED)
+    await closing
+  })
+
+  it('refuses new connections as soon as close begins', async () => {
+    const { app, port } = await listenApp()
+    const conn = await WireConnection.open('127.0.0.1', port)
+    conn.write('GET /api/note HTTP/1.1\r\nHost: t\r\n')
+    const closing = app.close()
+    await sleep(20)
+    assert.equal(await connectOutcome(port), 'ECONNREFUSED')
+    conn.write('\r\n')
+    await conn.readResponse('GET', 5000)
+    await closing
+  })
+})

@@ -1,0 +1,714 @@
+import { jsonObject, malformed, nestedObject, nonObject } from './json-text.js'
+import type { MediaClass, NoteModel } from './note-model.js'
+import type { Random } from './prng.js'
+
+/** What a request should get, decided from the model before it is sent. */
+export type Expectation =
+  /** A create or an update whose body is good; the model decides 200 or 404 or 507. */
+  | { type: 'create'; body: Buffer; media: MediaClass | 'absent' }
+  | { type: 'list' }
+  | { type: 'get'; segment: string }
+  | { type: 'patch'; segment: string; body: Buffer; media: MediaClass | 'absent' }
+  | { type: 'delete'; segment: string }
+  | { type: 'options'; allow: string }
+  /** A problem JSON answer with this status, store unchanged. */
+  | { type: 'problem'; status: number; allow?: string }
+  /** Rejected by the HTTP parser: this status, then the connection closes; store unchanged. */
+  | { type: 'reject'; status: 400 | 431; problemBody: boolean }
+  /** The body stops half way and the client half-closes: a 400, or a close; store unchanged. */
+  | { type: 'truncated' }
+
+export interface FuzzCase {
+  /** A label for the statistics: 'create', 'bad-json', 'cl-te-conflict'... */
+  kind: string
+  method: string
+  bytes: Buffer
+  /** Half-close the connection after sending. */
+  endAfter: boolean
+  /** May be pipelined behind another request on the same write. */
+  pipelinable: boolean
+  expect: Expectation
+}
+
+export const COLLECTION_ALLOW = 'GET, HEAD, OPTIONS, POST'
+export const NOTE_ALLOW = 'DELETE, GET, HEAD, OPTIONS, PATCH'
+
+/** Content-Type values and how DECISION 5 treats them (checked once against the service by hand). */
+const JSON_TYPES = [
+  'application/json',
+  'application/json; charset=utf-8',
+  'application/json;charset=UTF-8',
+  'Application/JSON',
+  'APPLICATION/JSON; CHARSET=UTF-8',
+  'application/json; charset="utf-8"',
+  'application/merge-patch+json',
+  'application/problem+json',
+  'application/vnd.api+json; charset=utf-8',
+  'application/json; foo=bar',
+  'application/json; charset=utf8',
+  'application/json ; charset=utf-8',
+  'application/json;',
+  'application/x.y+json',
+]
+const OTHER_TYPES = [
+  'text/plain',
+  'text/json',
+  'application/jsonx',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  'application/octet-stream',
+  '*/*',
+  'application/',
+  'json',
+  'application/json+xml',
+  'application/+json',
+  'application/json, text/plain',
+  'application /json',
+  'text/html; charset=utf-8',
+]
+const BAD_CHARSET_TYPES = [
+  'application/json; charset=latin1',
+  'application/json; charset=utf-16',
+  'application/json; charset=""',
+  'application/json; charset=',
+  'application/json; charset=iso-8859-1',
+  'application/json;charset=utf-8,text/plain',
+  'application/merge-patch+json; charset=ascii',
+]
+
+const NOT_ALLOWED_ON_COLLECTION = [
+  'PUT',
+  'DELETE',
+  'PATCH',
+  'TRACE',
+  'PURGE',
+  'PROPFIND',
+  'SEARCH',
+  'LOCK',
+  'COPY',
+]
+const NOT_ALLOWED_ON_NOTE = [
+  'PUT',
+  'POST',
+  'TRACE',
+  'PURGE',
+  'PROPFIND',
+  'SEARCH',
+  'MKCOL',
+  'UNLOCK',
+  'REPORT',
+]
+
+const UNKNOWN_PATHS = [
+  '/',
+  '/api',
+  '/api/',
+  '/api/notes',
+  '/API/NOTE',
+  '/api/Note',
+  '//api/note',
+  '/api//note',
+  '/api/note/1/2',
+  '/api/note/1/edit',
+  '/api/./note',
+  '/api/note/../note',
+  '/api/../api/note',
+  '/./api/note',
+  '/api%2Fnote',
+  '/api/note%2F1',
+  '/favicon.ico',
+  '/api/note.json',
+  '/%61pi/notes',
+  '/api/note/%2e%2e/x',
+  '/ap%C3%AF/note',
+  '/api/%F0%9F%98%80',
+  '/.env',
+  '/api/note;1/2',
+]
+
+const BAD_ENCODINGS = [
+  '%',
+  '%2',
+  '%zz',
+  '%G1',
+  '%E0%A4%A',
+  '%C3',
+  '%C0%AF',
+  '%ED%A0%80',
+  '%FF',
+  '%F4%90%80%80',
+  '%E2%82',
+]
+
+export interface CaseLimits {
+  bodyLimit: number
+  maxDepth: number
+}
+
+/** Builds the next request and what it should get, from the model's present state. */
+export function nextCase(rng: Random, model: NoteModel, limits: CaseLimits): FuzzCase {
+  return rng.weighted<() => FuzzCase>([
+    [14, () => createCase(rng, limits)],
+    [6, () => listCase(rng)],
+    [10, () => getCase(rng, model)],
+    [10, () => patchCase(rng, model, limits)],
+    [12, () => deleteCase(rng, model)],
+    [2, () => optionsCase(rng, model)],
+    [3, () => notAllowedCase(rng, model)],
+    [3, () => unknownPathCase(rng)],
+    [12, () => badBodyCase(rng, model, limits)],
+    [3, () => oversizeCase(rng, model, limits)],
+    [3, () => badEncodingCase(rng)],
+    [8, () => framingCase(rng)],
+    [2, () => hugeHeadersCase(rng)],
+    [2, () => truncatedCase(rng, limits)],
+  ])()
+}
+
+// --- valid operations ---
+
+function createCase(rng: Random, limits: CaseLimits): FuzzCase {
+  const { body, media, contentType } = goodBody(rng, limits)
+  return request(rng, 'create', 'POST', collectionPath(rng), {
+    contentType,
+    body,
+    expect: { type: 'create', body, media },
+  })
+}
+
+function listCase(rng: Random): FuzzCase {
+  const method = rng.chance(0.8) ? 'GET' : 'HEAD'
+  return request(rng, method === 'GET' ? 'list' : 'head-list', method, collectionPath(rng), {
+    expect: { type: 'list' },
+  })
+}
+
+function getCase(rng: Random, model: NoteModel): FuzzCase {
+  const { raw, segment } = idSegment(rng, model)
+  const method = rng.chance(0.85) ? 'GET' : 'HEAD'
+  return request(rng, method === 'GET' ? 'get' : 'head-note', method, notePath(rng, raw), {
+    expect: { type: 'get', segment },
+  })
+}
+
+function patchCase(rng: Random, model: NoteModel, limits: CaseLimits): FuzzCase {
+  const { raw, segment } = idSegment(rng, model)
+  let { body, media, contentType } = goodBody(rng, limits, true)
+  if (rng.chance(0.08)) {
+    // Move the note to another id: an existing note's (a duplicate), another integer, or rarely
+    // one that no path can reach again ('"7"', 1.5, null): such notes stay for good, so they
+    // must stay few or the store fills with them.
+    const reachable = model.notes
+      .map((n) => n.value.id)
+      .filter((id) => typeof id === 'number' && /^-?[0-9]+$/.test(String(id)))
+    const other = reachable.length > 0 ? rng.pick(reachable) : 1
+    const id = rng.weighted<string>([
+      [4, JSON.stringify(other) ?? '1'],
+      [6, rng.pick(['7', '-3', '0', `${Date.now() + 5}`, '9007199254740991'])],
+      [0.5, rng.pick(['"7"', '1.5', 'null', '1e400'])],
+    ])
+    body = Buffer.from(`{"id":${id}}`)
+    media = 'json'
+    contentType = 'application/json'
+  }
+  return request(rng, 'patch', 'PATCH', notePath(rng, raw), {
+    contentType,
+    body,
+    expect: { type: 'patch', segment, body, media },
+  })
+}
+
+function deleteCase(rng: Random, model: NoteModel): FuzzCase {
+  const { raw, segment } = idSegment(rng, model)
+  return request(rng, 'delete', 'DELETE', notePath(rng, raw), {
+    expect: { type: 'delete', segment },
+  })
+}
+
+function optionsCase(rng: Random, model: NoteModel): FuzzCase {
+  if (rng.chance(0.5)) {
+    return request(rng, 'options', 'OPTIONS', collectionPath(rng), {
+      expect: { type: 'options', allow: COLLECTION_ALLOW },
+    })
+  }
+  const { raw } = idSegment(rng, model)
+  return request(rng, 'options', 'OPTIONS', notePath(rng, raw), {
+    expect: { type: 'options', allow: NOTE_ALLOW },
+  })
+}
+
+function notAllowedCase(rng: Random, model: NoteModel): FuzzCase {
+  if (rng.chance(0.5)) {
+    return request(rng, 'not-allowed', rng.pick(NOT_ALLOWED_ON_COLLECTION), collectionPath(rng), {
+      expect: { type: 'problem', status: 405, allow: COLLECTION_ALLOW },
+    })
+  }
+  const { raw } = idSegment(rng, model)
+  return request(rng, 'not-allowed', rng.pick(NOT_ALLOWED_ON_NOTE), notePath(rng, raw), {
+    expect: { type: 'problem', status: 405, allow: NOTE_ALLOW },
+  })
+}
+
+function unknownPathCase(rng: Random): FuzzCase {
+  let path = rng.pick(UNKNOWN_PATHS)
+  if (rng.chance(0.1)) path = `/api/${'x'.repeat(rng.between(100, 11_000))}`
+  const method = rng.pick(['GET', 'POST', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS', 'PUT'])
+  return request(rng, 'unknown-path', method, path + query(rng), {
+    expect: { type: 'problem', status: 404 },
+  })
+}
+
+// --- hostile requests ---
+
+function badBodyCase(rng: Random, model: NoteModel, limits: CaseLimits): FuzzCase {
+  let text: Buffer
+  let contentType: string | undefined = rng.pick(JSON_TYPES)
+  let media: MediaClass | 'absent' = 'json'
+  const kind = rng.weighted<string>([
+    [4, 'bad-json'],
+    [3, 'non-object'],
+    [2, 'too-deep'],
+    [3, 'invalid-utf8'],
+    [2, 'bad-charset'],
+    [3, 'bad-media-type'],
+    [1, 'no-media-type'],
+  ])
+  switch (kind) {
+    case 'bad-json':
+      text = Buffer.from(malformed(rng))
+      break
+    case 'non-object':
+      text = Buffer.from(nonObject(rng))
+      break
+    case 'too-deep':
+      text = Buffer.from(nestedObject(rng, limits.maxDepth + rng.pick([0, 1, 1, 2, 50, 1000])))
+      break
+    case 'invalid-utf8':
+      text = invalidUtf8(rng)
+      break
+    case 'bad-charset':
+      text = Buffer.from(jsonObject(rng, 1, { maxDepth: 3, budget: 200 }))
+      contentType = rng.pick(BAD_CHARSET_TYPES)
+      media = 'unsupported-charset'
+      break
+    case 'bad-media-type':
+      text = Buffer.from(rng.chance(0.5) ? '{"a":1}' : 'hello=world')
+      contentType = rng.pick(OTHER_TYPES)
+      media = 'unsupported-media'
+      break
+    default:
+      text = Buffer.from('{"a":1}')
+      contentType = undefined
+      media = 'absent'
+  }
+  if (rng.chance(0.5)) {
+    return request(rng, kind, 'POST', collectionPath(rng), {
+      contentType,
+      body: text,
+      expect: { type: 'create', body: text, media },
+    })
+  }
+  const { raw, segment } = idSegment(rng, model)
+  return request(rng, kind, 'PATCH', notePath(rng, raw), {
+    contentType,
+    body: text,
+    expect: { type: 'patch', segment, body: text, media },
+  })
+}
+
+function oversizeCase(rng: Random, model: NoteModel, limits: CaseLimits): FuzzCase {
+  const size = limits.bodyLimit + rng.pick([1, 2, 100, limits.bodyLimit])
+  const body = Buffer.from(`{"big":"${'x'.repeat(size - 10)}"}`)
+  const contentType = rng.pick(JSON_TYPES)
+  if (rng.chance(0.6)) {
+    return request(rng, 'oversize', 'POST', collectionPath(rng), {
+      contentType,
+      body,
+      expect: { type: 'create', body, media: 'json' },
+    })
+  }
+  const { raw, segment } = idSegment(rng, model)
+  return request(rng, 'oversize', 'PATCH', notePath(rng, raw), {
+    contentType,
+    body,
+    expect: { type: 'patch', segment, body, media: 'json' },
+  })
+}
+
+function badEncodingCase(rng: Random): FuzzCase {
+  const bad = rng.pick(BAD_ENCODINGS)
+  const path = rng.pick([
+    `/api/note/${bad}`,
+    `/api/note/1${bad}`,
+    `/api/${bad}/1`,
+    `/${bad}`,
+    `/api/note/${bad}/`,
+  ])
+  const method = rng.pick(['GET', 'DELETE', 'HEAD'])
+  return request(rng, 'bad-percent-encoding', method, path, {
+    expect: { type: 'problem', status: 400 },
+  })
+}
+
+/** Requests Node's HTTP parser must refuse: 400 and a closed connection, whatever follows. */
+function framingCase(rng: Random): FuzzCase {
+  const host = 'Host: fuzz\r\n'
+  const json = 'Content-Type: application/json\r\n'
+  const variants: (readonly [string, string])[] = [
+    [
+      'cl-te-conflict',
+      `POST /api/note HTTP/1.1\r\n${host}${json}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`,
+    ],
+    [
+      'te-cl-conflict',
+      `POST /api/note HTTP/1.1\r\n${host}${json}Transfer-Encoding: chunked\r\nContent-Length: 11\r\n\r\n2\r\n{}\r\n0\r\n\r\n`,
+    ],
+    [
+      'two-content-lengths',
+      `POST /api/note HTTP/1.1\r\n${host}${json}Content-Length: 2\r\nContent-Length: 3\r\n\r\n{} `,
+    ],
+    [
+      'same-content-lengths',
+      `POST /api/note HTTP/1.1\r\n${host}${json}Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}`,
+    ],
+    [
+      'content-length-list',
+      `POST /api/note HTTP/1.1\r\n${host}${json}Content-Length: 2, 2\r\n\r\n{}`,
+    ],
+    [
+      'negative-content-length',
+      `POST /api/note HTTP/1.1\r\n${host}${json}Content-Length: -1\r\n\r\n{}`,
+    ],
+    [
+      'huge-content-length',
+      `POST /api/note HTTP/1.1\r\n${host}${json}Content-Length: 99999999999999999999999\r\n\r\n{}`,
+    ],
+    [
+      'hex-content-length',
+      `POST /api/note HTTP/1.1\r\n${host}${json}Content-Length: 0x2\r\n\r\n{}`,
+    ],
+    [
+      'te-not-chunked',
+      `POST /api/note HTTP/1.1\r\n${host}${json}Transfer-Encoding: gzip\r\n\r\n{}`,
+    ],
+    [
+      'te-chunked-not-last',
+      `POST /api/note HTTP/1.1\r\n${host}${json}Transfer-Encoding: chunked, gzip\r\n\r\n2\r\n{}\r\n0\r\n\r\n`,
+    ],
+    [
+      'bad-chunk-size',
+      `POST /api/note HTTP/1.1\r\n${host}${json}Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`,
+    ],
+    [
+      'chunk-size-overflow',
+      `POST /api/note HTTP/1.1\r\n${host}${json}Transfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFF\r\n{}\r\n0\r\n\r\n`,
+    ],
+    ['garbage-request-line', `${String.fromCharCode(rng.int(32))}GARBAGE\r\n\r\n`],
+    ['lowercase-method', `get /api/note HTTP/1.1\r\n${host}\r\n`],
+    [
+      'unknown-method',
+      `${rng.pick(['FOO', 'GETT', 'BREW', 'X'])} /api/note HTTP/1.1\r\n${host}\r\n`,
+    ],
+    ['bad-version', `GET /api/note HTTP/9.9\r\n${host}\r\n`],
+    ['lf-only', `GET /api/note HTTP/1.1\n${host.trim()}\n\n`],
+    ['space-before-colon', `GET /api/note HTTP/1.1\r\nHost : fuzz\r\n\r\n`],
+    ['control-char-in-header', `GET /api/note HTTP/1.1\r\n${host}X-A: a\u0001b\r\n\r\n`],
+    ['raw-utf8-in-target', `GET /api/note/\u00c3\u00a9 HTTP/1.1\r\n${host}\r\n`],
+    ['control-char-in-target', `GET /api/note/\u007f HTTP/1.1\r\n${host}\r\n`],
+    ['header-without-colon', `GET /api/note HTTP/1.1\r\n${host}JustAName\r\n\r\n`],
+    ['obs-fold', `GET /api/note HTTP/1.1\r\n${host}X-A: a\r\n b\r\n\r\n`],
+    ['missing-host', 'GET /api/note HTTP/1.1\r\n\r\n'],
+  ]
+  const [kind, text] = rng.pick(variants)
+  return {
+    kind,
+    method: 'GET',
+    bytes: Buffer.from(text, 'latin1'),
+    endAfter: false,
+    pipelinable: false,
+    // Node answers a missing Host itself, with an empty 400 (see the README section).
+    expect: { type: 'reject', status: 400, problemBody: kind !== 'missing-host' },
+  }
+}
+
+function hugeHeadersCase(rng: Random): FuzzCase {
+  if (rng.chance(0.5)) {
+    const name = rng.chance(0.5) ? 'X-Big' : 'Cookie'
+    const headers = `${name}: ${'a'.repeat(rng.between(17_000, 70_000))}\r\n`
+    return raw('headers-over-limit', `GET /api/note HTTP/1.1\r\nHost: fuzz\r\n${headers}\r\n`, 431)
+  }
+  if (rng.chance(0.5)) {
+    return raw(
+      'target-over-limit',
+      `GET /api/note/${'1'.repeat(rng.between(17_000, 40_000))} HTTP/1.1\r\nHost: fuzz\r\n\r\n`,
+      431,
+    )
+  }
+  let many = ''
+  for (let i = 0; i < 1200; i++) many += `X-H${i}: ${'v'.repeat(12)}\r\n`
+  return raw('many-headers-over-limit', `GET /api/note HTTP/1.1\r\nHost: fuzz\r\n${many}\r\n`, 431)
+}
+
+function truncatedCase(rng: Random, limits: CaseLimits): FuzzCase {
+  const full = Buffer.from(
+    jsonObject(rng, 1, { maxDepth: 3, budget: Math.min(500, limits.bodyLimit / 2) }),
+  )
+  const sent = full.subarray(0, rng.int(full.length))
+  const chunked = rng.chance(0.3)
+  const framing = chunked
+    ? `Transfer-Encoding: chunked\r\n\r\n${full.length.toString(16)}\r\n`
+    : `Content-Length: ${full.length}\r\n\r\n`
+  const head = `POST /api/note HTTP/1.1\r\nHost: fuzz\r\nContent-Type: application/json\r\n${framing}`
+  return {
+    kind: 'truncated-body',
+    method: 'POST',
+    bytes: Buffer.concat([Buffer.from(head, 'latin1'), sent]),
+    endAfter: true,
+    pipelinable: false,
+    expect: { type: 'truncated' },
+  }
+}
+
+// --- pieces ---
+
+function raw(kind: string, text: string, status: 400 | 431): FuzzCase {
+  return {
+    kind,
+    method: 'GET',
+    bytes: Buffer.from(text, 'latin1'),
+    endAfter: false,
+    pipelinable: false,
+    expect: { type: 'reject', status, problemBody: true },
+  }
+}
+
+/** A good body and its Content-Type: a JSON object (or nothing at all, which means {}). */
+function goodBody(
+  rng: Random,
+  limits: CaseLimits,
+  forPatch = false,
+): { body: Buffer; media: MediaClass | 'absent'; contentType: string | undefined } {
+  if (rng.chance(0.04)) {
+    return rng.chance(0.5)
+      ? { body: Buffer.alloc(0), media: 'absent', contentType: undefined }
+      : { body: Buffer.alloc(0), media: 'json', contentType: rng.pick(JSON_TYPES) }
+  }
+  let text: string
+  if (rng.chance(0.02)) {
+    // Near the limit, under or just at it.
+    const size = limits.bodyLimit - rng.pick([0, 1, 50, Math.floor(limits.bodyLimit / 2)])
+    text = `{"big":"${'y'.repeat(size - 10)}"}`
+  } else if (rng.chance(0.03)) {
+    text = nestedObject(rng, rng.between(limits.maxDepth - 2, limits.maxDepth))
+  } else {
+    text = jsonObject(rng, 1, {
+      maxDepth: rng.between(1, 8),
+      budget: rng.chance(0.1) ? 4000 : 300,
+      // Random ids in PATCH bodies only now and then: each one strands a note for good.
+      noIdKey: forPatch && rng.chance(0.95),
+    })
+  }
+  return { body: Buffer.from(text), media: 'json', contentType: rng.pick(JSON_TYPES) }
+}
+
+function invalidUtf8(rng: Random): Buffer {
+  const bad = rng.pick([
+    [0xff],
+    [0xc3],
+    [0xc0, 0xaf],
+    [0xed, 0xa0, 0x80],
+    [0xf4, 0x90, 0x80, 0x80],
+    [0x80],
+    [0xe2, 0x82],
+  ])
+  return Buffer.concat([Buffer.from('{"a":"'), Buffer.from(bad), Buffer.from('"}')])
+}
+
+function collectionPath(rng: Random): string {
+  const base = rng.weighted([
+    [10, '/api/note'],
+    [3, '/api/note/'],
+    [1, '/api/%6eote'],
+    [1, '/%61pi/note'],
+  ])
+  return base + query(rng)
+}
+
+function notePath(rng: Random, rawSegment: string): string {
+  return `/api/note/${rawSegment}${rng.chance(0.15) ? '/' : ''}${query(rng)}`
+}
+
+function query(rng: Random): string {
+  if (rng.chance(0.85)) return ''
+  return rng.pick([
+    '?',
+    '?a=1',
+    '?a=1&a=2',
+    '?x=%zz',
+    '?%',
+    '?q=%E2%82%AC',
+    '?id=5',
+    `?${'q'.repeat(2000)}`,
+    '#frag',
+    '?a=1#b',
+  ])
+}
+
+/**
+ * A raw :id segment and what it decodes to: an existing note's id in one of its spellings
+ * ('007', '%37', '-3'), a free integer, or something that is not a decimal integer at all.
+ */
+function idSegment(rng: Random, model: NoteModel): { raw: string; segment: string } {
+  const ids = model.notes
+    .map((n) => n.value.id)
+    .filter((id): id is number => typeof id === 'number' && /^-?[0-9]+$/.test(String(id)))
+  const r = rng.next()
+  if (ids.length > 0 && r < 0.65) return spell(rng, String(rng.pick(ids)))
+  if (r < 0.8)
+    return spell(
+      rng,
+      String(rng.pick([0, 1, -1, 7, Date.now(), model.lastId + 1, 2 ** 53, 10 ** 21])),
+    )
+  const other = rng.pick([
+    'abc',
+    '12abc',
+    '0x1F',
+    '1e3',
+    '12.0',
+    '+7',
+    ' 7',
+    '7 ',
+    '..',
+    '.',
+    '-',
+    '--1',
+    '1-',
+    '٣',
+    '７',
+    '€',
+    '😀',
+    '\u0000',
+    '%',
+    '/',
+    '1/2',
+    'null',
+    'Infinity',
+    'NaN',
+    '9'.repeat(400),
+    '1'.repeat(rng.between(1000, 11_000)),
+  ])
+  return { raw: encodeSegment(rng, other, true), segment: other }
+}
+
+/** Spells an id segment: leading zeros, percent-encoded digits, as is. */
+function spell(rng: Random, digits: string): { raw: string; segment: string } {
+  let segment = digits
+  if (rng.chance(0.15)) {
+    const negative = segment.startsWith('-')
+    segment = (negative ? '-' : '') + '0'.repeat(rng.between(1, 5)) + segment.replace('-', '')
+  }
+  return { raw: encodeSegment(rng, segment, false), segment }
+}
+
+/** Percent-encodes a segment: always what must be, sometimes what need not be. */
+function encodeSegment(rng: Random, segment: string, mustEncodeOnly: boolean): string {
+  let out = ''
+  for (const byte of Buffer.from(segment)) {
+    const c = String.fromCharCode(byte)
+    const safe = /[A-Za-z0-9\-._~!$&'()*+,;=:@]/.test(c)
+    if (safe && (mustEncodeOnly || rng.chance(0.9))) out += c
+    else {
+      const hex = byte.toString(16).padStart(2, '0')
+      out += `%${rng.chance(0.5) ? hex.toUpperCase() : hex}`
+    }
+  }
+  return out
+}
+
+interface RequestParts {
+  contentType?: string | undefined
+  body?: Buffer
+  expect: Expectation
+}
+
+/**
+ * Writes a well-framed HTTP/1.1 request around the chosen target, with random but harmless
+ * header noise: duplicates, odd casing, long values, Connection: close, Expect: 100-continue.
+ */
+function request(
+  rng: Random,
+  kind: string,
+  method: string,
+  target: string,
+  parts: RequestParts,
+): FuzzCase {
+  const lines: string[] = [`${method} ${target} HTTP/1.1`]
+  const headers: [string, string][] = [[rng.chance(0.9) ? 'Host' : 'host', '127.0.0.1']]
+  if (parts.contentType !== undefined)
+    headers.push([rng.chance(0.8) ? 'Content-Type' : 'content-TYPE', parts.contentType])
+  // Long values only while the head stays well under Node's 16 KiB header limit.
+  const long = target.length < 8000 ? 'z'.repeat(rng.int(4000)) : 'z'
+  if (rng.chance(0.3)) headers.push(['X-Fuzz', rng.pick(['1', 'a b', 'é', '\u00ff', '', long])])
+  if (rng.chance(0.1)) headers.push(['X-Fuzz', 'duplicate'])
+  // Node keeps the first Content-Type and drops the rest.
+  if (rng.chance(0.05) && parts.contentType !== undefined)
+    headers.push(['Content-Type', 'text/plain'])
+  if (rng.chance(0.1))
+    headers.push(['Accept', rng.pick(['*/*', 'application/json', 'text/html', ''])])
+  if (rng.chance(0.05)) headers.push(['Connection', 'close'])
+  if (rng.chance(0.05)) headers.push(['Connection', 'keep-alive'])
+  if (rng.chance(0.03)) for (let i = 0; i < rng.int(80); i++) headers.push([`X-N${i}`, String(i)])
+  const body = parts.body
+  let framed: Buffer = Buffer.alloc(0)
+  let chunked = false
+  if (body !== undefined && (body.length > 0 || rng.chance(0.5))) {
+    chunked = rng.chance(0.2)
+    if (chunked) {
+      headers.push(['Transfer-Encoding', rng.chance(0.9) ? 'chunked' : 'Chunked'])
+      framed = chunk(rng, body)
+    } else {
+      headers.push(['Content-Length', String(body.length)])
+      framed = body
+    }
+    if (rng.chance(0.03) && body.length > 0) headers.push(['Expect', '100-continue'])
+  }
+  for (const [name, value] of headers) lines.push(`${name}: ${value}`)
+  const head = Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1')
+  const closes = headers.some(([n, v]) => n === 'Connection' && v === 'close')
+  let expect = parts.expect
+  if (
+    chunked &&
+    parts.contentType === undefined &&
+    (expect.type === 'create' || expect.type === 'patch')
+  ) {
+    // Transfer-Encoding says a body is there (RFC 9112 §6.1), even an empty one, and a body
+    // without a Content-Type is not JSON: 415. Only a request without framing has no body at all.
+    expect = { ...expect, media: 'unsupported-media' }
+  }
+  return {
+    kind,
+    method,
+    bytes: Buffer.concat([head, framed]),
+    endAfter: false,
+    pipelinable: !closes,
+    expect,
+  }
+}
+
+/** Chunked encoding with random chunk sizes: '{"a":1}' -> '3\r\n{"a\r\n4\r\n":1}\r\n0\r\n\r\n'. */
+function chunk(rng: Random, body: Buffer): Buffer {
+  const parts: Buffer[] = []
+  let at = 0
+  while (at < body.length) {
+    const size = Math.min(body.length - at, 1 + rng.int(Math.max(1, Math.min(body.length, 4096))))
+    const ext = rng.chance(0.05) ? ';ext=1' : ''
+    parts.push(
+      Buffer.from(`${size.toString(16)}${ext}\r\n`, 'latin1'),
+      body.subarray(at, at + size),
+      Buffer.from('\r\n'),
+    )
+    at += size
+  }
+  parts.push(Buffer.from('0\r\n\r\n'))
+  return Buffer.concat(parts)
+}

@@ -1,0 +1,78 @@
+/**
+ * npm run fuzz [-- --seed N] [-- --requests N]
+ * Starts the real service (dist/src/server.js) on 127.0.0.1 and a free port with the fuzzing
+ * limits, sends generated requests over raw sockets, checks each answer against the model, then
+ * stops the service with SIGTERM and checks that it exits 0 with no error logged.
+ */
+
+import { counts, integerFlag, parseFlags } from './cli-args.js'
+import { FUZZ_LIMITS } from './fuzz-limits.js'
+import { FuzzFailure, type FuzzStats, runFuzz } from './fuzz-run.js'
+import { randomSeed } from './prng.js'
+import { errorLogs, startServer } from './server-process.js'
+
+const flags = parseFlags(process.argv.slice(2), ['seed', 'requests'])
+const seed = integerFlag(flags, 'seed', randomSeed())
+const requests = integerFlag(flags, 'requests', 100_000)
+
+const server = await startServer({
+  env: {
+    BODY_LIMIT: String(FUZZ_LIMITS.bodyLimit),
+    MAX_DEPTH: String(FUZZ_LIMITS.maxDepth),
+    MAX_NOTES: String(FUZZ_LIMITS.maxNotes),
+    MAX_STORE_BYTES: String(FUZZ_LIMITS.maxStoreBytes),
+  },
+})
+console.log(
+  `fuzzing the service on 127.0.0.1:${server.port} with seed ${seed}, ${requests} requests`,
+)
+const started = Date.now()
+let lastReport = started
+let stats: FuzzStats | undefined
+let failed = false
+try {
+  stats = await runFuzz({
+    host: server.host,
+    port: server.port,
+    seed,
+    requests,
+    limits: FUZZ_LIMITS,
+    onProgress: (s) => {
+      if (Date.now() - lastReport < 10_000) return
+      lastReport = Date.now()
+      console.log(
+        `  ${s.requests} requests, ${Math.round((s.requests * 1000) / (lastReport - started))}/s`,
+      )
+    },
+  })
+} catch (err) {
+  failed = true
+  console.error(err instanceof Error ? err.message : err)
+  if (err instanceof FuzzFailure) {
+    console.error(
+      `\nFUZZ FAILED with seed ${err.seed}. Replay: npm run fuzz -- --seed ${err.seed} --requests ${err.index}`,
+    )
+  }
+}
+const stopAt = Date.now()
+const exit = await server.stop('SIGTERM')
+const errors = errorLogs(server.logs)
+if (stats !== undefined) {
+  const seconds = (stopAt - started) / 1000
+  console.log(
+    `seed ${seed}: ${stats.requests} requests in ${seconds.toFixed(1)} s (${Math.round(stats.requests / seconds)}/s), plus ${stats.listChecks} list checks`,
+  )
+  console.log(`  by status: ${counts(stats.byStatus)}`)
+  console.log(`  by kind: ${counts(stats.byKind)}`)
+  console.log(
+    `  pipelined: ${stats.pipelined}; notes created: ${stats.notesCreated}; notes stored at the end: ${stats.notesAtEnd} (the list matched the model after every request)`,
+  )
+}
+console.log(
+  `  SIGTERM -> exit code ${exit.code ?? exit.signal} in ${exit.at - stopAt} ms; error log lines: ${errors.length}`,
+)
+for (const entry of errors.slice(0, 5)) console.error(`  ${JSON.stringify(entry)}`)
+if (failed || exit.code !== 0 || errors.length > 0) {
+  if (!failed) console.error(`FUZZ FAILED with seed ${seed}`)
+  process.exitCode = 1
+}

@@ -1,0 +1,348 @@
+import { STATUS_CODES } from 'node:http'
+import { type Expectation, type FuzzCase, nextCase } from './fuzz-cases.js'
+import { type ModelLimits, NoteModel } from './note-model.js'
+import { createRandom } from './prng.js'
+import { CLOSED, header, WireConnection, type WireResponse } from './wire.js'
+
+export interface FuzzOptions {
+  host: string
+  port: number
+  seed: number
+  /** Fuzz requests to send (the list check after each one is not counted). */
+  requests: number
+  /** The limits the server runs with; the model needs them to know what to expect. */
+  limits: ModelLimits
+  /** Longest wait for one response before the server counts as hung, in ms. */
+  timeoutMs?: number
+  onProgress?: (stats: FuzzStats) => void
+}
+
+export interface FuzzStats {
+  seed: number
+  requests: number
+  /** Responses by status; 'closed' counts connections closed without a response. */
+  byStatus: Record<string, number>
+  byKind: Record<string, number>
+  listChecks: number
+  pipelined: number
+  notesCreated: number
+  notesAtEnd: number
+}
+
+/** A fuzz request got an answer the model does not allow; the message says how to replay it. */
+export class FuzzFailure extends Error {
+  constructor(
+    readonly seed: number,
+    readonly index: number,
+    message: string,
+  ) {
+    super(`fuzz request #${index} (seed ${seed}): ${message}`)
+    this.name = 'FuzzFailure'
+  }
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8'
+const PIPELINABLE = new Set([
+  'create',
+  'list',
+  'head-list',
+  'get',
+  'head-note',
+  'patch',
+  'delete',
+  'options',
+])
+const LIST_REQUEST = Buffer.from('GET /api/note HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n')
+
+/**
+ * Sends `requests` generated requests over raw sockets, one at a time (sometimes a few pipelined),
+ * and checks every answer against the model, then checks that the list still serves and equals
+ * the model's. Stops at the first wrong answer with a FuzzFailure that names the seed.
+ */
+export async function runFuzz(options: FuzzOptions): Promise<FuzzStats> {
+  const { host, port, seed, limits } = options
+  const timeoutMs = options.timeoutMs ?? 10_000
+  const rng = createRandom(seed)
+  const model = new NoteModel(limits)
+  const stats: FuzzStats = {
+    seed,
+    requests: 0,
+    byStatus: {},
+    byKind: {},
+    listChecks: 0,
+    pipelined: 0,
+    notesCreated: 0,
+    notesAtEnd: 0,
+  }
+  let connection: WireConnection | undefined
+  const open = async (): Promise<WireConnection> => {
+    if (connection === undefined || connection.closed) {
+      connection?.destroy()
+      connection = await WireConnection.open(host, port)
+    }
+    return connection
+  }
+
+  try {
+    while (stats.requests < options.requests) {
+      const batch: FuzzCase[] = [nextCase(rng, model, limits)]
+      const first = batch[0] as FuzzCase
+      if (PIPELINABLE.has(first.kind) && first.pipelinable && rng.chance(0.05)) {
+        for (let n = rng.between(1, 3); n > 0; n--) {
+          const next = nextCase(rng, model, limits)
+          if (!PIPELINABLE.has(next.kind) || !next.pipelinable) break
+          batch.push(next)
+        }
+      }
+      const conn = await open()
+      const before = Date.now()
+      conn.write(Buffer.concat(batch.map((c) => c.bytes)))
+      if (batch.some((c) => c.endAfter)) conn.end()
+      if (batch.length > 1) stats.pipelined += batch.length
+      let mustReconnect = false
+      for (const fuzzCase of batch) {
+        const index = ++stats.requests
+        stats.byKind[fuzzCase.kind] = (stats.byKind[fuzzCase.kind] ?? 0) + 1
+        const fail = (message: string, response?: WireResponse | typeof CLOSED): never => {
+          throw new FuzzFailure(
+            seed,
+            index,
+            `${fuzzCase.kind}: ${message}\n${describe(fuzzCase, response)}`,
+          )
+        }
+        let response: WireResponse | typeof CLOSED
+        try {
+          response = await conn.readResponse(fuzzCase.method, timeoutMs)
+        } catch (err) {
+          return fail(`no answer: ${(err as Error).message}`)
+        }
+        if (process.env.FUZZ_TRACE) {
+          console.log(
+            index,
+            fuzzCase.kind,
+            batch.length,
+            response === CLOSED ? 'closed' : response.status,
+            JSON.stringify(fuzzCase.bytes.toString('latin1').slice(0, 200)),
+          )
+        }
+        const status = response === CLOSED ? 'closed' : String(response.status)
+        stats.byStatus[status] = (stats.byStatus[status] ?? 0) + 1
+        // 507 is the documented answer at capacity (DECISION 14); check() decides whether it was due.
+        if (response !== CLOSED && response.status >= 500 && response.status !== 507) {
+          fail(`a ${response.status}`, response)
+        }
+        const problem = check(fuzzCase.expect, fuzzCase.method, response, model, before, stats)
+        if (problem !== undefined) fail(problem, response)
+        if (fuzzCase.expect.type === 'reject' || fuzzCase.expect.type === 'truncated') {
+          try {
+            await conn.waitForClose(timeoutMs)
+          } catch {
+            fail('the server kept the connection open after refusing the request', response)
+          }
+        }
+        if (response === CLOSED || /close/i.test(header(response, 'connection') ?? '')) {
+          mustReconnect = true
+          break
+        }
+      }
+      if (mustReconnect) {
+        connection?.destroy()
+        connection = undefined
+      }
+      await checkList(await open(), model, timeoutMs, seed, stats)
+      options.onProgress?.(stats)
+    }
+  } finally {
+    connection?.destroy()
+  }
+  stats.notesAtEnd = model.notes.length
+  return stats
+}
+
+async function checkList(
+  conn: WireConnection,
+  model: NoteModel,
+  timeoutMs: number,
+  seed: number,
+  stats: FuzzStats,
+): Promise<void> {
+  stats.listChecks++
+  conn.write(LIST_REQUEST)
+  let response: WireResponse | typeof CLOSED
+  try {
+    response = await conn.readResponse('GET', timeoutMs)
+  } catch (err) {
+    throw new FuzzFailure(
+      seed,
+      stats.requests,
+      `the list check after it got no answer: ${(err as Error).message}`,
+    )
+  }
+  const expected = model.listBody()
+  if (response === CLOSED || response.status !== 200 || !response.body.equals(expected)) {
+    throw new FuzzFailure(
+      seed,
+      stats.requests,
+      `after it the list differs from the model:\n  expected ${excerpt(expected.toString('utf8'))}\n  got ${response === CLOSED ? 'a closed connection' : `${response.status} ${excerpt(response.body.toString('utf8'))}`}`,
+    )
+  }
+}
+
+/** Undefined when the response is what the model expects (and the model is updated), else why not. */
+function check(
+  expect: Expectation,
+  method: string,
+  response: WireResponse | typeof CLOSED,
+  model: NoteModel,
+  sentAt: number,
+  stats: FuzzStats,
+): string | undefined {
+  if (expect.type === 'truncated') {
+    return response === CLOSED ? undefined : problemMismatch(response, 400, method)
+  }
+  if (response === CLOSED) return 'the connection closed without an answer'
+  switch (expect.type) {
+    case 'reject':
+      if (!expect.problemBody)
+        return response.status === expect.status
+          ? undefined
+          : `expected ${expect.status}, got ${response.status}`
+      return problemMismatch(response, expect.status, method)
+    case 'problem':
+      return problemMismatch(response, expect.status, method, expect.allow)
+    case 'options':
+      if (response.status !== 204) return `expected 204, got ${response.status}`
+      return header(response, 'allow') === expect.allow
+        ? undefined
+        : `Allow should be "${expect.allow}"`
+    case 'list':
+      return dataMismatch(response, method, model.listJson())
+    case 'get': {
+      const at = model.find(expect.segment)
+      return at === -1
+        ? emptyNotFoundMismatch(response)
+        : dataMismatch(response, method, model.notes[at]?.json ?? '')
+    }
+    case 'delete': {
+      const at = model.find(expect.segment)
+      if (at === -1) return emptyNotFoundMismatch(response)
+      const mismatch = dataMismatch(response, method, JSON.stringify(expect.segment))
+      if (mismatch === undefined) model.remove(at)
+      return mismatch
+    }
+    case 'create': {
+      const outcome = model.bodyOutcome(expect.media, expect.body)
+      if (!outcome.ok) return problemMismatch(response, outcome.status, method)
+      if (model.createRefusal(outcome.fields) === 507) return problemMismatch(response, 507, method)
+      if (response.status !== 200) return `expected 200, got ${response.status}`
+      const id = createdId(response)
+      if (typeof id !== 'number' || !Number.isSafeInteger(id))
+        return 'the created note has no integer id'
+      const earliest = Math.max(sentAt, model.lastId + 1)
+      const latest = Math.max(Date.now(), model.lastId + 1) + model.notes.length
+      if (id < earliest || id > latest)
+        return `id ${id} is outside [${earliest}, ${latest}] (DECISION 1)`
+      if (model.holds(id)) return `id ${id} is already held by a stored note (DECISION 1)`
+      const json = model.create(outcome.fields, id)
+      stats.notesCreated++
+      return dataMismatch(response, method, json)
+    }
+    case 'patch': {
+      const outcome = model.bodyOutcome(expect.media, expect.body)
+      if (!outcome.ok) return problemMismatch(response, outcome.status, method)
+      const at = model.find(expect.segment)
+      if (at === -1) return emptyNotFoundMismatch(response)
+      const merged = model.merged(at, outcome.fields)
+      if (merged.refused) return problemMismatch(response, 507, method)
+      const mismatch = dataMismatch(response, method, merged.json)
+      if (mismatch === undefined) model.replace(at, merged.json)
+      return mismatch
+    }
+  }
+}
+
+function createdId(response: WireResponse): unknown {
+  try {
+    const parsed = JSON.parse(response.body.toString('utf8')) as { data?: { id?: unknown } }
+    return parsed.data?.id
+  } catch {
+    return undefined
+  }
+}
+
+/** DECISION 9: 200, JSON media type, body exactly {"data":...} (none for HEAD). */
+function dataMismatch(
+  response: WireResponse,
+  method: string,
+  dataJson: string,
+): string | undefined {
+  const expected = `{"data":${dataJson}}`
+  if (response.status !== 200) return `expected 200, got ${response.status}`
+  if (header(response, 'content-type') !== JSON_TYPE)
+    return `content-type ${header(response, 'content-type')}`
+  if (method === 'HEAD') {
+    if (response.body.length !== 0) return 'a HEAD response with a body'
+    const length = header(response, 'content-length')
+    return length === String(Buffer.byteLength(expected))
+      ? undefined
+      : `HEAD content-length ${length}`
+  }
+  const body = response.body.toString('utf8')
+  return body === expected
+    ? undefined
+    : `body differs from the model:\n  expected ${excerpt(expected)}\n  got      ${excerpt(body)}`
+}
+
+/** DECISION 10: the contract's 404 has no body and no Content-Type. */
+function emptyNotFoundMismatch(response: WireResponse): string | undefined {
+  if (response.status !== 404) return `expected the empty 404, got ${response.status}`
+  if (response.body.length !== 0 || header(response, 'content-length') !== '0')
+    return 'the 404 has a body'
+  return header(response, 'content-type') === undefined
+    ? undefined
+    : 'the empty 404 has a content-type'
+}
+
+/** DECISION 11: RFC 9457 problem JSON with a detail. */
+function problemMismatch(
+  response: WireResponse,
+  status: number,
+  method: string,
+  allow?: string,
+): string | undefined {
+  if (response.status !== status) return `expected ${status}, got ${response.status}`
+  if (allow !== undefined && header(response, 'allow') !== allow)
+    return `Allow should be "${allow}"`
+  if (!/^application\/problem\+json$/i.test(header(response, 'content-type') ?? '')) {
+    return `a ${status} without problem JSON`
+  }
+  if (method === 'HEAD')
+    return response.body.length === 0 ? undefined : 'a HEAD response with a body'
+  let body: unknown
+  try {
+    body = JSON.parse(response.body.toString('utf8'))
+  } catch {
+    return 'the problem body is not JSON'
+  }
+  const p = body as Record<string, unknown>
+  const keys = Object.keys(p).sort().join(',')
+  if (keys !== 'detail,status,title,type') return `problem keys ${keys}`
+  if (p.type !== 'about:blank' || p.status !== status || p.title !== STATUS_CODES[status])
+    return 'problem fields wrong'
+  return typeof p.detail === 'string' && p.detail.length > 0
+    ? undefined
+    : 'problem without a detail'
+}
+
+function describe(fuzzCase: FuzzCase, response?: WireResponse | typeof CLOSED): string {
+  const request = `  request: ${excerpt(fuzzCase.bytes.toString('latin1'))}`
+  if (response === undefined) return request
+  if (response === CLOSED) return `${request}\n  response: connection closed`
+  const headers = [...response.headers].map(([k, v]) => `${k}: ${v.join(', ')}`).join('; ')
+  return `${request}\n  response: ${response.status} ${headers}\n  body: ${excerpt(response.body.toString('utf8'))}`
+}
+
+function excerpt(text: string, max = 600): string {
+  const shown = text.length > max ? `${text.slice(0, max)}... (${text.length} chars)` : text
+  return JSON.stringify(shown)
+}

@@ -1,0 +1,138 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { fileURLToPath } from 'node:url'
+
+const SERVER = fileURLToPath(new URL('../../src/server.js', import.meta.url))
+const PROBE = new URL('./server-probe.js', import.meta.url).href
+
+export interface ServerExit {
+  code: number | null
+  signal: NodeJS.Signals | null
+  /** Date.now() when the process exited. */
+  at: number
+}
+
+/** The real service (`node dist/src/server.js`) in a child process, as it runs in production. */
+export interface ServerProcess {
+  child: ChildProcess
+  host: string
+  port: number
+  /** Every JSON log line the server has written so far, parsed. */
+  logs: Record<string, unknown>[]
+  exited: Promise<ServerExit>
+  /** Asks the test probe for the heap after two full garbage collections, in bytes. */
+  heapAfterGc(): Promise<number>
+  /** Makes the test probe block the server's event loop for `ms` milliseconds. */
+  stall(ms: number): Promise<void>
+  /** Sends the signal and waits for the exit. */
+  stop(signal?: NodeJS.Signals): Promise<ServerExit>
+}
+
+export interface StartOptions {
+  /** Variables for the service (PORT and HOST are set here). */
+  env?: Record<string, string>
+  /**
+   * Load test/hostile/server-probe into the process (with --expose-gc) so the harness can read
+   * the heap after a forced GC and stall the event loop, over the IPC channel only the harness has.
+   */
+  probe?: boolean
+  timeoutMs?: number
+}
+
+/** Starts the service on 127.0.0.1 and a free port, and resolves once it listens. */
+export async function startServer(options: StartOptions = {}): Promise<ServerProcess> {
+  const probe = options.probe === true
+  const nodeArgs = probe ? ['--expose-gc', '--import', PROBE] : []
+  const child = spawn(process.execPath, [...nodeArgs, SERVER], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      LOG_LEVEL: 'info',
+      ...options.env,
+      PORT: '0',
+      HOST: '127.0.0.1',
+    },
+    stdio: probe ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
+  })
+  const exited = once(child, 'exit').then(([code, signal]) => ({
+    code: code as number | null,
+    signal: signal as NodeJS.Signals | null,
+    at: Date.now(),
+  }))
+  const logs: Record<string, unknown>[] = []
+  let stderr = ''
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk
+  })
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`the server did not listen in time; stderr: ${stderr}`)),
+      options.timeoutMs ?? 15_000,
+    )
+    let pending = ''
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      pending += chunk
+      let newline = pending.indexOf('\n')
+      while (newline !== -1) {
+        const line = pending.slice(0, newline)
+        pending = pending.slice(newline + 1)
+        newline = pending.indexOf('\n')
+        let entry: Record<string, unknown>
+        try {
+          entry = JSON.parse(line) as Record<string, unknown>
+        } catch {
+          continue
+        }
+        logs.push(entry)
+        const listening = /^Server listening at http:\/\/127\.0\.0\.1:(\d+)$/.exec(
+          String(entry.msg),
+        )
+        if (listening !== null) {
+          clearTimeout(timer)
+          resolve(Number(listening[1]))
+        }
+      }
+    })
+    void exited.then((exit) => {
+      clearTimeout(timer)
+      reject(
+        new Error(
+          `the server exited (${exit.code ?? exit.signal}) before listening; stderr: ${stderr}`,
+        ),
+      )
+    })
+  })
+
+  const ask = <T>(message: Record<string, unknown>, answer: string): Promise<T> => {
+    if (!probe) return Promise.reject(new Error('start the server with probe: true'))
+    return new Promise((resolve) => {
+      const onMessage = (reply: Record<string, unknown>): void => {
+        if (reply.type !== answer) return
+        child.off('message', onMessage)
+        resolve(reply as T)
+      }
+      child.on('message', onMessage)
+      child.send(message)
+    })
+  }
+
+  return {
+    child,
+    host: '127.0.0.1',
+    port,
+    logs,
+    exited,
+    heapAfterGc: async () => (await ask<{ heapUsed: number }>({ type: 'heap' }, 'heap')).heapUsed,
+    stall: async (ms) => {
+      await ask({ type: 'stall', ms }, 'stalled')
+    },
+    stop: async (signal = 'SIGTERM') => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+      return exited
+    },
+  }
+}
+
+/** Log lines at error level or above (pino: 50 error, 60 fatal). */
+export function errorLogs(logs: readonly Record<string, unknown>[]): Record<string, unknown>[] {
+  return logs.filter((entry) => typeof entry.level === 'number' && entry.level >= 50)
+}

@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict'
+import { afterEach, beforeEach, describe, it } from 'node:test'
+import { type Listening, listenApp } from './hostile/listen.js'
+import { CLOSED, WireConnection, type WireResponse } from './hostile/wire.js'
+
+const JSON_HEADERS = 'Host: t\r\nContent-Type: application/json\r\n'
+const BAD_REQUEST =
+  '{"type":"about:blank","title":"Bad Request","status":400,"detail":"The request could not be parsed as HTTP/1.1."}'
+
+function post(body: string, extraHeaders = ''): string {
+  return `POST /api/note HTTP/1.1\r\n${JSON_HEADERS}${extraHeaders}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+}
+
+async function read(
+  conn: WireConnection,
+  method: string,
+): Promise<{ status: number; body: string } | typeof CLOSED> {
+  const response: WireResponse | typeof CLOSED = await conn.readResponse(method, 5000)
+  return response === CLOSED ? CLOSED : { status: response.status, body: response.body.toString() }
+}
+
+describe('pipelined requests', () => {
+  let server: Listening
+  let conn: WireConnection
+
+  beforeEach(async () => {
+    server = await listenApp({ config: {} })
+    server.store.create({ a: 1 })
+    conn = await WireConnection.open('127.0.0.1', server.port)
+  })
+  afterEach(async () => {
+    conn.destroy()
+    await server.app.close()
+  })
+
+  it('runs them in the order sent: a DELETE after a PATCH of the same note waits for it', async () => {
+    const id = (JSON.parse(server.store.list()) as { id: number }[])[0]?.id as number
+    conn.write(
+      `PATCH /api/note/${id} HTTP/1.1\r\n${JSON_HEADERS}Content-Length: 7\r\n\r\n{"b":2}` +
+        `DELETE /api/note/${id} HTTP/1.1\r\nHost: t\r\n\r\n` +
+        'GET /api/note HTTP/1.1\r\nHost: t\r\n\r\n',
+    )
+    assert.deepEqual(await read(conn, 'PATCH'), {
+      status: 200,
+      body: `{"data":{"a":1,"id":${id},"b":2}}`,
+    })
+    assert.deepEqual(await read(conn, 'DELETE'), { status: 200, body: `{"data":"${id}"}` })
+    assert.deepEqual(await read(conn, 'GET'), { status: 200, body: '{"data":[]}' })
+  })
+
+  it('lists a note created by a POST pipelined before the GET', async () => {
+    conn.write(`${post('{"n":2}')}GET /api/note HTTP/1.1\r\nHost: t\r\n\r\n`)
+    const created = await read(conn, 'POST')
+    assert.notEqual(created, CLOSED)
+    if (created === CLOSED) return
+    assert.equal(created.status, 200)
+    assert.deepEqual(await read(conn, 'GET'), {
+      status: 200,
+      body: `{"data":${server.store.list()}}`,
+    })
+    assert.equal(server.store.stats().notes, 2)
+  })
+
+  it('answers a POST before refusing the malformed request pipelined after it', async () => {
+    conn.write(`${post('{"n":2}')}GARBAGE\r\n\r\n`)
+    const created = await read(conn, 'POST')
+    assert.notEqual(created, CLOSED)
+    if (created === CLOSED) return
+    assert.equal(created.status, 200)
+    assert.equal(
+      created.body,
+      `{"data":${JSON.stringify((JSON.parse(server.store.list()) as unknown[])[1])}}`,
+    )
+    assert.deepEqual(await read(conn, 'GET'), { status: 400, body: BAD_REQUEST })
+    await conn.waitForClose(5000)
+    assert.equal(server.store.stats().notes, 2)
+  })
+
+  it('answers a POST that says Connection: close and ignores the bytes sent after it', async () => {
+    conn.write(
+      `${post('{"n":2}', 'Connection: close\r\n')}GET /api/note HTTP/1.1\r\nHost: t\r\n\r\n`,
+    )
+    const created = await read(conn, 'POST')
+    assert.notEqual(created, CLOSED)
+    if (created === CLOSED) return
+    assert.equal(created.status, 200)
+    assert.equal(await read(conn, 'GET'), CLOSED)
+    assert.equal(server.store.stats().notes, 2)
+  })
+
+  it('still refuses at once a request whose own body is malformed', async () => {
+    conn.write(
+      'POST /api/note HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
+    )
+    assert.deepEqual(await read(conn, 'POST'), { status: 400, body: BAD_REQUEST })
+    await conn.waitForClose(5000)
+    assert.equal(server.store.stats().notes, 1)
+  })
+})

@@ -1,0 +1,30 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { checkSoak } from './hostile/checks.js'
+import { errorLogs, startServer } from './hostile/server-process.js'
+import { runSoak } from './hostile/soak-run.js'
+
+/** The short form of `npm run soak`: 10 s of mixed load on the real server process. */
+describe('load and soak (short form)', () => {
+  it('serves 10 s of mixed keep-alive load with no error, every note accounted for, a flat heap', async () => {
+    const server = await startServer({ probe: true })
+    try {
+      const result = await runSoak({
+        server,
+        durationS: 10,
+        warmupS: 3,
+        connections: 20,
+        keep: 300,
+        pipeliningConnections: 2,
+      })
+      assert.deepEqual(checkSoak(result), [])
+      assert.equal(result.errors, 0)
+      assert.equal(result.found, result.expected)
+      assert.equal(result.unexpected, 0)
+    } finally {
+      const exit = await server.stop()
+      assert.equal(exit.code, 0)
+      assert.deepEqual(errorLogs(server.logs), [])
+    }
+  })
+})
