@@ -1,8 +1,9 @@
-import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import { trackAllowedMethods } from './allowed-methods.js'
 import type { Config } from './config.js'
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './error-handling.js'
 import { registerJsonBodyParser } from './json-body.js'
+import { setUpLogging } from './request-logging.js'
 import { registerNoteRoutes } from './routes/notes.js'
 import type { NoteStore } from './store/types.js'
 
@@ -31,9 +32,9 @@ export interface AppOptions {
  * listens on it. Timeouts and limits are set here so both run the same server.
  */
 export function buildApp({ store, config, logger = false }: AppOptions): FastifyInstance {
+  const logging = setUpLogging(logger, config.logRequests)
   const app = Fastify({
-    logger,
-    logController: new LogController({ disableRequestLogging: !config.logRequests }),
+    ...logging.options,
     bodyLimit: config.bodyLimit,
     connectionTimeout: config.socketTimeoutMs,
     keepAliveTimeout: config.keepAliveTimeoutMs,
@@ -51,6 +52,7 @@ export function buildApp({ store, config, logger = false }: AppOptions): Fastify
       maxParamLength: 16 * 1024,
     },
   })
+  logging.attach(app)
   const allowFor = trackAllowedMethods(app)
   registerJsonBodyParser(app, { maxDepth: config.maxDepth })
   registerErrorHandling(app, { bodyLimit: config.bodyLimit, allowFor })
