@@ -7,7 +7,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 
-const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' }
+const JSON_TYPE = 'application/json; charset=utf-8'
 const ID = /^-?[0-9]+$/
 const PREFIX = '/api/note'
 const BODY_LIMIT = 1024 * 1024
@@ -15,14 +15,24 @@ const BODY_LIMIT = 1024 * 1024
 const notes = new Map<number, string>()
 let lastId = 0
 
+/** 200 with a JSON body and its Content-Length, as Fastify sends it. */
+function sendJson(res: ServerResponse, body: string): void {
+  res.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(body) })
+  res.end(body)
+}
+
 function send(res: ServerResponse, json: string): void {
-  res.writeHead(200, JSON_HEADERS)
-  res.end(`{"data":${json}}`)
+  sendJson(res, `{"data":${json}}`)
+}
+
+/** A status with no body at all (Content-Length: 0). */
+function empty(res: ServerResponse, status: number): void {
+  res.statusCode = status
+  res.end()
 }
 
 function notFound(res: ServerResponse): void {
-  res.writeHead(404)
-  res.end()
+  empty(res, 404)
 }
 
 function readBody(req: IncomingMessage, res: ServerResponse, then: (fields: object) => void): void {
@@ -40,8 +50,7 @@ function readBody(req: IncomingMessage, res: ServerResponse, then: (fields: obje
       value = undefined
     }
     if (size > BODY_LIMIT || typeof value !== 'object' || value === null || Array.isArray(value)) {
-      res.writeHead(400)
-      res.end()
+      empty(res, 400)
       return
     }
     then(value)
@@ -52,8 +61,7 @@ const server = createServer((req, res) => {
   const url = req.url ?? ''
   if (url === PREFIX || url === `${PREFIX}/`) {
     if (req.method === 'GET') {
-      res.writeHead(200, JSON_HEADERS)
-      res.end(`{"data":[${Array.from(notes.values()).join(',')}]}`)
+      sendJson(res, `{"data":[${Array.from(notes.values()).join(',')}]}`)
     } else if (req.method === 'POST') {
       readBody(req, res, (fields) => {
         const id = Math.max(Date.now(), lastId + 1)
@@ -63,8 +71,7 @@ const server = createServer((req, res) => {
         send(res, json)
       })
     } else {
-      res.writeHead(405)
-      res.end()
+      empty(res, 405)
     }
     return
   }
@@ -87,8 +94,7 @@ const server = createServer((req, res) => {
     if (notes.delete(id)) send(res, JSON.stringify(segment))
     else notFound(res)
   } else {
-    res.writeHead(405)
-    res.end()
+    empty(res, 405)
   }
 })
 
