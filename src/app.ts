@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import { trackAllowedMethods } from './allowed-methods.js'
 import { registerApiDocs } from './api-docs.js'
 import { registerCloseConnections } from './close-connections.js'
@@ -17,6 +17,7 @@ import { buildOpenApiDocument } from './openapi.js'
 import { readPackageInfo } from './package-info.js'
 import { registerPipelining } from './pipelining.js'
 import { registerRequestIds, withRequestIdHeader } from './request-id.js'
+import { setUpLogging } from './request-logging.js'
 import { registerNoteRoutes } from './routes/notes.js'
 import type { NoteStore } from './store/types.js'
 
@@ -49,9 +50,9 @@ export interface AppOptions {
  * listens on it. Timeouts and limits are set here so both run the same server.
  */
 export function buildApp({ store, config, logger = false }: AppOptions): FastifyInstance {
+  const logging = setUpLogging(logger, config.logRequests)
   const app = Fastify({
-    logger,
-    logController: new LogController({ disableRequestLogging: !config.logRequests }),
+    ...logging.options,
     bodyLimit: config.bodyLimit,
     connectionTimeout: config.socketTimeoutMs,
     keepAliveTimeout: config.keepAliveTimeoutMs,
@@ -73,6 +74,7 @@ export function buildApp({ store, config, logger = false }: AppOptions): Fastify
       maxParamLength: 16 * 1024,
     },
   })
+  logging.attach(app)
   const allowFor = trackAllowedMethods(app)
   registerPipelining(app)
   registerCloseConnections(app)

@@ -1,0 +1,102 @@
+/**
+ * The floor: what Node itself can do for this API. Plain node:http, notes kept as
+ * pre-serialized JSON strings in a Map (insertion order is list order), the list joined
+ * per request. Same status and header semantics as the service on the benchmark's paths:
+ * 200 with JSON, 404 with no body. No limits or validation beyond what keeps it correct.
+ * PORT from the environment; listens on 127.0.0.1.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+
+const JSON_TYPE = 'application/json; charset=utf-8'
+const ID = /^-?[0-9]+$/
+const PREFIX = '/api/note'
+const BODY_LIMIT = 1024 * 1024
+
+const notes = new Map<number, string>()
+let lastId = 0
+
+/** 200 with a JSON body and its Content-Length, as Fastify sends it. */
+function sendJson(res: ServerResponse, body: string): void {
+  res.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(body) })
+  res.end(body)
+}
+
+function send(res: ServerResponse, json: string): void {
+  sendJson(res, `{"data":${json}}`)
+}
+
+/** A status with no body at all (Content-Length: 0). */
+function empty(res: ServerResponse, status: number): void {
+  res.statusCode = status
+  res.end()
+}
+
+function notFound(res: ServerResponse): void {
+  empty(res, 404)
+}
+
+function readBody(req: IncomingMessage, res: ServerResponse, then: (fields: object) => void): void {
+  const chunks: Buffer[] = []
+  let size = 0
+  req.on('data', (chunk: Buffer) => {
+    size += chunk.length
+    if (size <= BODY_LIMIT) chunks.push(chunk)
+  })
+  req.on('end', () => {
+    let value: unknown
+    try {
+      value = size === 0 ? {} : JSON.parse(Buffer.concat(chunks).toString('utf8'))
+    } catch {
+      value = undefined
+    }
+    if (size > BODY_LIMIT || typeof value !== 'object' || value === null || Array.isArray(value)) {
+      empty(res, 400)
+      return
+    }
+    then(value)
+  })
+}
+
+const server = createServer((req, res) => {
+  const url = req.url ?? ''
+  if (url === PREFIX || url === `${PREFIX}/`) {
+    if (req.method === 'GET') {
+      sendJson(res, `{"data":[${Array.from(notes.values()).join(',')}]}`)
+    } else if (req.method === 'POST') {
+      readBody(req, res, (fields) => {
+        const id = Math.max(Date.now(), lastId + 1)
+        lastId = id
+        const json = JSON.stringify({ ...fields, id })
+        notes.set(id, json)
+        send(res, json)
+      })
+    } else {
+      empty(res, 405)
+    }
+    return
+  }
+  const segment = url.startsWith(`${PREFIX}/`) ? url.slice(PREFIX.length + 1) : undefined
+  if (segment === undefined) return notFound(res)
+  const id = ID.test(segment) ? Number(segment) : Number.NaN
+  if (req.method === 'GET') {
+    const json = notes.get(id)
+    if (json === undefined) notFound(res)
+    else send(res, json)
+  } else if (req.method === 'PATCH') {
+    readBody(req, res, (fields) => {
+      const stored = notes.get(id)
+      if (stored === undefined) return notFound(res)
+      const json = JSON.stringify({ ...JSON.parse(stored), ...fields })
+      notes.set(id, json)
+      send(res, json)
+    })
+  } else if (req.method === 'DELETE') {
+    if (notes.delete(id)) send(res, JSON.stringify(segment))
+    else notFound(res)
+  } else {
+    empty(res, 405)
+  }
+})
+
+server.listen(Number(process.env.PORT ?? 3000), '127.0.0.1')
+process.once('SIGTERM', () => server.close())

@@ -1,0 +1,413 @@
+/**
+ * npm run bench [-- --quick] [--rounds N] [--duration S] [--warmup S] [--connections N]
+ *   [--workloads W1,W3] [--targets service,floor,fastify] [--generator wrk|autocannon]
+ *
+ * For every workload and round, starts a fresh server of each target (in an order that rotates
+ * per round), preloads it over HTTP, warms it up, then drives it from a separate load-generator
+ * process and reads the server's RSS. Prints one table per workload (medians over rounds), the
+ * ratios service/floor and service/fastify (median of the per-round ratios), and the targets.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { availableParallelism, loadavg, setPriority, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { send } from './http-client.js'
+import { chooseGenerator, type LoadResult } from './load.js'
+import { countNotes, preload } from './preload.js'
+import {
+  choosePinning,
+  startServer,
+  type Target,
+  type TargetId,
+  targetFromSpec,
+} from './server-process.js'
+import { WORKLOADS, type Workload } from './workloads.js'
+
+interface Settings {
+  /** Run every server with --cpu-prof, profiles in .bench-results/profiles. */
+  cpuProf: boolean
+  rounds: number
+  durationS: number
+  warmupS: number
+  connections: number
+  workloads: Workload[]
+  targets: Target[]
+}
+
+/** One run of one target on one workload. */
+interface Measurement {
+  load: LoadResult
+  /** Server RSS after the measured run, in bytes. */
+  rss: number
+  /** Server RSS when it had just started, before the preload. */
+  rssAtStart: number
+  notes: number
+  /** Server CPU time (user + system) per response in the measured run, in microseconds. */
+  cpuUsPerRequest: number
+}
+
+const MB = 1024 * 1024
+const MEMORY_TARGET_PER_100K = 70 * MB
+const FASTIFY_TARGET = 1.0
+const WORKLOAD_W1_NOTES = 1_000
+const WORKLOAD_W6_NOTES = 100_000
+
+function parseSettings(argv: string[]): Settings & { generator?: 'wrk' | 'autocannon' } {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      quick: { type: 'boolean', default: false },
+      rounds: { type: 'string' },
+      duration: { type: 'string' },
+      warmup: { type: 'string' },
+      connections: { type: 'string' },
+      workloads: { type: 'string' },
+      targets: { type: 'string' },
+      generator: { type: 'string' },
+      'cpu-prof': { type: 'boolean', default: false },
+    },
+  })
+  const number = (raw: string | undefined, fallback: number): number => {
+    if (raw === undefined) return fallback
+    const value = Number(raw)
+    if (!Number.isFinite(value) || value <= 0) throw new Error(`not a positive number: ${raw}`)
+    return value
+  }
+  const quick = values.quick === true
+  const workloadIds = (values.workloads ?? WORKLOADS.map((w) => w.id).join(',')).split(',')
+  const workloads = workloadIds.map((id) => {
+    const workload = WORKLOADS.find((w) => w.id === id.trim().toUpperCase())
+    if (workload === undefined) throw new Error(`unknown workload ${id}`)
+    return workload
+  })
+  const targets = (values.targets ?? 'service,floor,fastify')
+    .split(',')
+    .map((spec) => targetFromSpec(spec.trim()))
+  const generator = values.generator
+  if (generator !== undefined && generator !== 'wrk' && generator !== 'autocannon') {
+    throw new Error(`--generator must be wrk or autocannon, not ${generator}`)
+  }
+  return {
+    cpuProf: values['cpu-prof'] === true,
+    rounds: Math.round(number(values.rounds, quick ? 1 : 5)),
+    durationS: number(values.duration, quick ? 2 : 3),
+    warmupS: number(values.warmup, 1),
+    connections: Math.round(number(values.connections, 50)),
+    workloads,
+    targets,
+    ...(generator === undefined ? {} : { generator }),
+  }
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  if (sorted.length === 0) return Number.NaN
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
+}
+
+function cpuModel(): string {
+  try {
+    return /^model name\s*:\s*(.*)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? 'unknown'
+  } catch {
+    return 'unknown'
+  }
+}
+
+/** 'abc' padded to width, right-aligned unless it is the first column. */
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)))
+  const line = (cells: string[]): string =>
+    cells
+      .map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0)))
+      .join('  ')
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n')
+}
+
+const fixed = (value: number, digits: number): string =>
+  Number.isFinite(value) ? value.toFixed(digits) : '-'
+const thousands = (value: number): string =>
+  Number.isFinite(value) ? Math.round(value).toLocaleString('en-US') : '-'
+
+async function main(): Promise<void> {
+  const settings = parseSettings(process.argv.slice(2))
+  const generator = chooseGenerator(settings.generator)
+  const cpus = availableParallelism()
+  const pinning = choosePinning(cpus)
+  const priority = raisePriority()
+  const logDir = mkdtempSync(join(tmpdir(), 'notes-bench-logs-'))
+  const startedAt = Date.now()
+
+  const say = (text: string): void => {
+    process.stdout.write(`${text}\n`)
+  }
+  say('notes-service benchmark')
+  say(`machine: ${cpus} CPUs (${cpuModel()}), node ${process.version}, ${process.platform}`)
+  say(`load average before the run: ${loadText()} (other work on the machine disturbs the figures)`)
+  say(`load generator: ${generator.name} ${generator.version}, ${settings.connections} connections`)
+  say(
+    pinning === undefined
+      ? 'pinning: none (needs Linux, taskset and 2 CPUs); server and generator share the CPUs'
+      : `pinning: taskset, every server on CPU ${pinning.serverCpu}; load generator, preload and this driver on CPU ${pinning.generatorCpu}`,
+  )
+  say(
+    priority === undefined
+      ? 'priority: normal (raising it needs root or CAP_SYS_NICE)'
+      : `priority: nice ${priority} for this driver and everything it starts, to keep other work on the machine from stealing the CPUs`,
+  )
+  say(
+    `runs: ${settings.rounds} round(s) per workload, targets alternating in rotating order; ` +
+      `each run a fresh server, preload over HTTP, ${settings.warmupS} s warm-up, ${settings.durationS} s measured`,
+  )
+  for (const target of settings.targets) say(`  ${target.id}: ${target.description}`)
+  say('')
+
+  const results: Record<string, Record<string, Measurement[]>> = {}
+  const summary: string[][] = []
+  const ratioRows: { workload: Workload; floor: number; fastify: number }[] = []
+
+  for (const workload of settings.workloads) {
+    const runs: Record<string, Measurement[]> = {}
+    for (const target of settings.targets) runs[target.id] = []
+    for (let round = 0; round < settings.rounds; round++) {
+      const order = settings.targets.map(
+        (_, i) => settings.targets[(i + round) % settings.targets.length] as Target,
+      )
+      for (const target of order) {
+        const measurement = await measure(workload, target, round)
+        runs[target.id]?.push(measurement)
+        process.stderr.write(
+          `  ${workload.id} round ${round + 1}/${settings.rounds} ${target.id}: ` +
+            `${thousands(measurement.load.rps)} req/s\n`,
+        )
+      }
+    }
+    results[workload.id] = runs
+    printWorkload(workload, runs)
+  }
+
+  async function measure(workload: Workload, target: Target, round: number): Promise<Measurement> {
+    const logFile = target.id === 'service-logged' ? join(logDir, `${target.id}.log`) : '/dev/null'
+    const profileDir = join(
+      '.bench-results',
+      'profiles',
+      `${workload.id}-${target.id}-${round + 1}`,
+    )
+    const flags = settings.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []
+    const server = await startServer(target, pinning?.serverCpu, logFile, flags)
+    try {
+      const rssAtStart = server.rss()
+      const ids = await preload(server.port, workload.preload)
+      const request = workload.request(ids)
+      const check = await send(server.port, request.method, request.path, {
+        ...(request.body === undefined ? {} : { body: request.body }),
+      })
+      if (check.status !== 200) {
+        throw new Error(
+          `${target.id} answered ${check.status} to ${request.method} ${request.path}`,
+        )
+      }
+      const options = {
+        port: server.port,
+        request,
+        connections: settings.connections,
+        cpu: pinning?.generatorCpu,
+      }
+      await generator.run({ ...options, durationS: settings.warmupS })
+      const cpuBefore = server.cpuSeconds()
+      const load = await generator.run({ ...options, durationS: settings.durationS })
+      const cpuUsPerRequest = ((server.cpuSeconds() - cpuBefore) / load.requests) * 1e6
+      const rss = server.rss()
+      const notes = workload.id === 'W4' ? await countNotes(server.port) : workload.preload
+      return { load, rss, rssAtStart, notes, cpuUsPerRequest }
+    } finally {
+      await server.stop()
+      if (logFile !== '/dev/null') rmSync(logFile, { force: true })
+    }
+  }
+
+  function printWorkload(workload: Workload, runs: Record<string, Measurement[]>): void {
+    const rows = settings.targets.map((target) => {
+      const ms = runs[target.id] ?? []
+      const rss = median(ms.map((m) => m.rss))
+      return [
+        target.id,
+        thousands(median(ms.map((m) => m.load.rps))),
+        fixed(median(ms.map((m) => m.load.p50Ms)), 2),
+        fixed(median(ms.map((m) => m.load.p99Ms)), 2),
+        String(ms.reduce((sum, m) => sum + m.load.errors, 0)),
+        String(ms.reduce((sum, m) => sum + m.load.non2xx, 0)),
+        fixed(rss / MB, 1),
+        thousands(median(ms.map((m) => m.rss / m.notes))),
+        thousands(median(ms.map((m) => m.notes))),
+        fixed(median(ms.map((m) => m.cpuUsPerRequest)), 1),
+      ]
+    })
+    say(`${workload.id}  ${workload.title}`)
+    say(
+      table(
+        [
+          'target',
+          'req/s',
+          'p50 ms',
+          'p99 ms',
+          'errors',
+          'non-2xx',
+          'RSS MB',
+          'RSS B/note',
+          'notes',
+          'CPU us/req',
+        ],
+        rows,
+      ),
+    )
+    const floor = ratio(runs, 'floor')
+    const fastify = ratio(runs, 'fastify')
+    say(
+      `ratio service/floor ${fixed(floor, 2)} (target >= ${workload.floorTarget}), ` +
+        `service/fastify ${fixed(fastify, 2)} (target >= ${FASTIFY_TARGET})`,
+    )
+    say(
+      `CPU-cost ratio (other's CPU us/req / service's; steadier when the machine is shared): ` +
+        `floor ${fixed(cpuRatio(runs, 'floor'), 2)}, fastify ${fixed(cpuRatio(runs, 'fastify'), 2)}`,
+    )
+    say('')
+    ratioRows.push({ workload, floor, fastify })
+    summary.push([
+      workload.id,
+      thousands(median((runs.service ?? []).map((m) => m.load.rps))),
+      thousands(median((runs.floor ?? []).map((m) => m.load.rps))),
+      thousands(median((runs.fastify ?? []).map((m) => m.load.rps))),
+      `${fixed(floor, 2)} ${verdict(floor, workload.floorTarget)}`,
+      `>= ${workload.floorTarget}`,
+      `${fixed(fastify, 2)} ${verdict(fastify, FASTIFY_TARGET)}`,
+    ])
+  }
+
+  /** Median over rounds of service req/s / other req/s, each pair from the same round. */
+  function ratio(runs: Record<string, Measurement[]>, other: TargetId): number {
+    const service = runs.service ?? []
+    const reference = runs[other] ?? []
+    const ratios = service.flatMap((m, i) => {
+      const r = reference[i]
+      return r === undefined ? [] : [m.load.rps / r.load.rps]
+    })
+    return median(ratios)
+  }
+
+  /** Median over rounds of other's CPU per request / service's: > 1 when the service is cheaper. */
+  function cpuRatio(runs: Record<string, Measurement[]>, other: TargetId): number {
+    const service = runs.service ?? []
+    const reference = runs[other] ?? []
+    return median(
+      service.flatMap((m, i) => {
+        const r = reference[i]
+        return r === undefined ? [] : [r.cpuUsPerRequest / m.cpuUsPerRequest]
+      }),
+    )
+  }
+
+  say('Summary (req/s medians; ratios are medians of per-round ratios)')
+  say(
+    table(
+      ['workload', 'service', 'floor', 'fastify', 'service/floor', 'target', 'service/fastify'],
+      summary,
+    ),
+  )
+  const w6 = results.W6
+  if (w6 !== undefined) {
+    const w1 = results.W1
+    say('')
+    say('Memory with 100,000 small notes (W6, RSS read after the load)')
+    say(
+      w1 === undefined
+        ? 'notes MB per 100k: RSS growth from the freshly started server (run W1 too for the better figure)'
+        : 'notes MB per 100k: (RSS after W6 - RSS after W1) / 99,000 notes * 100,000; both runs ' +
+            'took the same GET load, so the difference is what the extra 99,000 notes cost',
+    )
+    const medianRss = (ms: Measurement[] | undefined): number =>
+      median((ms ?? []).map((m) => m.rss))
+    say(
+      table(
+        ['target', 'RSS MB', 'RSS at start MB', 'notes MB per 100k', 'target'],
+        settings.targets.map((target) => {
+          const ms = w6[target.id] ?? []
+          const rss = medianRss(ms)
+          const perNote =
+            w1 === undefined
+              ? median(ms.map((m) => (m.rss - m.rssAtStart) / m.notes))
+              : (rss - medianRss(w1[target.id])) / (WORKLOAD_W6_NOTES - WORKLOAD_W1_NOTES)
+          const per100k = perNote * 100_000
+          return [
+            target.id,
+            fixed(rss / MB, 1),
+            fixed(median(ms.map((m) => m.rssAtStart)) / MB, 1),
+            fixed(per100k / MB, 1),
+            target.id === 'service' ? `<= 70 ${verdict(MEMORY_TARGET_PER_100K / per100k, 1)}` : '',
+          ]
+        }),
+      ),
+    )
+  }
+  const elapsed = (Date.now() - startedAt) / 1000
+  say('')
+  say(`finished in ${elapsed.toFixed(0)} s; load average now ${loadText()}`)
+
+  mkdirSync('.bench-results', { recursive: true })
+  const file = join(
+    '.bench-results',
+    `bench-${new Date(startedAt).toISOString().replace(/[:.]/g, '-')}.json`,
+  )
+  writeFileSync(
+    file,
+    JSON.stringify(
+      {
+        startedAt: new Date(startedAt).toISOString(),
+        machine: { cpus, cpu: cpuModel(), node: process.version, platform: process.platform },
+        generator: { name: generator.name, version: generator.version },
+        pinning: pinning ?? null,
+        settings: {
+          ...settings,
+          workloads: settings.workloads.map((w) => w.id),
+          targets: settings.targets.map((t) => t.id),
+        },
+        ratios: ratioRows.map((r) => ({
+          workload: r.workload.id,
+          floor: r.floor,
+          fastify: r.fastify,
+        })),
+        results,
+      },
+      null,
+      2,
+    ),
+  )
+  say(`raw results: ${file}`)
+  rmSync(logDir, { recursive: true, force: true })
+}
+
+/** '0.12 0.30 0.41': the 1, 5 and 15 minute load averages. */
+function loadText(): string {
+  return loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')
+}
+
+/** Nice -10 for the driver (servers and generators inherit it), when allowed; the value or undefined. */
+function raisePriority(): number | undefined {
+  try {
+    setPriority(-10)
+    return -10
+  } catch {
+    return undefined
+  }
+}
+
+function verdict(ratio: number, target: number): string {
+  if (!Number.isFinite(ratio)) return ''
+  return ratio >= target ? 'ok' : 'MISSED'
+}
+
+await main()

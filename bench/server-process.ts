@@ -1,0 +1,227 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { closeSync, existsSync, openSync, readFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import { send } from './http-client.js'
+
+export type TargetId = 'service' | 'floor' | 'fastify' | 'service-logged'
+
+export interface Target {
+  /** A TargetId, or the name of an ad-hoc target given as name=path/to/server.js. */
+  id: string
+  description: string
+  /** Compiled entry point, run with `node`. */
+  script: string
+  /** Added to the minimal environment the bench gives every server. */
+  env: Record<string, string>
+}
+
+const here = (relative: string): string => fileURLToPath(new URL(relative, import.meta.url))
+
+export const TARGETS: Readonly<Record<TargetId, Target>> = {
+  service: {
+    id: 'service',
+    description: 'node dist/src/server.js, default configuration, JSON logs to /dev/null',
+    script: here('../src/server.js'),
+    env: {},
+  },
+  floor: {
+    id: 'floor',
+    description: 'plain node:http, notes as JSON strings in a Map, list joined per request',
+    script: here('./floor-server.js'),
+    env: {},
+  },
+  fastify: {
+    id: 'fastify',
+    description: 'straightforward Fastify: array of objects, find/findIndex, reply.send(object)',
+    script: here('./fastify-server.js'),
+    env: {},
+  },
+  'service-logged': {
+    id: 'service-logged',
+    description: 'the service with LOG_REQUESTS=true, JSON logs to a file',
+    script: here('../src/server.js'),
+    env: { LOG_REQUESTS: 'true' },
+  },
+}
+
+/**
+ * 'service' -> the service; 'before=/tmp/old/dist/src/server.js' -> that build of the service,
+ * run like the service (to compare two builds in one alternating run).
+ */
+export function targetFromSpec(spec: string): Target {
+  const eq = spec.indexOf('=')
+  if (eq === -1) {
+    const target = TARGETS[spec as TargetId]
+    if (target === undefined) {
+      throw new Error(
+        `unknown target ${spec}; use ${Object.keys(TARGETS).join(', ')} or name=server.js`,
+      )
+    }
+    return target
+  }
+  const id = spec.slice(0, eq)
+  const script = spec.slice(eq + 1)
+  if (!existsSync(script)) throw new Error(`${script} does not exist`)
+  return { id, description: `${script}, run like the service`, script, env: {} }
+}
+
+/** CPU pinning: where servers and the load generator run, or undefined when not pinned. */
+export interface Pinning {
+  serverCpu: number
+  generatorCpu: number
+}
+
+/** `taskset -c N` prefix for a command, or none when not pinning. */
+export function pinned(
+  cpu: number | undefined,
+  command: string,
+  args: string[],
+): [string, string[]] {
+  return cpu === undefined ? [command, args] : ['taskset', ['-c', String(cpu), command, ...args]]
+}
+
+/** Pins servers to CPU 1 and everything else to CPU 0, on Linux with taskset and 2+ CPUs. */
+export function choosePinning(cpus: number): Pinning | undefined {
+  if (process.platform !== 'linux' || cpus < 2) return undefined
+  try {
+    execFileSync('taskset', ['-p', '-c', '0', String(process.pid)], { stdio: 'ignore' })
+  } catch {
+    return undefined
+  }
+  return { serverCpu: 1, generatorCpu: 0 }
+}
+
+/** A port nobody listens on right now, chosen by the OS. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', reject)
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address()
+      const port = typeof address === 'object' && address !== null ? address.port : 0
+      probe.close(() => resolve(port))
+    })
+  })
+}
+
+export interface RunningServer {
+  target: Target
+  port: number
+  pid: number
+  /** Resident set size of the server process now, in bytes. */
+  rss: () => number
+  /** CPU time the server process has used so far (user + system), in seconds; NaN if unknown. */
+  cpuSeconds: () => number
+  stop: () => Promise<void>
+}
+
+/**
+ * Starts a target in its own process (pinned when `cpu` is given), with a minimal environment,
+ * stdout to `logFile` (not a TTY, so the service logs JSON as shipped), and waits until it answers.
+ */
+export async function startServer(
+  target: Target,
+  cpu: number | undefined,
+  logFile: string,
+  nodeFlags: string[] = [],
+): Promise<RunningServer> {
+  const port = await freePort()
+  const out = openSync(logFile, 'w')
+  const [command, args] = pinned(cpu, process.execPath, [...nodeFlags, target.script])
+  const child = spawn(command, args, {
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      NODE_ENV: 'production',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      ...target.env,
+    },
+    stdio: ['ignore', out, 'pipe'],
+  })
+  closeSync(out)
+  let stderr = ''
+  child.stderr?.setEncoding('utf8').on('data', (text: string) => {
+    if (stderr.length < 10_000) stderr += text
+  })
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  const pid = child.pid
+  if (pid === undefined) throw new Error(`could not start ${target.id}`)
+  try {
+    await waitUntilAnswering(port, child, 10_000)
+  } catch (err) {
+    child.kill('SIGKILL')
+    throw new Error(`${target.id} did not start: ${(err as Error).message}\n${stderr}`)
+  }
+  return {
+    target,
+    port,
+    pid,
+    rss: () => residentBytes(pid),
+    cpuSeconds: () => cpuSeconds(pid),
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      child.kill('SIGTERM')
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000)
+      await exited
+      clearTimeout(timer)
+    },
+  }
+}
+
+async function waitUntilAnswering(
+  port: number,
+  child: ChildProcess,
+  timeoutMs: number,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`exited with code ${child.exitCode}`)
+    try {
+      if ((await send(port, 'GET', '/api/note', { timeoutMs: 1_000 })).status === 200) return
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`no answer on port ${port} in ${timeoutMs} ms`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+/** RSS of a process in bytes: /proc on Linux, `ps` elsewhere. */
+function residentBytes(pid: number): number {
+  const status = `/proc/${pid}/status`
+  if (existsSync(status)) {
+    const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(status, 'utf8'))
+    if (match?.[1] !== undefined) return Number(match[1]) * 1024
+  }
+  const kb = execFileSync('ps', ['-o', 'rss=', '-p', String(pid)], { encoding: 'utf8' })
+  return Number(kb.trim()) * 1024
+}
+
+/** utime + stime of a process from /proc/PID/stat (Linux), in seconds. */
+function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    const ticks = Number(fields[11]) + Number(fields[12])
+    return ticks / clockTicks()
+  } catch {
+    return Number.NaN
+  }
+}
+
+let ticksPerSecond: number | undefined
+
+/** sysconf(_SC_CLK_TCK), the unit of /proc/PID/stat times: 100 almost everywhere. */
+function clockTicks(): number {
+  if (ticksPerSecond === undefined) {
+    try {
+      ticksPerSecond =
+        Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100
+    } catch {
+      ticksPerSecond = 100
+    }
+  }
+  return ticksPerSecond
+}

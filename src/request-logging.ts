@@ -1,0 +1,124 @@
+import {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyServerOptions,
+  LogController,
+} from 'fastify'
+import pino, { type Bindings, type ChildLoggerOptions, type Level, type Logger } from 'pino'
+
+type LoggerOption = FastifyServerOptions['logger']
+
+export interface Logging {
+  /** Spread into Fastify's options. */
+  options: Pick<FastifyServerOptions, 'logger' | 'logController' | 'childLoggerFactory'>
+  /** Makes `app.log` the service's logger; call right after `Fastify(...)`. */
+  attach: (app: FastifyInstance) => void
+}
+
+/**
+ * How the app logs. With request logging on, Fastify gets the logger as usual. With it off (the
+ * default), Fastify's own logger would still cost every request a pino child and two response
+ * listeners, about a tenth of a small GET (bench W1, bench/README-section.md). So Fastify then
+ * gets no logger: `app.log` is set to the service's logger, and each request's `request.log` is
+ * a stand-in that makes the real child (with its reqId) only when something is logged.
+ * `false` means no logging at all, as in the tests.
+ */
+export function setUpLogging(logger: LoggerOption, logRequests: boolean): Logging {
+  if (logger === false || logger === undefined) {
+    return { options: { logger: false }, attach: () => {} }
+  }
+  if (logRequests) {
+    return {
+      options: { logger, logController: new LogController({ disableRequestLogging: false }) },
+      attach: () => {},
+    }
+  }
+  const root = rootLogger(logger)
+  return {
+    options: {
+      logger: false,
+      logController: new LogController({ disableRequestLogging: true }),
+      childLoggerFactory: (_nullLogger, bindings, options) =>
+        new LazyChild(root, bindings, options),
+    },
+    attach: (app) => {
+      app.log = root
+    },
+  }
+}
+
+/** The logger Fastify would have made from these options (pino; `stream` as Fastify takes it). */
+function rootLogger(logger: LoggerOption): Logger {
+  const options = typeof logger === 'object' && logger !== null ? logger : {}
+  const { stream, ...pinoOptions } = options as pino.LoggerOptions & {
+    stream?: pino.DestinationStream
+  }
+  return pino(
+    {
+      level: 'info',
+      ...pinoOptions,
+      serializers: { err: pino.stdSerializers.err, ...pinoOptions.serializers },
+    },
+    stream,
+  )
+}
+
+/** A request's logger: the pino child with the request's bindings, made on the first log call. */
+class LazyChild implements FastifyBaseLogger {
+  readonly #parent: Logger
+  readonly #bindings: Bindings
+  readonly #options: ChildLoggerOptions
+  #child: Logger | undefined
+
+  constructor(parent: Logger, bindings: Bindings, options: ChildLoggerOptions) {
+    this.#parent = parent
+    this.#bindings = bindings
+    this.#options = options
+  }
+
+  get level(): string {
+    return (this.#child ?? this.#parent).level
+  }
+
+  set level(level: string) {
+    this.#real().level = level
+  }
+
+  fatal(...args: unknown[]): void {
+    this.#log('fatal', args)
+  }
+  error(...args: unknown[]): void {
+    this.#log('error', args)
+  }
+  warn(...args: unknown[]): void {
+    this.#log('warn', args)
+  }
+  info(...args: unknown[]): void {
+    this.#log('info', args)
+  }
+  debug(...args: unknown[]): void {
+    this.#log('debug', args)
+  }
+  trace(...args: unknown[]): void {
+    this.#log('trace', args)
+  }
+  silent(): void {}
+
+  child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
+    return this.#real().child(bindings, options)
+  }
+
+  #real(): Logger {
+    this.#child ??= this.#parent.child(this.#bindings, this.#options)
+    return this.#child
+  }
+
+  #log(level: Level, args: unknown[]): void {
+    // Skip making a child for a line the parent would drop (unless the route sets its own level).
+    if (this.#child === undefined && this.#options.level === undefined) {
+      if (!this.#parent.isLevelEnabled(level)) return
+    }
+    const child = this.#real()
+    ;(child[level] as (...values: unknown[]) => void).apply(child, args)
+  }
+}
