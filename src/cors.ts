@@ -1,4 +1,4 @@
-import cors, { type FastifyCorsOptions } from '@fastify/cors'
+import type { FastifyCorsOptions } from '@fastify/cors'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 
 export interface CorsOptions {
@@ -30,7 +30,8 @@ export function registerCors(app: FastifyInstance, { origins }: CorsOptions): vo
   const preflight: FastifyCorsOptions = { ...common, preflight: true }
   // Without preflight handling, @fastify/cors hands OPTIONS on to the not-found handler.
   const other: FastifyCorsOptions = { ...common, preflight: false }
-  app.register(cors, {
+  // Imported only when CORS is on, like everything optional here.
+  app.register(import('@fastify/cors'), {
     delegator: (request: FastifyRequest, callback) =>
       callback(null, isPreflight(request) ? preflight : other),
   })

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { collectDefaultMetrics, Gauge, type Metric, Registry } from 'prom-client'
+import type { Metric } from 'prom-client'
 import { RequestRecorder } from './request-recorder.js'
 import type { NoteStore, StoreStats } from './store/types.js'
 
@@ -24,63 +24,65 @@ const UNMATCHED = 'unmatched'
  * Each app has its own registry.
  */
 export function registerMetrics(app: FastifyInstance, { store }: MetricsOptions): void {
-  const registry = new Registry()
-  collectDefaultMetrics({ register: registry })
-  const registers = [registry]
-
   const recorder = new RequestRecorder(LATENCY_BUCKETS)
-  const metrics = [
-    recorder.counter(
-      'http_requests_total',
-      'Requests answered, by method, route pattern and status code.',
-    ),
-    recorder.histogram(
-      'http_request_duration_seconds',
-      'Time from receiving a request to sending the last byte of its response.',
-    ),
-  ]
-  for (const metric of metrics) registry.registerMetric(metric as unknown as Metric)
-
-  // One snapshot of the store per scrape, shared by the four gauges.
-  let snapshot: Promise<StoreStats> | undefined
-  const stats = (): Promise<StoreStats> => {
-    snapshot ??= Promise.resolve(store.stats()).finally(() => {
-      snapshot = undefined
-    })
-    return snapshot
-  }
-  const storeGauge = (name: string, help: string, value: (s: StoreStats) => number): void => {
-    new Gauge({
-      name,
-      help,
-      registers,
-      async collect() {
-        this.set(value(await stats()))
-      },
-    })
-  }
-  storeGauge('notes_stored', 'Notes stored.', (s) => s.notes)
-  storeGauge('notes_stored_bytes', 'UTF-8 bytes of note JSON stored.', (s) => s.bytes)
-  storeGauge(
-    'notes_capacity_remaining',
-    'Notes that can still be created before the store answers 507 (MAX_NOTES).',
-    (s) => s.maxNotes - s.notes,
-  )
-  storeGauge(
-    'notes_capacity_remaining_bytes',
-    'Bytes of note JSON that can still be stored before the store answers 507 (MAX_STORE_BYTES).',
-    (s) => s.maxBytes - s.bytes,
-  )
-
   app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? UNMATCHED
     recorder.record(request.method, route, reply.statusCode, reply.elapsedTime / 1000)
     done()
   })
+  // prom-client is loaded only when metrics are on; the route lives in its own scope.
+  app.register(async (scope) => {
+    const { collectDefaultMetrics, Gauge, Registry } = await import('prom-client')
+    const registry = new Registry()
+    collectDefaultMetrics({ register: registry })
+    const registers = [registry]
+    const requestMetrics = [
+      recorder.counter(
+        'http_requests_total',
+        'Requests answered, by method, route pattern and status code.',
+      ),
+      recorder.histogram(
+        'http_request_duration_seconds',
+        'Time from receiving a request to sending the last byte of its response.',
+      ),
+    ]
+    for (const metric of requestMetrics) registry.registerMetric(metric as unknown as Metric)
 
-  app.get('/metrics', { logLevel: 'warn' }, async (_request, reply) => {
-    const text = await registry.metrics()
-    reply.header('content-type', registry.contentType).header('cache-control', 'no-store')
-    return text
+    // One snapshot of the store per scrape, shared by the four gauges.
+    let snapshot: Promise<StoreStats> | undefined
+    const stats = (): Promise<StoreStats> => {
+      snapshot ??= Promise.resolve(store.stats()).finally(() => {
+        snapshot = undefined
+      })
+      return snapshot
+    }
+    const storeGauge = (name: string, help: string, value: (s: StoreStats) => number): void => {
+      new Gauge({
+        name,
+        help,
+        registers,
+        async collect() {
+          this.set(value(await stats()))
+        },
+      })
+    }
+    storeGauge('notes_stored', 'Notes stored.', (s) => s.notes)
+    storeGauge('notes_stored_bytes', 'UTF-8 bytes of note JSON stored.', (s) => s.bytes)
+    storeGauge(
+      'notes_capacity_remaining',
+      'Notes that can still be created before the store answers 507 (MAX_NOTES).',
+      (s) => s.maxNotes - s.notes,
+    )
+    storeGauge(
+      'notes_capacity_remaining_bytes',
+      'Bytes of note JSON that can still be stored before the store answers 507 (MAX_STORE_BYTES).',
+      (s) => s.maxBytes - s.bytes,
+    )
+
+    scope.get('/metrics', { logLevel: 'warn' }, async (_request, reply) => {
+      const text = await registry.metrics()
+      reply.header('content-type', registry.contentType).header('cache-control', 'no-store')
+      return text
+    })
   })
 }

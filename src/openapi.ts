@@ -49,7 +49,7 @@ const DESCRIPTION = `An in-memory notes store. A note is a JSON object with any 
 - Every other error is RFC 9457 problem JSON (\`application/problem+json\`): \`400\` malformed body or URL, \`413\` body over the limit, \`415\` body that is not JSON, \`507\` store full, \`404\` a path that is not served, and \`405\` with an \`Allow\` header for a method a path does not accept (for example \`PUT /api/note\`).
 - Bodies are JSON objects in UTF-8, sent as \`application/json\` or any \`application/*+json\`; no body at all counts as \`{}\`.
 - \`HEAD\` works wherever \`GET\` does; \`OPTIONS\` answers \`204\` with \`Allow\`. A trailing slash names the same resource (\`/api/note/\`).
-- Each response carries \`X-Request-Id\`: the caller's own, when it is 1 to 128 characters of \`A-Z a-z 0-9 _ . : @ / + = ~ -\`, or a generated UUID. It is on every log line of the request.`
+- Each response carries \`X-Request-Id\`: the caller's own, when it is 1 to 128 characters of \`A-Z a-z 0-9 _ . : @ / + = ~ -\`, or a generated one (a random prefix and a counter, \`3f9a0c1b7d2e-1f\`). It is on every log line of the request.`
 
 /**
  * The API's OpenAPI 3.1 description, written by hand so it states the contract exactly
@@ -268,7 +268,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
           in: 'header',
           required: false,
           description:
-            'Your id for this request, echoed back and logged; replaced by a generated UUID unless it is 1 to 128 characters of `A-Z a-z 0-9 _ . : @ / + = ~ -`.',
+            'Your id for this request, echoed back and logged; replaced by a generated one unless it is 1 to 128 characters of `A-Z a-z 0-9 _ . : @ / + = ~ -`.',
           schema: { type: 'string', maxLength: 128 },
         },
       },
@@ -283,7 +283,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
       headers: {
         RequestId: {
           description:
-            'The id of the request: the X-Request-Id sent, when acceptable, else a UUID.',
+            'The id of the request: the X-Request-Id sent, when acceptable, else a generated one.',
           schema: { type: 'string' },
         },
         Allow: {

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 
@@ -10,10 +10,20 @@ export const REQUEST_ID_HEADER = 'x-request-id'
  */
 const ACCEPTED_ID = /^[\w.:@/+=~-]{1,128}$/
 
-/** The caller's X-Request-Id when it is acceptable, else a fresh UUID. */
-export function requestIdFor(request: IncomingMessage): string {
-  const incoming = request.headers[REQUEST_ID_HEADER]
-  return typeof incoming === 'string' && ACCEPTED_ID.test(incoming) ? incoming : randomUUID()
+/**
+ * Fastify's `genReqId`: the caller's X-Request-Id when it is acceptable, else the next id of a
+ * random 48-bit prefix and a counter, '3f9a0c1b7d2e-1', '3f9a0c1b7d2e-2'...: unique across
+ * restarts and instances in practice, for a fraction of the cost of a UUID per request.
+ */
+export function requestIdGenerator(): (request: IncomingMessage) => string {
+  const prefix = randomBytes(6).toString('hex')
+  let count = 0
+  return (request) => {
+    const incoming = request.headers[REQUEST_ID_HEADER]
+    if (typeof incoming === 'string' && ACCEPTED_ID.test(incoming)) return incoming
+    count++
+    return `${prefix}-${count.toString(36)}`
+  }
 }
 
 /**
@@ -21,7 +31,7 @@ export function requestIdFor(request: IncomingMessage): string {
  * on each of the request's log lines as `reqId`, and echoes it in the X-Request-Id response header.
  */
 export function registerRequestIds(app: FastifyInstance): void {
-  app.setGenReqId(requestIdFor)
+  app.setGenReqId(requestIdGenerator())
   app.addHook('onRequest', (request, reply, done) => {
     reply.header(REQUEST_ID_HEADER, request.id)
     done()

@@ -3,17 +3,19 @@ import type { IncomingMessage } from 'node:http'
 import { describe, it } from 'node:test'
 import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config.js'
-import { requestIdFor } from '../src/request-id.js'
+import { requestIdGenerator } from '../src/request-id.js'
 import { MemoryNoteStore } from '../src/store/memory.js'
 import { buildOpsApp, logCollector } from './ops-app.js'
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+/** A generated id: '3f9a0c1b7d2e-1f' (random prefix, counter in base 36). */
+const GENERATED = /^[0-9a-f]{12}-[0-9a-z]+$/
 
 function rawRequest(headers: Record<string, string>): IncomingMessage {
   return { headers } as unknown as IncomingMessage
 }
 
-describe('requestIdFor', () => {
+describe('requestIdGenerator', () => {
+  const requestIdFor = requestIdGenerator()
   const accepted = [
     'b7e2c9a0-1f3d-4c55-9a8e-6f0d2b1c3e4f',
     'web-1:42',
@@ -30,15 +32,20 @@ describe('requestIdFor', () => {
 
   const refused = ['', 'a b', 'x'.repeat(129), '<script>', 'id"quoted"', 'a, b', 'é', 'tab\there']
   for (const id of refused) {
-    it(`replaces ${JSON.stringify(id.length > 20 ? `${id.slice(0, 20)}...` : id)} with a UUID`, () => {
-      assert.match(requestIdFor(rawRequest({ 'x-request-id': id })), UUID)
+    it(`replaces ${JSON.stringify(id.length > 20 ? `${id.slice(0, 20)}...` : id)} with a generated id`, () => {
+      assert.match(requestIdFor(rawRequest({ 'x-request-id': id })), GENERATED)
     })
   }
 
-  it('generates a different UUID for each request without one', () => {
-    const ids = new Set(Array.from({ length: 100 }, () => requestIdFor(rawRequest({}))))
-    assert.equal(ids.size, 100)
-    for (const id of ids) assert.match(id, UUID)
+  it('generates a different id for each request without one, from a per-app prefix', () => {
+    const generate = requestIdGenerator()
+    const ids = Array.from({ length: 100 }, () => generate(rawRequest({})))
+    assert.equal(new Set(ids).size, 100)
+    for (const id of ids) assert.match(id, GENERATED)
+    const prefix = ids[0]?.split('-')[0]
+    assert.deepEqual(ids.slice(0, 3), [`${prefix}-1`, `${prefix}-2`, `${prefix}-3`])
+    const other = requestIdGenerator()(rawRequest({}))
+    assert.notEqual(other.split('-')[0], prefix)
   })
 })
 
@@ -68,10 +75,10 @@ describe('X-Request-Id', () => {
     assert.equal(response.body, '')
     assert.equal(response.headers['content-length'], '0')
     assert.equal(response.headers['content-type'], undefined)
-    assert.match(String(response.headers['x-request-id']), UUID)
+    assert.match(String(response.headers['x-request-id']), GENERATED)
   })
 
-  it('answers a generated UUID when the caller sends none or an unusable one', async () => {
+  it('answers a generated id when the caller sends none or an unusable one', async () => {
     const { app } = buildOpsApp()
     const none = await app.inject({ method: 'GET', url: '/api/note' })
     const bad = await app.inject({
@@ -79,8 +86,8 @@ describe('X-Request-Id', () => {
       url: '/api/note',
       headers: { 'x-request-id': 'has spaces' },
     })
-    assert.match(String(none.headers['x-request-id']), UUID)
-    assert.match(String(bad.headers['x-request-id']), UUID)
+    assert.match(String(none.headers['x-request-id']), GENERATED)
+    assert.match(String(bad.headers['x-request-id']), GENERATED)
     assert.notEqual(none.headers['x-request-id'], bad.headers['x-request-id'])
   })
 
