@@ -166,7 +166,7 @@ export const OPTIONS: readonly Option<keyof Config>[] = [
     origins,
   ),
   opt('metrics', 'METRICS', 'serve Prometheus metrics at /metrics', false, boolean),
-  opt('docs', 'DOCS', 'serve the API reference page at /docs', true, boolean),
+  opt('docs', 'DOCS', 'serve the API reference page (Swagger UI) at /docs', false, boolean),
   opt(
     'maxEventLoopDelayMs',
     'MAX_EVENT_LOOP_DELAY_MS',

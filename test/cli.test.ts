@@ -28,7 +28,7 @@ describe('notes-service --help', () => {
         'env CORS_ORIGIN, default none; a comma-separated list of origins such as https://app.example.com, or *',
       ],
       ['--metrics [true|false]', 'env METRICS, default false; true or false'],
-      ['--docs [true|false]', 'env DOCS, default true; true or false'],
+      ['--docs [true|false]', 'env DOCS, default false; true or false'],
     ]
     const lines = help.split('\n')
     for (const [flag, details] of expected) {

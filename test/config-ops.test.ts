@@ -3,10 +3,10 @@ import { describe, it } from 'node:test'
 import { ConfigError, DEFAULT_CONFIG, loadConfig } from '../src/config.js'
 
 describe('loadConfig: CORS_ORIGIN, METRICS and DOCS', () => {
-  it('defaults to CORS off, metrics off and docs on', () => {
+  it('defaults to CORS, metrics and the docs page off', () => {
     assert.deepEqual(DEFAULT_CONFIG.corsOrigin, [])
     assert.equal(DEFAULT_CONFIG.metrics, false)
-    assert.equal(DEFAULT_CONFIG.docs, true)
+    assert.equal(DEFAULT_CONFIG.docs, false)
   })
 
   const origins: [string, string[]][] = [
@@ -42,8 +42,8 @@ describe('loadConfig: CORS_ORIGIN, METRICS and DOCS', () => {
   it('reads METRICS and DOCS from the environment and from flags', () => {
     assert.equal(loadConfig({ METRICS: 'true' }, []).metrics, true)
     assert.equal(loadConfig({}, ['--metrics']).metrics, true)
-    assert.equal(loadConfig({ DOCS: 'off' }, []).docs, false)
-    assert.equal(loadConfig({ DOCS: 'off' }, ['--docs']).docs, true)
+    assert.equal(loadConfig({ DOCS: 'on' }, []).docs, true)
+    assert.equal(loadConfig({ DOCS: 'on' }, ['--docs', 'false']).docs, false)
     assert.throws(() => loadConfig({ METRICS: 'maybe' }, []), ConfigError)
   })
 })

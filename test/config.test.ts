@@ -20,7 +20,7 @@ describe('loadConfig', () => {
       shutdownTimeoutMs: 10_000,
       corsOrigin: [],
       metrics: false,
-      docs: true,
+      docs: false,
       maxEventLoopDelayMs: 1000,
     })
     assert.deepEqual(loadConfig({}, []), DEFAULT_CONFIG)
@@ -44,7 +44,7 @@ describe('loadConfig', () => {
         SHUTDOWN_TIMEOUT_MS: '5000',
         CORS_ORIGIN: 'https://a.example, https://b.example',
         METRICS: 'on',
-        DOCS: 'false',
+        DOCS: 'true',
         MAX_EVENT_LOOP_DELAY_MS: '0',
       },
       [],
@@ -65,7 +65,7 @@ describe('loadConfig', () => {
       shutdownTimeoutMs: 5000,
       corsOrigin: ['https://a.example', 'https://b.example'],
       metrics: true,
-      docs: false,
+      docs: true,
       maxEventLoopDelayMs: 0,
     })
   })

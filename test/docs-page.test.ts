@@ -30,7 +30,7 @@ describe('the /docs page', () => {
     skip: skipReason(),
     timeout: 60_000,
   }, async () => {
-    const { app } = buildOpsApp()
+    const { app } = buildOpsApp({ docs: true })
     await app.listen({ port: 0, host: '127.0.0.1' })
     const { port } = app.server.address() as { port: number }
     const origin = `http://127.0.0.1:${port}`

@@ -20,7 +20,7 @@ function documentFor(features: Partial<Config>): OpenApiDocument {
   return buildOpenApiDocument({
     version: readPackageInfo().version,
     metrics: features.metrics ?? false,
-    docs: features.docs ?? true,
+    docs: features.docs ?? false,
   })
 }
 
@@ -123,8 +123,8 @@ describe('the OpenAPI document', () => {
   })
 
   it('is served at /api/openapi.json, and to the /docs page, as built', async () => {
-    const { app } = buildOpsApp()
-    const expected = documentFor({})
+    const { app } = buildOpsApp({ docs: true })
+    const expected = documentFor({ docs: true })
     const served = await app.inject({ method: 'GET', url: '/api/openapi.json' })
     assert.equal(served.statusCode, 200)
     assert.equal(served.headers['content-type'], 'application/json; charset=utf-8')
