@@ -148,7 +148,7 @@ export const OPTIONS: readonly Option<keyof Config>[] = [
     'socketTimeoutMs',
     'SOCKET_TIMEOUT_MS',
     'close a connection silent this long, in ms',
-    30_000,
+    60_000,
     integer(1, TEN_MINUTES),
   ),
   opt(
@@ -171,7 +171,7 @@ export const OPTIONS: readonly Option<keyof Config>[] = [
     'maxEventLoopDelayMs',
     'MAX_EVENT_LOOP_DELAY_MS',
     'event-loop delay that sheds load with 503, in ms (0 off)',
-    1000,
+    0,
     integer(0, 60_000),
   ),
 ]

@@ -27,14 +27,22 @@ export function registerPipelining(app: FastifyInstance): void {
     const response: TrackedResponse = reply.raw
     const previous = socket[kLastResponse]
     socket[kLastResponse] = response
-    if (previous !== undefined) response[kPrevious] = previous
-    response.once('close', () => {
-      // Unlink, or a connection that always has a request pipelined would keep every response.
-      response[kPrevious] = undefined
-      if (socket[kLastResponse] === response) socket[kLastResponse] = undefined
-    })
-    if (previous === undefined || previous.closed) done()
-    else previous.once('close', () => done())
+    // Responses on a connection close in order, so 'closed' on the last one says whether this
+    // request has to wait; no listener is added unless it does.
+    if (previous === undefined || previous.closed) {
+      done()
+      return
+    }
+    response[kPrevious] = previous
+    // Cut the chain behind the first closed response, or a connection that always has a request
+    // pipelined would keep every response it ever sent.
+    for (let at = previous; at[kPrevious] !== undefined; at = at[kPrevious] as TrackedResponse) {
+      if ((at[kPrevious] as TrackedResponse).closed) {
+        at[kPrevious] = undefined
+        break
+      }
+    }
+    previous.once('close', () => done())
   })
 }
 

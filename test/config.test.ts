@@ -16,12 +16,12 @@ describe('loadConfig', () => {
       headersTimeoutMs: 10_000,
       requestTimeoutMs: 30_000,
       keepAliveTimeoutMs: 5_000,
-      socketTimeoutMs: 30_000,
+      socketTimeoutMs: 60_000,
       shutdownTimeoutMs: 10_000,
       corsOrigin: [],
       metrics: false,
       docs: false,
-      maxEventLoopDelayMs: 1000,
+      maxEventLoopDelayMs: 0,
     })
     assert.deepEqual(loadConfig({}, []), DEFAULT_CONFIG)
   })
@@ -45,7 +45,7 @@ describe('loadConfig', () => {
         CORS_ORIGIN: 'https://a.example, https://b.example',
         METRICS: 'on',
         DOCS: 'true',
-        MAX_EVENT_LOOP_DELAY_MS: '0',
+        MAX_EVENT_LOOP_DELAY_MS: '250',
       },
       [],
     )
@@ -66,7 +66,7 @@ describe('loadConfig', () => {
       corsOrigin: ['https://a.example', 'https://b.example'],
       metrics: true,
       docs: true,
-      maxEventLoopDelayMs: 0,
+      maxEventLoopDelayMs: 250,
     })
   })
 
