@@ -173,7 +173,10 @@ function serializeWithId(fields: NoteFields, id: number): string {
     return JSON.stringify(note)
   }
   const json = JSON.stringify(fields)
-  return json === '{}' ? `{"id":${id}}` : `${json.slice(0, -1)},"id":${id}}`
+  // join() makes one flat string. A template literal would store a rope of five pieces, holding
+  // the whole stringify output behind a slice: ~300 bytes a small note instead of ~160, and more
+  // objects for every garbage collection to copy (bench W4, W6).
+  return json === '{}' ? `{"id":${id}}` : [json.slice(0, -1), ',"id":', id, '}'].join('')
 }
 
 /** `note[key] = value`, except that '__proto__' becomes a plain field instead of a prototype. */
