@@ -9,14 +9,16 @@ import {
   frameworkErrorHandler,
   registerErrorHandling,
 } from './error-handling.js'
+import { withFastLane } from './fast-lane.js'
 import { registerHealthChecks } from './health.js'
+import { createHttpServer } from './http-server.js'
 import { registerJsonBodyParser } from './json-body.js'
 import { registerLoadShedding } from './load-shedding.js'
-import { registerMetrics } from './metrics.js'
+import { createRequestRecorder, registerMetrics } from './metrics.js'
 import { buildOpenApiDocument } from './openapi.js'
 import { readPackageInfo } from './package-info.js'
-import { registerPipelining } from './pipelining.js'
-import { registerRequestIds, withRequestIdHeader } from './request-id.js'
+import { inOrder } from './pipelining.js'
+import { registerRequestIds, requestIdGenerator, withRequestIdHeader } from './request-id.js'
 import { setUpLogging } from './request-logging.js'
 import { registerNoteRoutes } from './routes/notes.js'
 import type { NoteStore } from './store/types.js'
@@ -51,16 +53,32 @@ export interface AppOptions {
  */
 export function buildApp({ store, config, logger = false }: AppOptions): FastifyInstance {
   const logging = setUpLogging(logger, config.logRequests)
-  const app = Fastify({
+  const requestId = requestIdGenerator()
+  const recorder = config.metrics ? createRequestRecorder() : undefined
+  let closing = false
+  // The note routes' everyday requests skip Fastify unless a feature that lives in Fastify's hooks
+  // is on; `app.inject` always goes through Fastify (tests reach the lane through the listener).
+  const fastLane =
+    !config.logRequests && config.corsOrigin.length === 0 && config.maxEventLoopDelayMs === 0
+  const app: FastifyInstance = Fastify({
     ...logging.options,
     bodyLimit: config.bodyLimit,
-    connectionTimeout: config.socketTimeoutMs,
-    keepAliveTimeout: config.keepAliveTimeoutMs,
-    requestTimeout: config.requestTimeoutMs,
-    http: {
-      headersTimeout: config.headersTimeoutMs,
-      // Node checks the two timeouts above only this often (30 s by default).
-      connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
+    serverFactory: (fastifyHandler) => {
+      const listener = fastLane
+        ? withFastLane(
+            {
+              store,
+              bodyLimit: config.bodyLimit,
+              maxDepth: config.maxDepth,
+              requestId,
+              closing: () => closing,
+              logError: (err, reqId) => app.log.error({ reqId, err }, 'request failed'),
+              record: recorder?.record.bind(recorder),
+            },
+            fastifyHandler,
+          )
+        : fastifyHandler
+      return createHttpServer(inOrder(listener), config)
     },
     clientErrorHandler,
     frameworkErrors: withRequestIdHeader(frameworkErrorHandler),
@@ -75,16 +93,19 @@ export function buildApp({ store, config, logger = false }: AppOptions): Fastify
     },
   })
   logging.attach(app)
+  app.addHook('preClose', (done) => {
+    closing = true
+    done()
+  })
   const allowFor = trackAllowedMethods(app)
-  registerPipelining(app)
   registerCloseConnections(app)
   registerLoadShedding(app, { maxEventLoopDelayMs: config.maxEventLoopDelayMs })
   registerJsonBodyParser(app, { maxDepth: config.maxDepth })
   registerErrorHandling(app, { bodyLimit: config.bodyLimit, allowFor })
   // Hooks first, so that they apply to every route registered after them.
-  registerRequestIds(app)
+  registerRequestIds(app, requestId)
   registerCors(app, { origins: config.corsOrigin })
-  if (config.metrics) registerMetrics(app, { store })
+  if (recorder !== undefined) registerMetrics(app, { store, recorder })
   registerHealthChecks(app)
   const { version } = readPackageInfo()
   const document = buildOpenApiDocument({ version, metrics: config.metrics, docs: config.docs })

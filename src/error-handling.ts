@@ -16,17 +16,9 @@ export interface ErrorHandlingOptions {
  */
 export function registerErrorHandling(app: FastifyInstance, options: ErrorHandlingOptions): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    if (error instanceof StoreFullError) {
-      sendProblem(reply, 507, `${error.message} Delete notes to make room.`)
-      return
-    }
-    const status = statusOf(error)
-    if (status >= 500) {
-      request.log.error({ err: error }, 'request failed')
-      sendProblem(reply, 500, 'The server failed to answer this request; it has been logged.')
-      return
-    }
-    sendProblem(reply, status, clientErrorDetail(error, options.bodyLimit))
+    const { status, detail } = problemForError(error, options.bodyLimit)
+    if (status >= 500) request.log.error({ err: error }, 'request failed')
+    sendProblem(reply, status, detail)
   })
 
   app.setNotFoundHandler((request, reply) => {
@@ -39,6 +31,24 @@ export function registerErrorHandling(app: FastifyInstance, options: ErrorHandli
       sendProblem(reply, 405, `${request.method} is not allowed here; use ${allow}.`, { allow })
     }
   })
+}
+
+/**
+ * The status and detail a failed request is answered with: 507 for a full store, the error's own
+ * 4xx status, and an opaque 500 for anything else (log those: they are bugs).
+ */
+export function problemForError(
+  error: Error & { statusCode?: number; code?: string },
+  bodyLimit: number,
+): { status: number; detail: string } {
+  if (error instanceof StoreFullError) {
+    return { status: 507, detail: `${error.message} Delete notes to make room.` }
+  }
+  const status = statusOf(error)
+  if (status >= 500) {
+    return { status: 500, detail: 'The server failed to answer this request; it has been logged.' }
+  }
+  return { status, detail: clientErrorDetail(error, bodyLimit) }
 }
 
 /** Fastify's answer for URLs its router cannot read (the `frameworkErrors` option). */
@@ -97,7 +107,7 @@ function statusOf(error: { statusCode?: number | undefined }): number {
   return typeof status === 'number' && status >= 400 && status <= 599 ? status : 500
 }
 
-function clientErrorDetail(error: FastifyError, bodyLimit: number): string {
+function clientErrorDetail(error: Error & { code?: string }, bodyLimit: number): string {
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return 'Send the body as JSON: Content-Type application/json (or application/*+json), in UTF-8.'

@@ -6,6 +6,13 @@ import type { NoteStore, StoreStats } from './store/types.js'
 export interface MetricsOptions {
   /** Read at each scrape for the stored and remaining capacity gauges. */
   store: NoteStore
+  /** Where requests are counted; the fast lane records into it too. */
+  recorder: RequestRecorder
+}
+
+/** A recorder with the service's latency buckets. */
+export function createRequestRecorder(): RequestRecorder {
+  return new RequestRecorder(LATENCY_BUCKETS)
 }
 
 /** Upper bounds in seconds: the service answers in well under a millisecond, so start at 100 µs. */
@@ -23,8 +30,7 @@ const UNMATCHED = 'unmatched'
  * RequestRecorder entry; everything else is computed when Prometheus scrapes.
  * Each app has its own registry.
  */
-export function registerMetrics(app: FastifyInstance, { store }: MetricsOptions): void {
-  const recorder = new RequestRecorder(LATENCY_BUCKETS)
+export function registerMetrics(app: FastifyInstance, { store, recorder }: MetricsOptions): void {
   app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? UNMATCHED
     recorder.record(request.method, route, reply.statusCode, reply.elapsedTime / 1000)

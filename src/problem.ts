@@ -16,6 +16,11 @@ export function problem(status: number, detail: string): Problem {
   return { type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status, detail }
 }
 
+/** The encoded body of `problem(status, detail)`. */
+export function problemBody(status: number, detail: string): Buffer {
+  return Buffer.from(JSON.stringify(problem(status, detail)))
+}
+
 export function sendProblem(
   reply: FastifyReply,
   status: number,
@@ -28,7 +33,7 @@ export function sendProblem(
       .code(status)
       .header('content-type', PROBLEM_CONTENT_TYPE)
       // A Buffer, because Fastify would append '; charset=utf-8' to a string's media type.
-      .send(Buffer.from(JSON.stringify(problem(status, detail))))
+      .send(problemBody(status, detail))
   )
 }
 

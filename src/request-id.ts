@@ -30,8 +30,11 @@ export function requestIdGenerator(): (request: IncomingMessage) => string {
  * Gives every request an id (the caller's X-Request-Id, or a generated one), which Fastify puts
  * on each of the request's log lines as `reqId`, and echoes it in the X-Request-Id response header.
  */
-export function registerRequestIds(app: FastifyInstance): void {
-  app.setGenReqId(requestIdGenerator())
+export function registerRequestIds(
+  app: FastifyInstance,
+  generate: (request: IncomingMessage) => string,
+): void {
+  app.setGenReqId(generate)
   app.addHook('onRequest', (request, reply, done) => {
     reply.header(REQUEST_ID_HEADER, request.id)
     done()

@@ -1,4 +1,7 @@
+import type { RequestListener } from 'node:http'
+import { after, before, describe } from 'node:test'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import inject, { type InjectOptions } from 'light-my-request'
 import { buildApp } from '../src/app.js'
 import { type Config, DEFAULT_CONFIG } from '../src/config.js'
 import { MemoryNoteStore } from '../src/store/memory.js'
@@ -19,7 +22,49 @@ export function buildTestApp(
     maxBytes: config.maxStoreBytes,
     ...storeOptions,
   })
-  return { app: buildApp({ store, config }), store }
+  return { app: inLane(buildApp({ store, config })), store }
+}
+
+/**
+ * How tests reach an app: 'fastify' is `app.inject` as Fastify provides it (its router, hooks and
+ * handlers); 'server' goes through the listening server's request listener instead (pipelining
+ * order, then the fast lane for everyday note requests, then Fastify for the rest).
+ */
+export const LANES = ['fastify', 'server'] as const
+export type Lane = (typeof LANES)[number]
+
+let currentLane: Lane = 'fastify'
+
+/** Defines `suite` once per lane; apps made by buildTestApp or inLane inside use that lane. */
+export function describeEachLane(name: string, suite: () => void): void {
+  for (const lane of LANES) {
+    describe(`${name} (through ${lane})`, () => {
+      before(() => {
+        currentLane = lane
+      })
+      after(() => {
+        currentLane = 'fastify'
+      })
+      suite()
+    })
+  }
+}
+
+/** The app, with `inject` going through the server's request listener in the 'server' lane. */
+export function inLane(app: FastifyInstance, lane: Lane = currentLane): FastifyInstance {
+  if (lane === 'server') app.inject = injectThroughServer(app) as typeof app.inject
+  return app
+}
+
+/** An `inject` that sends requests to the request listener of `app.server`. */
+export function injectThroughServer(
+  app: FastifyInstance,
+): (options: InjectOptions | string) => Promise<LightMyRequestResponse> {
+  return async (options) => {
+    await app.ready()
+    const listener = app.server.listeners('request')[0] as RequestListener
+    return inject(listener, options)
+  }
 }
 
 /** A clock that returns `start`, `start + 1`, ... or a fixed value when `step` is 0. */

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
-import { describe, it } from 'node:test'
+import { it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config.js'
 import type { NoteStore } from '../src/store/types.js'
-import { buildTestApp, fakeClock, postNote } from './helpers.js'
+import { buildTestApp, describeEachLane, fakeClock, inLane, postNote } from './helpers.js'
 import { PromisedNoteStore } from './promised-store.js'
 
 function assertProblem(
@@ -36,7 +36,7 @@ async function assertStoreEmpty(app: ReturnType<typeof buildTestApp>['app']): Pr
   assert.equal((await app.inject('/api/note')).body, '{"data":[]}')
 }
 
-describe('request bodies', () => {
+describeEachLane('request bodies', () => {
   for (const contentType of [
     'application/json',
     'application/json; charset=utf-8',
@@ -176,7 +176,7 @@ describe('request bodies', () => {
   })
 })
 
-describe('methods and paths', () => {
+describeEachLane('methods and paths', () => {
   it('answers 404 problem JSON for a path that is not ours', async () => {
     const { app } = buildTestApp()
     for (const url of ['/', '/api', '/api/notes', '/api/note/1/2', '/API/note']) {
@@ -240,7 +240,7 @@ describe('methods and paths', () => {
   })
 })
 
-describe('capacity', () => {
+describeEachLane('capacity', () => {
   it('answers 507 past the note cap, keeps every note, serves reads and frees room on delete', async () => {
     const { app } = buildTestApp({ maxNotes: 2 }, { now: fakeClock(1) })
     await postNote(app, { n: 1 })
@@ -269,7 +269,7 @@ describe('capacity', () => {
   })
 })
 
-describe('server errors', () => {
+describeEachLane('server errors', () => {
   const failing: NoteStore = {
     create: () => {
       throw new Error('database password is hunter2')
@@ -282,7 +282,7 @@ describe('server errors', () => {
   }
 
   it('answers 500 problem JSON without revealing the error, thrown or rejected', async () => {
-    const app = buildApp({ store: failing, config: DEFAULT_CONFIG })
+    const app = inLane(buildApp({ store: failing, config: DEFAULT_CONFIG }))
     for (const response of [await postNote(app, {}), await app.inject('/api/note')]) {
       assertProblem(response, 500, 'The server failed to answer this request; it has been logged.')
       assert.doesNotMatch(response.body, /hunter2|secret/)
@@ -292,11 +292,13 @@ describe('server errors', () => {
   it('logs a 500 with the request id', async () => {
     const lines: string[] = []
     const stream = { write: (line: string) => lines.push(line) }
-    const app = buildApp({
-      store: failing,
-      config: DEFAULT_CONFIG,
-      logger: { level: 'error', stream },
-    })
+    const app = inLane(
+      buildApp({
+        store: failing,
+        config: DEFAULT_CONFIG,
+        logger: { level: 'error', stream },
+      }),
+    )
     await postNote(app, {})
     assert.equal(lines.length, 1)
     const entry = JSON.parse(lines[0] as string) as {
@@ -310,10 +312,10 @@ describe('server errors', () => {
   })
 })
 
-describe('an asynchronous store', () => {
+describeEachLane('an asynchronous store', () => {
   it('serves every operation through promises', async () => {
     const store = new PromisedNoteStore({ maxNotes: 1, maxBytes: 1 << 20, now: fakeClock(1) })
-    const app = buildApp({ store, config: DEFAULT_CONFIG })
+    const app = inLane(buildApp({ store, config: DEFAULT_CONFIG }))
     assert.equal((await postNote(app, { a: 1 })).body, '{"data":{"a":1,"id":1}}')
     assert.equal((await postNote(app, { a: 2 })).statusCode, 507)
     assert.equal((await app.inject('/api/note')).body, '{"data":[{"a":1,"id":1}]}')

@@ -3,6 +3,9 @@ import { parseNoteId } from '../note-id.js'
 import type { MaybePromise, NoteFields, NoteStore } from '../store/types.js'
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
+/** The two route patterns of the contract, also the `route` label of their metrics. */
+export const NOTES_ROUTE = '/api/note'
+export const NOTE_ROUTE = '/api/note/:id'
 
 interface IdParams {
   id: string
@@ -12,25 +15,25 @@ interface IdParams {
 export function registerNoteRoutes(app: FastifyInstance, store: NoteStore): void {
   const sendList = listSender()
 
-  app.post('/api/note', (request, reply) =>
+  app.post(NOTES_ROUTE, (request, reply) =>
     settle(store.create(bodyFields(request)), (json) => sendData(reply, json)),
   )
 
-  app.get('/api/note', (_request, reply) => settle(store.list(), (json) => sendList(reply, json)))
+  app.get(NOTES_ROUTE, (_request, reply) => settle(store.list(), (json) => sendList(reply, json)))
 
-  app.get<{ Params: IdParams }>('/api/note/:id', (request, reply) => {
+  app.get<{ Params: IdParams }>(NOTE_ROUTE, (request, reply) => {
     const id = parseNoteId(request.params.id)
     if (id === undefined) return sendNotFound(reply)
     return settle(store.get(id), (json) => sendNote(reply, json))
   })
 
-  app.patch<{ Params: IdParams }>('/api/note/:id', (request, reply) => {
+  app.patch<{ Params: IdParams }>(NOTE_ROUTE, (request, reply) => {
     const id = parseNoteId(request.params.id)
     if (id === undefined) return sendNotFound(reply)
     return settle(store.update(id, bodyFields(request)), (json) => sendNote(reply, json))
   })
 
-  app.delete<{ Params: IdParams }>('/api/note/:id', (request, reply) => {
+  app.delete<{ Params: IdParams }>(NOTE_ROUTE, (request, reply) => {
     const segment = request.params.id
     const id = parseNoteId(segment)
     if (id === undefined) return sendNotFound(reply)
