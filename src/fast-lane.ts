@@ -4,7 +4,6 @@ import { problemForError } from './error-handling.js'
 import { parseJsonObject } from './json-body.js'
 import { parseNoteId } from './note-id.js'
 import { PROBLEM_CONTENT_TYPE, problemBody } from './problem.js'
-import { REQUEST_ID_HEADER } from './request-id.js'
 import { JSON_CONTENT_TYPE, NOTE_ROUTE, NOTES_ROUTE } from './routes/notes.js'
 import type { MaybePromise, NoteFields, NoteStore } from './store/types.js'
 
@@ -96,29 +95,57 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
 
     /** The contract's not-found: 404 and no body at all. */
     sendNotFound(): void {
-      this.response.writeHead(404, { [REQUEST_ID_HEADER]: this.id, 'content-length': '0' })
+      this.response.writeHead(404, { 'x-request-id': this.id, 'content-length': '0' })
       this.response.end()
       this.#record(404)
     }
 
+    /** Answers with the note the store gave, now or when its promise settles. */
+    note(answer: MaybePromise<string | undefined>): void {
+      if (answer instanceof Promise)
+        answer.then(
+          (json) => this.sendNote(json),
+          (err: unknown) => this.fail(err),
+        )
+      else this.sendNote(answer)
+    }
+
+    /** Answers `{"data": ...}` with what the store gave, now or when its promise settles. */
+    data(answer: MaybePromise<string>): void {
+      if (answer instanceof Promise)
+        answer.then(
+          (json) => this.sendData(json),
+          (err: unknown) => this.fail(err),
+        )
+      else this.sendData(answer)
+    }
+
+    /** Answers DELETE: the segment as a JSON string, or not-found. */
+    deleted(answer: MaybePromise<boolean>, segment: string): void {
+      if (answer instanceof Promise) {
+        answer.then(
+          (found) => this.deleted(found, segment),
+          (err: unknown) => this.fail(err),
+        )
+      } else if (answer) {
+        // The segment is digits and an optional '-', so it needs no JSON escaping.
+        this.sendData(`"${segment}"`)
+      } else {
+        this.sendNotFound()
+      }
+    }
+
     fail(err: unknown): void {
+      if (this.response.headersSent) {
+        // Failed while sending: nothing sensible can follow on this connection.
+        logError(err, this.id)
+        this.response.destroy()
+        return
+      }
       const error = err instanceof Error ? err : new Error(String(err))
       const { status, detail } = problemForError(error, bodyLimit)
       if (status >= 500) logError(error, this.id)
       this.#send(status, PROBLEM_CONTENT_TYPE, problemBody(status, detail))
-    }
-
-    /** Calls `next` with the store's answer, now or when its promise settles; errors fail. */
-    settle<T>(answer: () => MaybePromise<T>, next: (value: T) => void): void {
-      let value: MaybePromise<T>
-      try {
-        value = answer()
-      } catch (err) {
-        this.fail(err)
-        return
-      }
-      if (value instanceof Promise) value.then(next, (err: unknown) => this.fail(err))
-      else next(value)
     }
 
     /** Reads the body (its length is known and within the limit) and parses it as note fields. */
@@ -142,7 +169,7 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
 
     #send(status: number, contentType: string, body: string | Buffer): void {
       this.response.writeHead(status, {
-        [REQUEST_ID_HEADER]: this.id,
+        'x-request-id': this.id,
         'content-type': contentType,
         'content-length': Buffer.byteLength(body),
       })
@@ -162,20 +189,22 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
     if (url === NOTES_ROUTE && !closing()) {
       if (method === 'GET') {
         const exchange = new Exchange(request, response, NOTES_ROUTE)
-        exchange.settle(
-          () => store.list(),
-          (json) => exchange.sendData(json),
-        )
+        try {
+          exchange.data(store.list())
+        } catch (err) {
+          exchange.fail(err)
+        }
         return
       }
       if (method === 'POST' && hasJsonBody(request)) {
         const exchange = new Exchange(request, response, NOTES_ROUTE)
-        exchange.readFields((fields) =>
-          exchange.settle(
-            () => store.create(fields),
-            (json) => exchange.sendData(json),
-          ),
-        )
+        exchange.readFields((fields) => {
+          try {
+            exchange.data(store.create(fields))
+          } catch (err) {
+            exchange.fail(err)
+          }
+        })
         return
       }
     } else if (url?.startsWith(NOTE_PREFIX) === true && !closing()) {
@@ -184,29 +213,31 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
       if (id !== undefined) {
         if (method === 'GET') {
           const exchange = new Exchange(request, response, NOTE_ROUTE)
-          exchange.settle(
-            () => store.get(id),
-            (json) => exchange.sendNote(json),
-          )
+          try {
+            exchange.note(store.get(id))
+          } catch (err) {
+            exchange.fail(err)
+          }
           return
         }
         if (method === 'PATCH' && hasJsonBody(request)) {
           const exchange = new Exchange(request, response, NOTE_ROUTE)
-          exchange.readFields((fields) =>
-            exchange.settle(
-              () => store.update(id, fields),
-              (json) => exchange.sendNote(json),
-            ),
-          )
+          exchange.readFields((fields) => {
+            try {
+              exchange.note(store.update(id, fields))
+            } catch (err) {
+              exchange.fail(err)
+            }
+          })
           return
         }
         if (method === 'DELETE' && hasNoBody(request)) {
           const exchange = new Exchange(request, response, NOTE_ROUTE)
-          // The segment is digits and an optional '-', so it needs no JSON escaping.
-          exchange.settle(
-            () => store.delete(id),
-            (found) => (found ? exchange.sendData(`"${segment}"`) : exchange.sendNotFound()),
-          )
+          try {
+            exchange.deleted(store.delete(id), segment)
+          } catch (err) {
+            exchange.fail(err)
+          }
           return
         }
       }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import fc from 'fast-check'
 import { parseNoteId } from '../src/note-id.js'
 
 describe('parseNoteId', () => {
@@ -29,4 +30,16 @@ describe('parseNoteId', () => {
       assert.equal(parseNoteId(segment), expected)
     })
   }
+
+  it('agrees with the grammar -?[0-9]+ on any string', () => {
+    const grammar = /^-?[0-9]+$/
+    const segments = fc.oneof(fc.string(), fc.stringMatching(/^[-0-9a+. e]{0,8}$/))
+    fc.assert(
+      fc.property(segments, (segment) => {
+        const expected = grammar.test(segment) ? Number(segment) : undefined
+        assert.equal(parseNoteId(segment), expected)
+      }),
+      { numRuns: 2000 },
+    )
+  })
 })
