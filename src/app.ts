@@ -20,7 +20,7 @@ import { readPackageInfo } from './package-info.js'
 import { inOrder } from './pipelining.js'
 import { registerRequestIds, requestIdGenerator, withRequestIdHeader } from './request-id.js'
 import { setUpLogging } from './request-logging.js'
-import { registerNoteRoutes } from './routes/notes.js'
+import { listBody, registerNoteRoutes } from './routes/notes.js'
 import type { NoteStore } from './store/types.js'
 
 export type AppConfig = Pick<
@@ -55,6 +55,8 @@ export function buildApp({ store, config, logger = false }: AppOptions): Fastify
   const logging = setUpLogging(logger, config.logRequests)
   const requestId = requestIdGenerator()
   const recorder = config.metrics ? createRequestRecorder() : undefined
+  // One cache of the encoded list for both lanes.
+  const encodeList = listBody()
   let closing = false
   // The note routes' everyday requests skip Fastify unless a feature that lives in Fastify's hooks
   // is on; `app.inject` always goes through Fastify (tests reach the lane through the listener).
@@ -68,6 +70,7 @@ export function buildApp({ store, config, logger = false }: AppOptions): Fastify
         ? withFastLane(
             {
               store,
+              encodeList,
               bodyLimit: config.bodyLimit,
               maxDepth: config.maxDepth,
               requestId,
@@ -110,6 +113,6 @@ export function buildApp({ store, config, logger = false }: AppOptions): Fastify
   const { version } = readPackageInfo()
   const document = buildOpenApiDocument({ version, metrics: config.metrics, docs: config.docs })
   registerApiDocs(app, { document, ui: config.docs })
-  registerNoteRoutes(app, store)
+  registerNoteRoutes(app, store, encodeList)
   return app
 }

@@ -9,6 +9,8 @@ import type { MaybePromise, NoteFields, NoteStore } from './store/types.js'
 
 export interface FastLaneOptions {
   store: NoteStore
+  /** The list's encoded `{"data":[...]}`, cached; shared with the Fastify route (listBody). */
+  encodeList: (json: string) => Buffer
   bodyLimit: number
   maxDepth: number
   /** The same generator Fastify's `genReqId` uses, so ids stay unique across both lanes. */
@@ -45,7 +47,7 @@ const CONTENT_LENGTH = /^[0-9]{1,10}$/
  * on: those live in Fastify hooks.
  */
 export function withFastLane(options: FastLaneOptions, fallback: RequestListener): RequestListener {
-  const { store, bodyLimit, maxDepth, requestId, closing, logError, record } = options
+  const { store, encodeList, bodyLimit, maxDepth, requestId, closing, logError, record } = options
 
   const hasJsonBody = (request: IncomingMessage): boolean => {
     const { headers } = request
@@ -88,6 +90,11 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
       this.#send(200, JSON_CONTENT_TYPE, `{"data":${json}}`)
     }
 
+    /** The whole list: the store's text, sent as its cached encoded `{"data":[...]}`. */
+    sendList(json: string): void {
+      this.#send(200, JSON_CONTENT_TYPE, encodeList(json))
+    }
+
     sendNote(json: string | undefined): void {
       if (json === undefined) this.sendNotFound()
       else this.sendData(json)
@@ -118,6 +125,18 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
           (err: unknown) => this.fail(err),
         )
       else this.sendData(answer)
+    }
+
+    /** Answers GET /api/note with the list the store gave, now or when its promise settles. */
+    list(answer: MaybePromise<string>): void {
+      if (answer instanceof Promise) {
+        answer.then(
+          (json) => this.sendList(json),
+          (err: unknown) => this.fail(err),
+        )
+      } else {
+        this.sendList(answer)
+      }
     }
 
     /** Answers DELETE: the segment as a JSON string, or not-found. */
@@ -190,7 +209,7 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
       if (method === 'GET') {
         const exchange = new Exchange(request, response, NOTES_ROUTE)
         try {
-          exchange.data(store.list())
+          exchange.list(store.list())
         } catch (err) {
           exchange.fail(err)
         }
