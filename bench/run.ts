@@ -16,12 +16,13 @@ import { chooseGenerator, type LoadResult } from './load.js'
 import { countNotes, preload } from './preload.js'
 import {
   choosePinning,
+  type RunningServer,
   startServer,
   type Target,
   type TargetId,
   targetFromSpec,
 } from './server-process.js'
-import { WORKLOADS, type Workload } from './workloads.js'
+import { type LoadRequest, WORKLOADS, type Workload } from './workloads.js'
 
 interface Settings {
   /** A measured run whose server was busy less than this share of the time is measured again. */
@@ -32,7 +33,9 @@ interface Settings {
   /** Run every server with --cpu-prof, profiles in .bench-results/profiles. */
   cpuProf: boolean
   rounds: number
+  /** Measured seconds per target and round, split into `slices` interleaved slices. */
   durationS: number
+  slices: number
   warmupS: number
   connections: number
   workloads: Workload[]
@@ -65,6 +68,7 @@ function parseSettings(argv: string[]): Settings & { generator?: 'wrk' | 'autoca
     options: {
       quick: { type: 'boolean', default: false },
       rounds: { type: 'string' },
+      slices: { type: 'string' },
       duration: { type: 'string' },
       warmup: { type: 'string' },
       connections: { type: 'string' },
@@ -102,6 +106,7 @@ function parseSettings(argv: string[]): Settings & { generator?: 'wrk' | 'autoca
     budgetS: quick ? 95 : 510,
     rounds: Math.round(number(values.rounds, quick ? 1 : 5)),
     durationS: number(values.duration, quick ? 2 : 3),
+    slices: Math.round(number(values.slices, quick ? 2 : 3)),
     warmupS: number(values.warmup, 1),
     connections: Math.round(number(values.connections, 50)),
     workloads,
@@ -117,6 +122,21 @@ function median(values: number[]): number {
   return sorted.length % 2 === 1
     ? (sorted[mid] as number)
     : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
+}
+
+/** Slices of one target's run as one result: totals, and latency percentiles as slice medians. */
+function combine(slices: LoadResult[]): LoadResult {
+  const requests = slices.reduce((sum, l) => sum + l.requests, 0)
+  const durationS = slices.reduce((sum, l) => sum + l.durationS, 0)
+  return {
+    requests,
+    durationS,
+    rps: requests / durationS,
+    p50Ms: median(slices.map((l) => l.p50Ms)),
+    p99Ms: median(slices.map((l) => l.p99Ms)),
+    errors: slices.reduce((sum, l) => sum + l.errors, 0),
+    non2xx: slices.reduce((sum, l) => sum + l.non2xx, 0),
+  }
 }
 
 function cpuModel(): string {
@@ -170,8 +190,10 @@ async function main(): Promise<void> {
       : `priority: nice ${priority} for this driver and everything it starts, to keep other work on the machine from stealing the CPUs`,
   )
   say(
-    `runs: ${settings.rounds} round(s) per workload, targets alternating in rotating order; ` +
-      `each run a fresh server, preload over HTTP, ${settings.warmupS} s warm-up, ${settings.durationS} s measured`,
+    `runs: ${settings.rounds} round(s) per workload; each round starts a fresh server of every target, ` +
+      `preloads them over HTTP and warms each up for ${settings.warmupS} s, then measures each for ` +
+      `${settings.durationS} s in ${settings.slices} interleaved slices (rotating order), so drift of ` +
+      `the machine hits all targets alike`,
   )
   for (const target of settings.targets) say(`  ${target.id}: ${target.description}`)
   say('')
@@ -184,11 +206,9 @@ async function main(): Promise<void> {
     const runs: Record<string, Measurement[]> = {}
     for (const target of settings.targets) runs[target.id] = []
     for (let round = 0; round < settings.rounds; round++) {
-      const order = settings.targets.map(
-        (_, i) => settings.targets[(i + round) % settings.targets.length] as Target,
-      )
-      for (const target of order) {
-        const measurement = await measure(workload, target, round)
+      const measured = await measureRound(workload, round)
+      for (const target of settings.targets) {
+        const measurement = measured.get(target.id) as Measurement
         runs[target.id]?.push(measurement)
         process.stderr.write(
           `  ${workload.id} round ${round + 1}/${settings.rounds} ${target.id}: ` +
@@ -200,71 +220,123 @@ async function main(): Promise<void> {
     printWorkload(workload, runs)
   }
 
-  async function measure(workload: Workload, target: Target, round: number): Promise<Measurement> {
-    const logFile = target.id === 'service-logged' ? join(logDir, `${target.id}.log`) : '/dev/null'
-    const profileDir = join(
-      '.bench-results',
-      'profiles',
-      `${workload.id}-${target.id}-${round + 1}`,
-    )
-    const flags = settings.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []
-    const server = await startServer(target, pinning?.serverCpu, logFile, flags)
+  /** `items` rotated left by `by`: every target goes first in turn. */
+  function rotated<T>(items: readonly T[], by: number): T[] {
+    return items.map((_, i) => items[(i + by) % items.length] as T)
+  }
+
+  /**
+   * One round of a workload: a fresh server of every target, each preloaded, checked and warmed
+   * up, then each driven for `slices` slices of durationS / slices seconds, the targets taking
+   * turns slice by slice. Noise on this machine comes and goes within seconds, so measuring the
+   * targets interleaved, rather than one after the other, puts them under the same conditions.
+   */
+  async function measureRound(
+    workload: Workload,
+    round: number,
+  ): Promise<Map<string, Measurement>> {
+    interface Prepared {
+      target: Target
+      server: RunningServer
+      rssAtStart: number
+      request: LoadRequest
+      slices: LoadResult[]
+      cpuSeconds: number
+    }
+    const prepared: Prepared[] = []
+    const started: RunningServer[] = []
+    const stopAll = async (): Promise<void> => {
+      await Promise.all(started.map((server) => server.stop()))
+    }
     const stopOnSignal = (): void => {
-      void server.stop().then(() => process.exit(130))
+      void stopAll().then(() => process.exit(130))
     }
     process.once('SIGINT', stopOnSignal)
     process.once('SIGTERM', stopOnSignal)
+    const logFiles: string[] = []
     try {
-      const rssAtStart = server.rss()
-      const ids = await preload(server.port, workload.preload)
-      const request = workload.request(ids)
-      const check = await send(server.port, request.method, request.path, {
-        ...(request.body === undefined ? {} : { body: request.body }),
-      })
-      if (check.status !== 200) {
-        throw new Error(
-          `${target.id} answered ${check.status} to ${request.method} ${request.path}`,
+      for (const target of rotated(settings.targets, round)) {
+        const logFile =
+          target.id === 'service-logged' ? join(logDir, `${target.id}.log`) : '/dev/null'
+        if (logFile !== '/dev/null') logFiles.push(logFile)
+        const profileDir = join(
+          '.bench-results',
+          'profiles',
+          `${workload.id}-${target.id}-${round + 1}`,
         )
+        const flags = settings.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []
+        const server = await startServer(target, pinning?.serverCpu, logFile, flags)
+        started.push(server)
+        const rssAtStart = server.rss()
+        const request = workload.request(await preload(server.port, workload.preload))
+        prepared.push({ target, server, rssAtStart, request, slices: [], cpuSeconds: 0 })
+        const check = await send(server.port, request.method, request.path, {
+          ...(request.body === undefined ? {} : { body: request.body }),
+        })
+        if (check.status !== 200) {
+          throw new Error(
+            `${target.id} answered ${check.status} to ${request.method} ${request.path}`,
+          )
+        }
       }
-      const options = {
-        port: server.port,
-        request,
+      const optionsFor = (p: Prepared, durationS: number) => ({
+        port: p.server.port,
+        request: p.request,
         connections: settings.connections,
         cpu: pinning?.generatorCpu,
-      }
-      await generator.run({ ...options, durationS: settings.warmupS })
-      // A saturated server on its own CPU is busy nearly all the time; much less means something
-      // else took the CPU (or starved the generator), so the run is measured again, a bounded
-      // number of times.
-      let attempt = 0
-      for (;;) {
-        const cpuBefore = server.cpuSeconds()
-        const load = await generator.run({ ...options, durationS: settings.durationS })
-        const cpuSeconds = server.cpuSeconds() - cpuBefore
-        const busy = cpuSeconds / load.durationS
-        const retry =
-          pinning !== undefined &&
-          busy < settings.minBusy &&
-          attempt < settings.retries &&
-          Date.now() - startedAt < settings.budgetS * 1000
-        if (retry) {
-          attempt++
-          retried++
-          process.stderr.write(
-            `  ${workload.id} ${target.id}: server busy ${(busy * 100).toFixed(0)}%, measuring again\n`,
-          )
-          continue
+        durationS,
+      })
+      for (const p of prepared) await generator.run(optionsFor(p, settings.warmupS))
+      const sliceS = settings.durationS / settings.slices
+      for (let slice = 0; slice < settings.slices; slice++) {
+        for (const p of rotated(prepared, slice)) {
+          // A saturated server on its own CPU is busy nearly all the time; much less means
+          // something else took the CPU (or starved the generator), so the slice is measured
+          // again, a bounded number of times.
+          let attempt = 0
+          for (;;) {
+            const cpuBefore = p.server.cpuSeconds()
+            const load = await generator.run(optionsFor(p, sliceS))
+            const cpuSeconds = p.server.cpuSeconds() - cpuBefore
+            const busy = cpuSeconds / load.durationS
+            const retry =
+              pinning !== undefined &&
+              busy < settings.minBusy &&
+              attempt < settings.retries &&
+              Date.now() - startedAt < settings.budgetS * 1000
+            if (retry) {
+              attempt++
+              retried++
+              process.stderr.write(
+                `  ${workload.id} ${p.target.id}: server busy ${(busy * 100).toFixed(0)}%, measuring again\n`,
+              )
+              continue
+            }
+            p.slices.push(load)
+            p.cpuSeconds += cpuSeconds
+            break
+          }
         }
-        const cpuUsPerRequest = (cpuSeconds / load.requests) * 1e6
-        const rss = server.rss()
-        const notes = workload.id === 'W4' ? await countNotes(server.port) : workload.preload
-        return { load, rss, rssAtStart, notes, cpuUsPerRequest, busy }
       }
+      const measured = new Map<string, Measurement>()
+      for (const p of prepared) {
+        const load = combine(p.slices)
+        const notes = workload.id === 'W4' ? await countNotes(p.server.port) : workload.preload
+        measured.set(p.target.id, {
+          load,
+          rss: p.server.rss(),
+          rssAtStart: p.rssAtStart,
+          notes,
+          cpuUsPerRequest: (p.cpuSeconds / load.requests) * 1e6,
+          busy: p.cpuSeconds / load.durationS,
+        })
+      }
+      return measured
     } finally {
       process.off('SIGINT', stopOnSignal)
       process.off('SIGTERM', stopOnSignal)
-      await server.stop()
-      if (logFile !== '/dev/null') rmSync(logFile, { force: true })
+      await stopAll()
+      for (const file of logFiles) rmSync(file, { force: true })
     }
   }
 
