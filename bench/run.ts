@@ -124,6 +124,20 @@ function median(values: number[]): number {
     : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
 }
 
+/**
+ * Resolves once the server has used less than a tenth of a CPU over 50 ms, or after 5 s.
+ */
+async function untilIdle(server: RunningServer): Promise<void> {
+  const deadline = Date.now() + 5000
+  let before = server.cpuSeconds()
+  while (Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    const now = server.cpuSeconds()
+    if (!(now - before >= 0.005)) return
+    before = now
+  }
+}
+
 /** Slices of one target's run as one result: totals, and latency percentiles as slice medians. */
 function combine(slices: LoadResult[]): LoadResult {
   const requests = slices.reduce((sum, l) => sum + l.requests, 0)
@@ -286,7 +300,10 @@ async function main(): Promise<void> {
         cpu: pinning?.generatorCpu,
         durationS,
       })
-      for (const p of prepared) await generator.run(optionsFor(p, settings.warmupS))
+      for (const p of prepared) {
+        await generator.run(optionsFor(p, settings.warmupS))
+        await untilIdle(p.server)
+      }
       const sliceS = settings.durationS / settings.slices
       for (let slice = 0; slice < settings.slices; slice++) {
         for (const p of rotated(prepared, slice)) {
@@ -314,6 +331,10 @@ async function main(): Promise<void> {
             }
             p.slices.push(load)
             p.cpuSeconds += cpuSeconds
+            // A slow server (fastify on W6 takes ~12 ms a request) is still answering the
+            // requests in flight when the generator stops; the next target must not share the
+            // CPU with that.
+            await untilIdle(p.server)
             break
           }
         }
