@@ -1,6 +1,5 @@
-import { createRequire } from 'node:module'
 import type { FastifyInstance } from 'fastify'
-import type { Metric, Registry } from 'prom-client'
+import type { Metric } from 'prom-client'
 import { RequestRecorder } from './request-recorder.js'
 import type { NoteStore, StoreStats } from './store/types.js'
 
@@ -26,7 +25,7 @@ const UNMATCHED = 'unmatched'
 
 /**
  * Prometheus metrics at `GET /metrics`: requests and latency by route, method and status, the
- * store's contents and room left, and the process (CPU, memory, handles, event loop, heap).
+ * store's contents and room left, and the process (CPU, memory, event loop, GC).
  * Per request this costs a RequestRecorder entry (from an onResponse hook, or from the fast lane
  * after it has answered); everything else is computed when Prometheus scrapes.
  * Each app has its own registry.
@@ -41,7 +40,7 @@ export function registerMetrics(app: FastifyInstance, { store, recorder }: Metri
   app.register(async (scope) => {
     const { collectDefaultMetrics, Gauge, Registry } = await import('prom-client')
     const registry = new Registry()
-    collectProcessMetrics(registry, collectDefaultMetrics.metricsList)
+    collectDefaultMetrics({ register: registry })
     const registers = [registry]
     const requestMetrics = [
       recorder.counter(
@@ -92,30 +91,4 @@ export function registerMetrics(app: FastifyInstance, { store, recorder }: Metri
       return text
     })
   })
-}
-
-const require = createRequire(import.meta.url)
-
-/** prom-client's default collector that is left out; see collectProcessMetrics. */
-const SKIPPED_COLLECTOR = 'gc'
-
-/**
- * prom-client's default process and Node.js metrics, except nodejs_gc_duration_seconds.
- * That histogram comes from a PerformanceObserver on every garbage collection, and with it on,
- * each process.nextTick of Node's HTTP stack took about 6 times as long under load (CPU profile
- * of bench W1: nextTick 9.8% of the server's time instead of 1.7%), which made METRICS=true cost
- * a small GET about a quarter of its throughput. The other collectors read their values when
- * Prometheus scrapes, so they cost nothing per request. `collectDefaultMetrics` has no way to
- * leave one out, so each is registered from prom-client's own module, by the name in its list.
- */
-function collectProcessMetrics(registry: Registry, names: readonly string[]): void {
-  for (const name of names) {
-    if (name === SKIPPED_COLLECTOR) continue
-    const collect = require(`prom-client/lib/metrics/${name}`) as (
-      registry: Registry,
-      config: object,
-    ) => void
-    // The configuration collectDefaultMetrics passes to each collector.
-    collect(registry, { eventLoopMonitoringPrecision: 10 })
-  }
 }
