@@ -107,50 +107,25 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
       this.#record(404)
     }
 
-    /** Answers with the note the store gave, now or when its promise settles. */
-    note(answer: MaybePromise<string | undefined>): void {
-      if (answer instanceof Promise)
-        answer.then(
-          (json) => this.sendNote(json),
-          (err: unknown) => this.fail(err),
-        )
-      else this.sendNote(answer)
-    }
-
-    /** Answers `{"data": ...}` with what the store gave, now or when its promise settles. */
-    data(answer: MaybePromise<string>): void {
-      if (answer instanceof Promise)
-        answer.then(
-          (json) => this.sendData(json),
-          (err: unknown) => this.fail(err),
-        )
-      else this.sendData(answer)
-    }
-
-    /** Answers GET /api/note with the list the store gave, now or when its promise settles. */
-    list(answer: MaybePromise<string>): void {
-      if (answer instanceof Promise) {
-        answer.then(
-          (json) => this.sendList(json),
-          (err: unknown) => this.fail(err),
-        )
-      } else {
-        this.sendList(answer)
-      }
-    }
-
     /** Answers DELETE: the segment as a JSON string, or not-found. */
-    deleted(answer: MaybePromise<boolean>, segment: string): void {
+    sendDeleted(found: boolean, segment: string): void {
+      // The segment is digits and an optional '-', so it needs no JSON escaping.
+      if (found) this.sendData(`"${segment}"`)
+      else this.sendNotFound()
+    }
+
+    /**
+     * Calls `send` with the store's answer, now or when its promise settles (a rejection fails).
+     * `send` is one of this exchange's methods, so the synchronous path allocates no closure.
+     */
+    settle<T>(answer: MaybePromise<T>, send: (this: Exchange, value: T) => void): void {
       if (answer instanceof Promise) {
         answer.then(
-          (found) => this.deleted(found, segment),
+          (value: T) => send.call(this, value),
           (err: unknown) => this.fail(err),
         )
-      } else if (answer) {
-        // The segment is digits and an optional '-', so it needs no JSON escaping.
-        this.sendData(`"${segment}"`)
       } else {
-        this.sendNotFound()
+        send.call(this, answer)
       }
     }
 
@@ -209,7 +184,7 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
       if (method === 'GET') {
         const exchange = new Exchange(request, response, NOTES_ROUTE)
         try {
-          exchange.list(store.list())
+          exchange.settle(store.list(), exchange.sendList)
         } catch (err) {
           exchange.fail(err)
         }
@@ -219,7 +194,7 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
         const exchange = new Exchange(request, response, NOTES_ROUTE)
         exchange.readFields((fields) => {
           try {
-            exchange.data(store.create(fields))
+            exchange.settle(store.create(fields), exchange.sendData)
           } catch (err) {
             exchange.fail(err)
           }
@@ -233,7 +208,7 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
         if (method === 'GET') {
           const exchange = new Exchange(request, response, NOTE_ROUTE)
           try {
-            exchange.note(store.get(id))
+            exchange.settle(store.get(id), exchange.sendNote)
           } catch (err) {
             exchange.fail(err)
           }
@@ -243,7 +218,7 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
           const exchange = new Exchange(request, response, NOTE_ROUTE)
           exchange.readFields((fields) => {
             try {
-              exchange.note(store.update(id, fields))
+              exchange.settle(store.update(id, fields), exchange.sendNote)
             } catch (err) {
               exchange.fail(err)
             }
@@ -253,7 +228,7 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
         if (method === 'DELETE' && hasNoBody(request)) {
           const exchange = new Exchange(request, response, NOTE_ROUTE)
           try {
-            exchange.deleted(store.delete(id), segment)
+            exchange.settle(store.delete(id), (found) => exchange.sendDeleted(found, segment))
           } catch (err) {
             exchange.fail(err)
           }

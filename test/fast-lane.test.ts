@@ -22,18 +22,11 @@ function twins(): {
   viaServer: (options: InjectOptions | string) => Promise<LightMyRequestResponse>
   counted: { fastify: number }
 } {
-  const viaFastify = buildTestApp(
-    { maxNotes: 50, bodyLimit: 4096, maxDepth: 8 },
-    {
-      now: fakeClock(1000, 1),
-    },
-  ).app
-  const served = buildTestApp(
-    { maxNotes: 50, bodyLimit: 4096, maxDepth: 8 },
-    {
-      now: fakeClock(1000, 1),
-    },
-  ).app
+  // Same limits and clock, so the two stores hand out the same ids.
+  const make = (): FastifyInstance =>
+    buildTestApp({ maxNotes: 50, bodyLimit: 4096, maxDepth: 8 }, { now: fakeClock(1000, 1) }).app
+  const viaFastify = make()
+  const served = make()
   const counted = { fastify: 0 }
   served.addHook('onRequest', (_request, _reply, done) => {
     counted.fastify++

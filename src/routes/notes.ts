@@ -15,7 +15,8 @@ interface IdParams {
 export function registerNoteRoutes(
   app: FastifyInstance,
   store: NoteStore,
-  encodeList: (json: string) => Buffer = listBody(),
+  /** The list's encoded `{"data":[...]}`, cached (listBody); the fast lane shares it. */
+  encodeList: (json: string) => Buffer,
 ): void {
   const sendList = (reply: FastifyReply, json: string): void => {
     reply.code(200).header('content-type', JSON_CONTENT_TYPE).send(encodeList(json))
