@@ -20,7 +20,8 @@ function spell(id: number, style: number): string {
     case 1:
       return `${sign}00${digits}`
     default:
-      return `${sign}${[...digits].map((d) => `%3${d}`).join('')}`
+      // Only digits are encoded: '5e-324' (a patched id no path can name) stays readable.
+      return `${sign}${[...digits].map((d) => (d >= '0' && d <= '9' ? `%3${d}` : d)).join('')}`
   }
 }
 
