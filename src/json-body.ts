@@ -58,6 +58,14 @@ export function parseJsonObject(
   if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
     throw new HttpProblem(415, `Charset "${charset}" is not supported; send the body as UTF-8.`)
   }
+  return parseUtf8JsonObject(body, maxDepth)
+}
+
+/**
+ * parseJsonObject for a body whose media type says UTF-8 or names no charset: the same answers,
+ * without reading the Content-Type again.
+ */
+export function parseUtf8JsonObject(body: Buffer, maxDepth: number): NoteFields {
   if (body.length === 0) return {}
   if (!isUtf8(body)) throw new HttpProblem(400, 'The request body is not valid UTF-8.')
   const text = body.toString('utf8')

@@ -196,6 +196,23 @@ describe('raw-socket abuse', () => {
     assert.equal(await conn.readResponse('GET', TIMEOUTS.keepAliveTimeoutMs + SLACK_MS), CLOSED)
   })
 
+  it('keeps a connection that goes on talking past the socket timeout', async () => {
+    const conn = await open()
+    try {
+      // A request every 300 ms (under the keep-alive timeout) for 1.5 socket timeouts.
+      const until = Date.now() + TIMEOUTS.socketTimeoutMs * 1.5
+      while (Date.now() < until) {
+        conn.write('GET /api/note HTTP/1.1\r\nHost: t\r\n\r\n')
+        const response = await conn.readResponse('GET', 5000)
+        assert.notEqual(response, CLOSED)
+        if (response !== CLOSED) assert.equal(response.status, 200)
+        await sleep(300)
+      }
+    } finally {
+      conn.destroy()
+    }
+  })
+
   it('drops a client that never reads its responses once the socket timeout passes', async () => {
     // About 1 MiB of notes, so that a few unread lists fill every buffer on the way.
     for (let i = 0; i < 100; i++) server.store.create({ filler: 'x'.repeat(10_000) })

@@ -14,6 +14,8 @@ interface Entry {
   id: unknown
   /** The note serialized, written once per create or update. */
   json: string
+  /** UTF-8 length of `json`, counted against maxBytes. */
+  bytes: number
   /** Creation order, to keep duplicate ids in list order. */
   readonly seq: number
 }
@@ -48,7 +50,7 @@ export class MemoryNoteStore implements NoteStore {
     const json = serializeWithId(fields, id)
     const bytes = Buffer.byteLength(json)
     this.#reserve(bytes)
-    const entry: Entry = { id, json, seq: this.#seq++ }
+    const entry: Entry = { id, json, bytes, seq: this.#seq++ }
     this.#lastId = id
     this.#entries.add(entry)
     this.#index(entry)
@@ -77,7 +79,8 @@ export class MemoryNoteStore implements NoteStore {
     const note = JSON.parse(entry.json) as NoteFields
     for (const key of Object.keys(fields)) setField(note, key, fields[key])
     const json = JSON.stringify(note)
-    const growth = Buffer.byteLength(json) - Buffer.byteLength(entry.json)
+    const bytes = Buffer.byteLength(json)
+    const growth = bytes - entry.bytes
     this.#reserve(growth)
     if (note.id !== entry.id) {
       this.#unindex(entry)
@@ -85,6 +88,7 @@ export class MemoryNoteStore implements NoteStore {
       this.#index(entry)
     }
     entry.json = json
+    entry.bytes = bytes
     this.#bytes += growth
     this.#listJson = undefined
     return json
@@ -95,7 +99,7 @@ export class MemoryNoteStore implements NoteStore {
     if (entry === undefined) return false
     this.#entries.delete(entry)
     this.#unindex(entry)
-    this.#bytes -= Buffer.byteLength(entry.json)
+    this.#bytes -= entry.bytes
     this.#listJson = undefined
     return true
   }
