@@ -1,0 +1,154 @@
+/**
+ * npm run bench:instructions [-- --workloads W5,W1] [--targets floor,service] [--requests 10000]
+ *
+ * Counts the user-space instructions a server executes per request, with valgrind's callgrind.
+ * Unlike req/s on a shared VM (whose cores drift 10-30% within seconds), the count repeats to
+ * about 1% between runs, so it can tell apart changes of 1-2%; what it cannot see is time spent in
+ * the kernel, waiting on memory, or on other threads (V8 runs with --single-threaded here).
+ *
+ * For every workload and target: two fresh servers under callgrind, each preloaded as in the bench
+ * and sent the workload's request over 4 keep-alive connections: requests/2 times (which warms the
+ * JIT up), and requests/2 + requests times. The difference of their totals, divided by `requests`,
+ * is the steady-state cost of one request. Needs `valgrind` (Debian: apt-get install
+ * valgrind); about a minute per target and workload.
+ */
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { Agent } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { send } from './http-client.js'
+import { preload } from './preload.js'
+import { freePort, type Target, targetFromSpec } from './server-process.js'
+import { type LoadRequest, WORKLOADS, type Workload } from './workloads.js'
+
+const CONNECTIONS = 4
+
+/** Sends `request` `count` times over CONNECTIONS keep-alive connections; every answer must be 2xx. */
+async function drive(port: number, request: LoadRequest, count: number): Promise<void> {
+  const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS })
+  let left = count
+  const worker = async (): Promise<void> => {
+    while (left-- > 0) {
+      const options = request.body === undefined ? { agent } : { agent, body: request.body }
+      const answer = await send(port, request.method, request.path, {
+        ...options,
+        timeoutMs: 60_000,
+      })
+      if (answer.status < 200 || answer.status > 299) {
+        throw new Error(`${request.method} ${request.path} answered ${answer.status}`)
+      }
+    }
+  }
+  try {
+    await Promise.all(Array.from({ length: CONNECTIONS }, worker))
+  } finally {
+    agent.destroy()
+  }
+}
+
+/** Total instructions of one server process that served the workload's request `count` times. */
+async function countInstructions(
+  target: Target,
+  workload: Workload,
+  count: number,
+  dir: string,
+): Promise<number> {
+  const port = await freePort()
+  const out = join(dir, `${target.id}-${workload.id}-${count}.callgrind`)
+  const child = spawn(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      `--callgrind-out-file=${out}`,
+      '-q',
+      process.execPath,
+      '--single-threaded',
+      target.script,
+    ],
+    {
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        NODE_ENV: 'production',
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        ...target.env,
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  )
+  let stderr = ''
+  child.stderr?.setEncoding('utf8').on('data', (text: string) => {
+    if (stderr.length < 10_000) stderr += text
+  })
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  try {
+    const deadline = Date.now() + 120_000
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`${target.id} exited: ${stderr}`)
+      const answer = await send(port, 'GET', '/api/note', { timeoutMs: 5_000 }).catch(
+        () => undefined,
+      )
+      if (answer?.status === 200) break
+      if (Date.now() > deadline) throw new Error(`${target.id} did not start under valgrind`)
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+    const ids = await preload(port, workload.preload)
+    await drive(port, workload.request(ids), count)
+  } finally {
+    child.kill('SIGTERM')
+    await exited
+  }
+  const summary = /^summary:\s+(\d+)/m.exec(readFileSync(out, 'utf8'))
+  if (summary?.[1] === undefined) throw new Error(`no summary in ${out}`)
+  return Number(summary[1])
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    args: process.argv.slice(2),
+    options: {
+      workloads: { type: 'string', default: 'W5' },
+      targets: { type: 'string', default: 'floor,service' },
+      requests: { type: 'string', default: '10000' },
+    },
+  })
+  const requests = Number(values.requests)
+  if (!Number.isInteger(requests) || requests < 100) throw new Error('--requests must be >= 100')
+  const workloads = values.workloads.split(',').map((id) => {
+    const workload = WORKLOADS.find((w) => w.id === id.trim().toUpperCase())
+    if (workload === undefined) throw new Error(`unknown workload ${id}`)
+    return workload
+  })
+  const targets = values.targets.split(',').map((spec) => targetFromSpec(spec.trim()))
+  const dir = mkdtempSync(join(tmpdir(), 'notes-instructions-'))
+  try {
+    for (const workload of workloads) {
+      console.log(`${workload.id}  ${workload.title}  (${requests} requests measured)`)
+      const perRequest = new Map<string, number>()
+      const warm = Math.floor(requests / 2)
+      for (const target of targets) {
+        // Two at a time: the two runs of a target use both cores of a small machine.
+        const [few, many] = await Promise.all([
+          countInstructions(target, workload, warm, dir),
+          countInstructions(target, workload, warm + requests, dir),
+        ])
+        const cost = (many - few) / requests
+        perRequest.set(target.id, cost)
+        const floor = perRequest.get('floor')
+        const ratio =
+          floor === undefined || target.id === 'floor'
+            ? ''
+            : `  floor/${target.id} ${(floor / cost).toFixed(3)} (1.0: as few as the floor)`
+        console.log(
+          `  ${target.id.padEnd(10)} ${Math.round(cost).toLocaleString('en-US').padStart(9)} instructions/request${ratio}`,
+        )
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+await main()
