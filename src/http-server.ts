@@ -1,5 +1,6 @@
 import { createServer, type RequestListener, type Server } from 'node:http'
 import type { Socket } from 'node:net'
+import { performance } from 'node:perf_hooks'
 import type { Config } from './config.js'
 
 export type ServerTimeouts = Pick<
@@ -33,10 +34,22 @@ function checkingInterval(ms: number): number {
 }
 
 interface Traffic {
-  /** Bytes read plus bytes written on the connection when last checked. */
+  /** sentOrReceived(socket) when last checked. */
   bytes: number
-  /** Date.now() when `bytes` last changed. */
+  /** performance.now() when `bytes` last changed. */
   since: number
+}
+
+/** libuv's stream handle; Node's own socket timeout reads `writeQueueSize` the same way. */
+type SocketWithHandle = Socket & { _handle?: { writeQueueSize?: number } | null }
+
+/**
+ * Bytes read from the connection plus bytes handed to the kernel. `bytesWritten` also counts what
+ * still waits in libuv's write queue, all of a large response as soon as it is written, so a
+ * client reading it slowly but steadily would look silent without taking the queue off.
+ */
+function sentOrReceived(socket: SocketWithHandle): number {
+  return socket.bytesRead + socket.bytesWritten - (socket._handle?.writeQueueSize ?? 0)
 }
 
 /**
@@ -44,15 +57,16 @@ interface Traffic {
  * second; a client that stops reading its responses is the usual case), as `server.setTimeout`
  * would. That re-arms a timer on every read and write of every connection (about 1.3% of the
  * instructions of a PATCH, bench W5); this looks at the byte counters of the open connections
- * once a second instead, so it costs nothing per request.
+ * once a second instead, so it costs nothing per request. Like Node's timeout, it sees progress
+ * only up to the kernel: a client still draining the kernel's buffers looks silent.
  */
 export function endSilentConnections(server: Server, timeoutMs: number): void {
   const connections = new Map<Socket, Traffic>()
   let timer: NodeJS.Timeout | undefined
   const check = (): void => {
-    const now = Date.now()
+    const now = performance.now()
     for (const [socket, traffic] of connections) {
-      const bytes = socket.bytesRead + socket.bytesWritten
+      const bytes = sentOrReceived(socket)
       if (bytes !== traffic.bytes) {
         traffic.bytes = bytes
         traffic.since = now
@@ -62,7 +76,7 @@ export function endSilentConnections(server: Server, timeoutMs: number): void {
     }
   }
   server.on('connection', (socket: Socket) => {
-    connections.set(socket, { bytes: 0, since: Date.now() })
+    connections.set(socket, { bytes: 0, since: performance.now() })
     socket.once('close', () => connections.delete(socket))
   })
   server.on('listening', () => {
