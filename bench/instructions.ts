@@ -12,7 +12,6 @@
  * is the steady-state cost of one request. Needs `valgrind` (Debian: apt-get install
  * valgrind); about a minute per target and workload.
  */
-import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { Agent } from 'node:http'
 import { tmpdir } from 'node:os'
@@ -20,7 +19,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { send } from './http-client.js'
 import { preload } from './preload.js'
-import { freePort, type Target, targetFromSpec } from './server-process.js'
+import { startServer, type Target, targetFromSpec } from './server-process.js'
 import { type LoadRequest, WORKLOADS, type Workload } from './workloads.js'
 
 const CONNECTIONS = 4
@@ -55,50 +54,18 @@ async function countInstructions(
   count: number,
   dir: string,
 ): Promise<number> {
-  const port = await freePort()
   const out = join(dir, `${target.id}-${workload.id}-${count}.callgrind`)
-  const child = spawn(
-    'valgrind',
-    [
-      '--tool=callgrind',
-      `--callgrind-out-file=${out}`,
-      '-q',
-      process.execPath,
-      '--single-threaded',
-      target.script,
-    ],
-    {
-      env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        NODE_ENV: 'production',
-        HOST: '127.0.0.1',
-        PORT: String(port),
-        ...target.env,
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    },
-  )
-  let stderr = ''
-  child.stderr?.setEncoding('utf8').on('data', (text: string) => {
-    if (stderr.length < 10_000) stderr += text
+  const server = await startServer(target, undefined, '/dev/null', ['--single-threaded'], {
+    prefix: ['valgrind', '--tool=callgrind', `--callgrind-out-file=${out}`, '-q'],
+    startTimeoutMs: 120_000,
+    // callgrind writes its counts as the process exits.
+    stopGraceMs: 60_000,
   })
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   try {
-    const deadline = Date.now() + 120_000
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`${target.id} exited: ${stderr}`)
-      const answer = await send(port, 'GET', '/api/note', { timeoutMs: 5_000 }).catch(
-        () => undefined,
-      )
-      if (answer?.status === 200) break
-      if (Date.now() > deadline) throw new Error(`${target.id} did not start under valgrind`)
-      await new Promise((resolve) => setTimeout(resolve, 200))
-    }
-    const ids = await preload(port, workload.preload)
-    await drive(port, workload.request(ids), count)
+    const ids = await preload(server.port, workload.preload)
+    await drive(server.port, workload.request(ids), count)
   } finally {
-    child.kill('SIGTERM')
-    await exited
+    await server.stop()
   }
   const summary = /^summary:\s+(\d+)/m.exec(readFileSync(out, 'utf8'))
   if (summary?.[1] === undefined) throw new Error(`no summary in ${out}`)

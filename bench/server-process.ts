@@ -116,6 +116,16 @@ export interface RunningServer {
   stop: () => Promise<void>
 }
 
+/** How a server is run when it is not run as plain `node`, and how patient to be with it. */
+export interface Launch {
+  /** A command and its arguments that run node, e.g. valgrind's: `[...prefix, node, ...]`. */
+  prefix?: string[]
+  /** How long to wait for the first answer; 10 s by default. */
+  startTimeoutMs?: number
+  /** How long stop() waits after SIGTERM before SIGKILL; 5 s by default. */
+  stopGraceMs?: number
+}
+
 /**
  * Starts a target in its own process (pinned when `cpu` is given), with a minimal environment,
  * stdout to `logFile` (not a TTY, so the service logs JSON as shipped), and waits until it answers.
@@ -125,10 +135,12 @@ export async function startServer(
   cpu: number | undefined,
   logFile: string,
   nodeFlags: string[] = [],
+  launch: Launch = {},
 ): Promise<RunningServer> {
   const port = await freePort()
   const out = openSync(logFile, 'w')
-  const [command, args] = pinned(cpu, process.execPath, [...nodeFlags, target.script])
+  const argv = [...(launch.prefix ?? []), process.execPath, ...nodeFlags, target.script]
+  const [command, args] = pinned(cpu, argv[0] as string, argv.slice(1))
   const child = spawn(command, args, {
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
@@ -148,7 +160,7 @@ export async function startServer(
   const pid = child.pid
   if (pid === undefined) throw new Error(`could not start ${target.id}`)
   try {
-    await waitUntilAnswering(port, child, 10_000)
+    await waitUntilAnswering(port, child, launch.startTimeoutMs ?? 10_000)
   } catch (err) {
     child.kill('SIGKILL')
     throw new Error(`${target.id} did not start: ${(err as Error).message}\n${stderr}`)
@@ -162,7 +174,7 @@ export async function startServer(
     stop: async () => {
       if (child.exitCode !== null || child.signalCode !== null) return
       child.kill('SIGTERM')
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000)
+      const timer = setTimeout(() => child.kill('SIGKILL'), launch.stopGraceMs ?? 5_000)
       await exited
       clearTimeout(timer)
     },
@@ -178,7 +190,8 @@ async function waitUntilAnswering(
   for (;;) {
     if (child.exitCode !== null) throw new Error(`exited with code ${child.exitCode}`)
     try {
-      if ((await send(port, 'GET', '/api/note', { timeoutMs: 1_000 })).status === 200) return
+      // Refused at once until it listens; a slow first answer (under valgrind) gets 5 s.
+      if ((await send(port, 'GET', '/api/note', { timeoutMs: 5_000 })).status === 200) return
     } catch {
       // not listening yet
     }
