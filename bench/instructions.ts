@@ -1,5 +1,6 @@
 /**
  * npm run bench:instructions [-- --workloads W5,W1] [--targets floor,service] [--requests 10000]
+ *   [--keep DIR]
  *
  * Counts the user-space instructions a server executes per request, with valgrind's callgrind.
  * Unlike req/s on a shared VM (whose cores drift 10-30% within seconds), the count repeats to
@@ -7,12 +8,14 @@
  * the kernel, waiting on memory, or on other threads (V8 runs with --single-threaded here).
  *
  * For every workload and target: two fresh servers under callgrind, each preloaded as in the bench
- * and sent the workload's request over 4 keep-alive connections: requests/2 times (which warms the
- * JIT up), and requests/2 + requests times. The difference of their totals, divided by `requests`,
- * is the steady-state cost of one request. Needs `valgrind` (Debian: apt-get install
- * valgrind); about a minute per target and workload.
+ * and sent the workload's request over 4 keep-alive connections: `requests` times (which warms the
+ * JIT up; a target with metrics is scraped halfway), and 2 x `requests` times. The difference of
+ * their totals, divided by `requests`, is the steady-state cost of one request. Needs `valgrind`
+ * (Debian: apt-get install valgrind); about two minutes per target and workload. With --keep DIR
+ * the callgrind files stay in DIR, for `callgrind_annotate` (V8's builtins and runtime, libuv,
+ * llhttp and the kernel interface have symbols; JIT-compiled JavaScript shows as '???').
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { Agent } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -47,14 +50,15 @@ async function drive(port: number, request: LoadRequest, count: number): Promise
   }
 }
 
-/** Total instructions of one server process that served the workload's request `count` times. */
+/** Total instructions of one server process that served the workload's request `warm`, then `more` times. */
 async function countInstructions(
   target: Target,
   workload: Workload,
-  count: number,
+  warm: number,
+  more: number,
   dir: string,
 ): Promise<number> {
-  const out = join(dir, `${target.id}-${workload.id}-${count}.callgrind`)
+  const out = join(dir, `${target.id}-${workload.id}-${warm + more}.callgrind`)
   const server = await startServer(target, undefined, '/dev/null', ['--single-threaded'], {
     prefix: ['valgrind', '--tool=callgrind', `--callgrind-out-file=${out}`, '-q'],
     startTimeoutMs: 120_000,
@@ -62,8 +66,19 @@ async function countInstructions(
     stopGraceMs: 60_000,
   })
   try {
-    const ids = await preload(server.port, workload.preload)
-    await drive(server.port, workload.request(ids), count)
+    const request = workload.request(await preload(server.port, workload.preload))
+    // The warm-up comes in two halves with, for a target with metrics, a scrape between them,
+    // as Prometheus would have scraped by then. The first scrape loads prom-client, and like any
+    // request Fastify serves, it sends new shapes through Node's HTTP code that the fast lane's
+    // requests run hot, so V8 deoptimizes and recompiles: about 20,000 more instructions per
+    // request over the next 10,000 requests. The second half lets that settle.
+    await drive(server.port, request, Math.ceil(warm / 2))
+    if (target.scrapeMetrics === true) {
+      const answer = await send(server.port, 'GET', '/metrics', { timeoutMs: 60_000 })
+      if (answer.status !== 200) throw new Error(`GET /metrics answered ${answer.status}`)
+    }
+    await drive(server.port, request, Math.floor(warm / 2))
+    await drive(server.port, request, more)
   } finally {
     await server.stop()
   }
@@ -79,6 +94,7 @@ async function main(): Promise<void> {
       workloads: { type: 'string', default: 'W5' },
       targets: { type: 'string', default: 'floor,service' },
       requests: { type: 'string', default: '10000' },
+      keep: { type: 'string' },
     },
   })
   const requests = Number(values.requests)
@@ -89,17 +105,20 @@ async function main(): Promise<void> {
     return workload
   })
   const targets = values.targets.split(',').map((spec) => targetFromSpec(spec.trim()))
-  const dir = mkdtempSync(join(tmpdir(), 'notes-instructions-'))
+  const keep = values.keep
+  if (keep !== undefined) mkdirSync(keep, { recursive: true })
+  const dir = keep ?? mkdtempSync(join(tmpdir(), 'notes-instructions-'))
   try {
     for (const workload of workloads) {
       console.log(`${workload.id}  ${workload.title}  (${requests} requests measured)`)
       const perRequest = new Map<string, number>()
-      const warm = Math.floor(requests / 2)
+      // Under callgrind V8 compiles on the main thread, and it still does after requests/2.
+      const warm = requests
       for (const target of targets) {
         // Two at a time: the two runs of a target use both cores of a small machine.
         const [few, many] = await Promise.all([
-          countInstructions(target, workload, warm, dir),
-          countInstructions(target, workload, warm + requests, dir),
+          countInstructions(target, workload, warm, 0, dir),
+          countInstructions(target, workload, warm, requests, dir),
         ])
         const cost = (many - few) / requests
         perRequest.set(target.id, cost)
@@ -114,7 +133,8 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    rmSync(dir, { recursive: true, force: true })
+    if (keep === undefined) rmSync(dir, { recursive: true, force: true })
+    else console.log(`callgrind files kept in ${keep}`)
   }
 }
 

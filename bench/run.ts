@@ -59,6 +59,8 @@ interface Measurement {
 const MB = 1024 * 1024
 const MEMORY_TARGET_PER_100K = 70 * MB
 const FASTIFY_TARGET = 1.0
+/** METRICS=true may cost under 5% of W1's throughput. */
+const METRICS_TARGET = 0.95
 const WORKLOAD_W1_NOTES = 1_000
 const WORKLOAD_W6_NOTES = 100_000
 
@@ -135,6 +137,33 @@ async function untilIdle(server: RunningServer): Promise<void> {
     const now = server.cpuSeconds()
     if (!(now - before >= 0.005)) return
     before = now
+  }
+}
+
+/**
+ * Awaits `running` while scraping the server's /metrics half a second in and then once a second,
+ * as Prometheus would (every 15 s by default). A scrape that fails fails the run.
+ */
+async function scrapedWhile<T>(port: number, running: Promise<T>): Promise<T> {
+  const scrapes: Promise<void>[] = []
+  const scrape = (): void => {
+    scrapes.push(
+      send(port, 'GET', '/metrics').then(({ status, body }) => {
+        if (status !== 200 || !body.includes('http_requests_total')) {
+          throw new Error(`GET /metrics answered ${status}`)
+        }
+      }),
+    )
+  }
+  let timer = setTimeout(function next() {
+    scrape()
+    timer = setTimeout(next, 1000)
+  }, 500)
+  try {
+    return await running
+  } finally {
+    clearTimeout(timer)
+    await Promise.all(scrapes)
   }
 }
 
@@ -301,7 +330,10 @@ async function main(): Promise<void> {
         durationS,
       })
       for (const p of prepared) {
-        await generator.run(optionsFor(p, settings.warmupS))
+        const warmup = generator.run(optionsFor(p, settings.warmupS))
+        // Scraped from the start, as Prometheus does: the first scrape loads prom-client and
+        // makes V8 recompile the hot path, a one-off that is not what metrics cost per request.
+        await (p.target.scrapeMetrics === true ? scrapedWhile(p.server.port, warmup) : warmup)
         await untilIdle(p.server)
       }
       const sliceS = settings.durationS / settings.slices
@@ -313,7 +345,10 @@ async function main(): Promise<void> {
           let attempt = 0
           for (;;) {
             const cpuBefore = p.server.cpuSeconds()
-            const load = await generator.run(optionsFor(p, sliceS))
+            const running = generator.run(optionsFor(p, sliceS))
+            const load = await (p.target.scrapeMetrics === true
+              ? scrapedWhile(p.server.port, running)
+              : running)
             const cpuSeconds = p.server.cpuSeconds() - cpuBefore
             const busy = cpuSeconds / load.durationS
             const retry =
@@ -408,6 +443,13 @@ async function main(): Promise<void> {
       `CPU-cost ratio (other's CPU us/req / service's; steadier when the machine is shared): ` +
         `floor ${fixed(cpuRatio(runs, 'floor'), 2)}, fastify ${fixed(cpuRatio(runs, 'fastify'), 2)}`,
     )
+    if (runs['service-metrics'] !== undefined) {
+      const cost = ratio(runs, 'service', 'service-metrics')
+      say(
+        `metrics: service-metrics/service ${fixed(cost, 3)} (target >= ${METRICS_TARGET}: ` +
+          `METRICS=true costs under 5%) ${verdict(cost, METRICS_TARGET)}`,
+      )
+    }
     say('')
     ratioRows.push({ workload, floor, fastify })
     summary.push([
@@ -421,9 +463,13 @@ async function main(): Promise<void> {
     ])
   }
 
-  /** Median over rounds of service req/s / other req/s, each pair from the same round. */
-  function ratio(runs: Record<string, Measurement[]>, other: TargetId): number {
-    const service = runs.service ?? []
+  /** Median over rounds of `of` req/s / other req/s, each pair from the same round. */
+  function ratio(
+    runs: Record<string, Measurement[]>,
+    other: TargetId,
+    of: TargetId = 'service',
+  ): number {
+    const service = runs[of] ?? []
     const reference = runs[other] ?? []
     const ratios = service.flatMap((m, i) => {
       const r = reference[i]

@@ -4,7 +4,7 @@ import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { send } from './http-client.js'
 
-export type TargetId = 'service' | 'floor' | 'fastify' | 'service-logged'
+export type TargetId = 'service' | 'floor' | 'fastify' | 'service-logged' | 'service-metrics'
 
 export interface Target {
   /** A TargetId, or the name of an ad-hoc target given as name=path/to/server.js. */
@@ -14,6 +14,8 @@ export interface Target {
   script: string
   /** Added to the minimal environment the bench gives every server. */
   env: Record<string, string>
+  /** The bench scrapes its `/metrics` once a second while it drives it. */
+  scrapeMetrics?: boolean
 }
 
 const here = (relative: string): string => fileURLToPath(new URL(relative, import.meta.url))
@@ -42,6 +44,13 @@ export const TARGETS: Readonly<Record<TargetId, Target>> = {
     description: 'the service with LOG_REQUESTS=true, JSON logs to a file',
     script: here('../src/server.js'),
     env: { LOG_REQUESTS: 'true' },
+  },
+  'service-metrics': {
+    id: 'service-metrics',
+    description: 'the service with METRICS=true, /metrics scraped once a second under load',
+    script: here('../src/server.js'),
+    env: { METRICS: 'true' },
+    scrapeMetrics: true,
   },
 }
 
