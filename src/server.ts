@@ -1,3 +1,5 @@
+// First, before anything else runs: keeps Node's nextTick fast for the life of the process.
+import './tick-shapes.js'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
 import { loggerOptions } from './logger.js'
