@@ -443,6 +443,10 @@ async function main(): Promise<void> {
       `CPU-cost ratio (other's CPU us/req / service's; steadier when the machine is shared): ` +
         `floor ${fixed(cpuRatio(runs, 'floor'), 2)}, fastify ${fixed(cpuRatio(runs, 'fastify'), 2)}`,
     )
+    for (const target of settings.targets) {
+      if (['service', 'floor', 'fastify', 'service-metrics'].includes(target.id)) continue
+      say(`ratio service/${target.id} ${fixed(ratio(runs, target.id), 2)}`)
+    }
     if (runs['service-metrics'] !== undefined) {
       const cost = ratio(runs, 'service', 'service-metrics')
       say(
@@ -466,7 +470,7 @@ async function main(): Promise<void> {
   /** Median over rounds of `of` req/s / other req/s, each pair from the same round. */
   function ratio(
     runs: Record<string, Measurement[]>,
-    other: TargetId,
+    other: string,
     of: TargetId = 'service',
   ): number {
     const service = runs[of] ?? []

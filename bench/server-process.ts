@@ -4,7 +4,13 @@ import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { send } from './http-client.js'
 
-export type TargetId = 'service' | 'floor' | 'fastify' | 'service-logged' | 'service-metrics'
+export type TargetId =
+  | 'service'
+  | 'floor'
+  | 'floor-kept'
+  | 'fastify'
+  | 'service-logged'
+  | 'service-metrics'
 
 export interface Target {
   /** A TargetId, or the name of an ad-hoc target given as name=path/to/server.js. */
@@ -16,6 +22,8 @@ export interface Target {
   env: Record<string, string>
   /** The bench scrapes its `/metrics` once a second while it drives it. */
   scrapeMetrics?: boolean
+  /** Given to node before the script. */
+  nodeFlags?: string[]
 }
 
 const here = (relative: string): string => fileURLToPath(new URL(relative, import.meta.url))
@@ -32,6 +40,13 @@ export const TARGETS: Readonly<Record<TargetId, Target>> = {
     description: 'plain node:http, notes as JSON strings in a Map, list joined per request',
     script: here('./floor-server.js'),
     env: {},
+  },
+  'floor-kept': {
+    id: 'floor-kept',
+    description: 'the floor with src/tick-shapes.ts loaded first (--import), as the service has it',
+    script: here('./floor-server.js'),
+    env: {},
+    nodeFlags: ['--import', new URL('../src/tick-shapes.js', import.meta.url).href],
   },
   fastify: {
     id: 'fastify',
@@ -148,7 +163,13 @@ export async function startServer(
 ): Promise<RunningServer> {
   const port = await freePort()
   const out = openSync(logFile, 'w')
-  const argv = [...(launch.prefix ?? []), process.execPath, ...nodeFlags, target.script]
+  const argv = [
+    ...(launch.prefix ?? []),
+    process.execPath,
+    ...(target.nodeFlags ?? []),
+    ...nodeFlags,
+    target.script,
+  ]
   const [command, args] = pinned(cpu, argv[0] as string, argv.slice(1))
   const child = spawn(command, args, {
     env: {
