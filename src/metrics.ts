@@ -40,7 +40,9 @@ export function registerMetrics(app: FastifyInstance, { store, recorder }: Metri
   // boots. Loaded during boot, it left Node's process.nextTick unoptimized, with the object-literal
   // sites of its tick objects megamorphic, in 4 to 6 processes of 10: 300 ns a call instead of
   // 60, about six calls a request, so every request slower (bench W1 0.79 of the service in one
-  // run). Loaded at the first scrape, 0 of 36 processes showed it.
+  // run). Loaded at the first scrape, 0 of 36 processes showed it. (The cause was GCs freeing
+  // the tick objects' maps, which src/tick-shapes.ts now prevents in every process; loading late
+  // stays, since it costs nothing until someone scrapes.)
   let registry: Promise<Registry> | undefined
   const registryOnce = (): Promise<Registry> => {
     registry ??= buildRegistry(store, recorder).catch((err: unknown) => {
