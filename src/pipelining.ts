@@ -1,11 +1,15 @@
 import type { RequestListener, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 
-const kLastResponse = Symbol('notes.lastResponse')
+const kLastQueued = Symbol('notes.lastQueuedResponse')
 const kPrevious = Symbol('notes.previousResponse')
 
 type TrackedResponse = ServerResponse & { [kPrevious]?: TrackedResponse | undefined }
-type TrackedSocket = Socket & { [kLastResponse]?: TrackedResponse | undefined }
+type TrackedSocket = Socket & {
+  [kLastQueued]?: TrackedResponse | undefined
+  /** Node's own: the response now attached to the connection (being produced or flushed). */
+  _httpMessage?: ServerResponse | null
+}
 
 /**
  * Wraps the server's request listener so that pipelined requests on one connection run one after
@@ -13,36 +17,44 @@ type TrackedSocket = Socket & { [kLastResponse]?: TrackedResponse | undefined }
  * and emits each as soon as its headers are read, so without this 'PATCH /api/note/7' +
  * 'DELETE /api/note/7' sent in one write deleted first and answered the PATCH 404, and a GET
  * after a POST listed the store as it was before the POST.
- * A request waits only when an earlier response on its connection has not closed, which never
- * happens without pipelining; otherwise this costs one property write per request.
+ *
+ * Node itself attaches a response to its connection only once every earlier response on it has
+ * finished, and queues the others until then ('socket' is emitted when it attaches one). So a
+ * request whose response is attached already has nothing ahead of it and runs at once: without
+ * pipelining, that is every request, at the cost of one property read. A queued one runs when
+ * its response is attached, and is remembered on the connection for lastResponseOn and
+ * afterResponsesOn.
  */
 export function inOrder(listener: RequestListener): RequestListener {
   return (request, response: TrackedResponse) => {
-    const socket = request.socket as TrackedSocket
-    const previous = socket[kLastResponse]
-    socket[kLastResponse] = response
-    // Responses on a connection close in order, so 'closed' on the last one says whether this
-    // request has to wait; no listener is added unless it does.
-    if (previous === undefined || previous.closed) {
+    if (response.socket !== null) {
       listener(request, response)
       return
     }
+    const socket = request.socket as TrackedSocket
+    const previous = lastResponseOn(socket) as TrackedResponse | undefined
+    socket[kLastQueued] = response
     response[kPrevious] = previous
     // Cut the chain behind the first closed response, or a connection that always has a request
     // pipelined would keep every response it ever sent.
-    for (let at = previous; at[kPrevious] !== undefined; at = at[kPrevious] as TrackedResponse) {
+    for (let at = previous; at?.[kPrevious] !== undefined; at = at[kPrevious]) {
       if ((at[kPrevious] as TrackedResponse).closed) {
         at[kPrevious] = undefined
         break
       }
     }
-    previous.once('close', () => listener(request, response))
+    response.once('socket', () => listener(request, response))
   }
 }
 
 /** The response to the last request that began on this connection, while it is under way. */
 export function lastResponseOn(socket: Socket): ServerResponse | undefined {
-  return (socket as TrackedSocket)[kLastResponse]
+  const tracked = socket as TrackedSocket
+  const queued = tracked[kLastQueued]
+  // The last queued response is the newest until it has ended; from then on, the attached one
+  // is (the same one while it is still being flushed, or one attached directly after it).
+  if (queued !== undefined && !queued.writableEnded) return queued
+  return tracked._httpMessage ?? undefined
 }
 
 /**
@@ -53,7 +65,7 @@ export function lastResponseOn(socket: Socket): ServerResponse | undefined {
  * waited for.
  */
 export function afterResponsesOn(socket: Socket, next: () => void): void {
-  let last = (socket as TrackedSocket)[kLastResponse]
+  let last = lastResponseOn(socket) as TrackedResponse | undefined
   while (last !== undefined && !last.req.complete) last = last[kPrevious]
   if (last === undefined || last.closed) next()
   else last.once('close', next)

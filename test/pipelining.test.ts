@@ -1,5 +1,10 @@
 import assert from 'node:assert/strict'
+import type { AddressInfo } from 'node:net'
 import { afterEach, beforeEach, describe, it } from 'node:test'
+import { buildApp } from '../src/app.js'
+import { DEFAULT_CONFIG } from '../src/config.js'
+import { MemoryNoteStore } from '../src/store/memory.js'
+import type { NoteFields } from '../src/store/types.js'
 import { type Listening, listenApp } from './hostile/listen.js'
 import { CLOSED, WireConnection, type WireResponse } from './hostile/wire.js'
 
@@ -76,6 +81,20 @@ describe('pipelined requests', () => {
     assert.equal(server.store.stats().notes, 2)
   })
 
+  it('answers every POST queued before a malformed request, in order, before refusing it', async () => {
+    conn.write(`${post('{"n":2}')}${post('{"n":3}')}${post('{"n":4}')}GARBAGE\r\n\r\n`)
+    for (const n of [2, 3, 4]) {
+      const created = await read(conn, 'POST')
+      assert.notEqual(created, CLOSED, `POST ${n}`)
+      if (created === CLOSED) return
+      assert.equal(created.status, 200)
+      assert.equal((JSON.parse(created.body) as { data: { n: number } }).data.n, n)
+    }
+    assert.deepEqual(await read(conn, 'GET'), { status: 400, body: BAD_REQUEST })
+    await conn.waitForClose(5000)
+    assert.equal(server.store.stats().notes, 4)
+  })
+
   it('answers a POST that says Connection: close and ignores the bytes sent after it', async () => {
     conn.write(
       `${post('{"n":2}', 'Connection: close\r\n')}GET /api/note HTTP/1.1\r\nHost: t\r\n\r\n`,
@@ -95,5 +114,41 @@ describe('pipelined requests', () => {
     assert.deepEqual(await read(conn, 'POST'), { status: 400, body: BAD_REQUEST })
     await conn.waitForClose(5000)
     assert.equal(server.store.stats().notes, 1)
+  })
+})
+
+describe('pipelined requests, with a store that takes its time', () => {
+  it('answers every POST queued before a malformed request before refusing it', async () => {
+    const inner = new MemoryNoteStore({ maxNotes: 100, maxBytes: 1_000_000 })
+    // Each create settles 20 ms later, so later requests are still queued, or still waiting for
+    // the store, when the malformed one is refused.
+    const store = Object.assign(Object.create(inner) as MemoryNoteStore, {
+      create: (fields: NoteFields) =>
+        new Promise<string>((resolve) => setTimeout(() => resolve(inner.create(fields)), 20)),
+      list: () => inner.list(),
+      get: (id: number) => inner.get(id),
+      update: (id: number, fields: NoteFields) => inner.update(id, fields),
+      delete: (id: number) => inner.delete(id),
+      stats: () => inner.stats(),
+    })
+    const app = buildApp({ store, config: DEFAULT_CONFIG })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const conn = await WireConnection.open('127.0.0.1', (app.server.address() as AddressInfo).port)
+    try {
+      conn.write(`${post('{"n":1}')}${post('{"n":2}')}${post('{"n":3}')}GARBAGE\r\n\r\n`)
+      for (const n of [1, 2, 3]) {
+        const created = await read(conn, 'POST')
+        assert.notEqual(created, CLOSED, `POST ${n}`)
+        if (created === CLOSED) return
+        assert.equal(created.status, 200)
+        assert.equal((JSON.parse(created.body) as { data: { n: number } }).data.n, n)
+      }
+      assert.deepEqual(await read(conn, 'GET'), { status: 400, body: BAD_REQUEST })
+      await conn.waitForClose(5000)
+      assert.equal(inner.stats().notes, 3)
+    } finally {
+      conn.destroy()
+      await app.close()
+    }
   })
 })
