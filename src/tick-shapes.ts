@@ -12,8 +12,8 @@ import { createHook } from 'node:async_hooks'
  * tick objects get new maps; the literal's inline caches record them beside the old ones, and
  * after a few such GCs they go megamorphic. From then on, every nextTick (Node's HTTP code makes
  * about six per request) defines its properties through the runtime, about 300 ns instead of
- * 60, and the process serves 15-25% fewer requests for as long as it lives. In the benchmark,
- * 6 of 8 floor servers and 7 of 10 service servers that had idled for 10-40 s after their preload
+ * 60, and the process serves 15-25% fewer requests for as long as it lives. Of servers preloaded
+ * as the benchmark does and left idle for 10-40 s, 6 of 8 floor and 7 of 10 service processes
  * were in that state when load came; with the tick objects kept, 0 of 8 and 0 of 10.
  *
  * The tick objects are caught through a one-off async hook, the only public way to reach them;
