@@ -112,13 +112,13 @@ async function main(): Promise<void> {
     for (const workload of workloads) {
       console.log(`${workload.id}  ${workload.title}  (${requests} requests measured)`)
       const perRequest = new Map<string, number>()
-      // Under callgrind V8 compiles on the main thread, and it still does after requests/2.
-      const warm = requests
       for (const target of targets) {
-        // Two at a time: the two runs of a target use both cores of a small machine.
+        // Two at a time: the two runs of a target use both cores of a small machine. Both warm
+        // up with `requests` requests: under callgrind V8 compiles on the main thread, and it
+        // still does after requests/2.
         const [few, many] = await Promise.all([
-          countInstructions(target, workload, warm, 0, dir),
-          countInstructions(target, workload, warm, requests, dir),
+          countInstructions(target, workload, requests, 0, dir),
+          countInstructions(target, workload, requests, requests, dir),
         ])
         const cost = (many - few) / requests
         perRequest.set(target.id, cost)

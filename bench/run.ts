@@ -329,11 +329,16 @@ async function main(): Promise<void> {
         cpu: pinning?.generatorCpu,
         durationS,
       })
+      /** Load for `durationS` seconds, with /metrics scraped meanwhile on a target with metrics. */
+      const drive = (p: Prepared, durationS: number): Promise<LoadResult> => {
+        const running = generator.run(optionsFor(p, durationS))
+        return p.target.scrapeMetrics === true ? scrapedWhile(p.server.port, running) : running
+      }
       for (const p of prepared) {
-        const warmup = generator.run(optionsFor(p, settings.warmupS))
-        // Scraped from the start, as Prometheus does: the first scrape loads prom-client and
-        // makes V8 recompile the hot path, a one-off that is not what metrics cost per request.
-        await (p.target.scrapeMetrics === true ? scrapedWhile(p.server.port, warmup) : warmup)
+        // A metrics target is scraped from the warm-up on, as Prometheus does: the first scrape
+        // loads prom-client and makes V8 recompile the hot path, a one-off that is not what
+        // metrics cost per request.
+        await drive(p, settings.warmupS)
         await untilIdle(p.server)
       }
       const sliceS = settings.durationS / settings.slices
@@ -345,10 +350,7 @@ async function main(): Promise<void> {
           let attempt = 0
           for (;;) {
             const cpuBefore = p.server.cpuSeconds()
-            const running = generator.run(optionsFor(p, sliceS))
-            const load = await (p.target.scrapeMetrics === true
-              ? scrapedWhile(p.server.port, running)
-              : running)
+            const load = await drive(p, sliceS)
             const cpuSeconds = p.server.cpuSeconds() - cpuBefore
             const busy = cpuSeconds / load.durationS
             const retry =

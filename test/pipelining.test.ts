@@ -3,10 +3,9 @@ import type { AddressInfo } from 'node:net'
 import { afterEach, beforeEach, describe, it } from 'node:test'
 import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config.js'
-import { MemoryNoteStore } from '../src/store/memory.js'
-import type { NoteFields } from '../src/store/types.js'
 import { type Listening, listenApp } from './hostile/listen.js'
 import { CLOSED, WireConnection, type WireResponse } from './hostile/wire.js'
+import { PromisedNoteStore } from './promised-store.js'
 
 const JSON_HEADERS = 'Host: t\r\nContent-Type: application/json\r\n'
 const BAD_REQUEST =
@@ -22,6 +21,23 @@ async function read(
 ): Promise<{ status: number; body: string } | typeof CLOSED> {
   const response: WireResponse | typeof CLOSED = await conn.readResponse(method, 5000)
   return response === CLOSED ? CLOSED : { status: response.status, body: response.body.toString() }
+}
+
+/**
+ * Sends POSTs of `{"n":N}` for each of `ns`, then a malformed request, all in one write, and
+ * checks that every POST is answered 200 with its own note, in order, before the 400 and the close.
+ */
+async function postsThenGarbage(conn: WireConnection, ns: number[]): Promise<void> {
+  conn.write(`${ns.map((n) => post(`{"n":${n}}`)).join('')}GARBAGE\r\n\r\n`)
+  for (const n of ns) {
+    const created = await read(conn, 'POST')
+    assert.notEqual(created, CLOSED, `POST ${n}`)
+    if (created === CLOSED) return
+    assert.equal(created.status, 200)
+    assert.equal((JSON.parse(created.body) as { data: { n: number } }).data.n, n)
+  }
+  assert.deepEqual(await read(conn, 'GET'), { status: 400, body: BAD_REQUEST })
+  await conn.waitForClose(5000)
 }
 
 describe('pipelined requests', () => {
@@ -82,16 +98,7 @@ describe('pipelined requests', () => {
   })
 
   it('answers every POST queued before a malformed request, in order, before refusing it', async () => {
-    conn.write(`${post('{"n":2}')}${post('{"n":3}')}${post('{"n":4}')}GARBAGE\r\n\r\n`)
-    for (const n of [2, 3, 4]) {
-      const created = await read(conn, 'POST')
-      assert.notEqual(created, CLOSED, `POST ${n}`)
-      if (created === CLOSED) return
-      assert.equal(created.status, 200)
-      assert.equal((JSON.parse(created.body) as { data: { n: number } }).data.n, n)
-    }
-    assert.deepEqual(await read(conn, 'GET'), { status: 400, body: BAD_REQUEST })
-    await conn.waitForClose(5000)
+    await postsThenGarbage(conn, [2, 3, 4])
     assert.equal(server.store.stats().notes, 4)
   })
 
@@ -119,33 +126,15 @@ describe('pipelined requests', () => {
 
 describe('pipelined requests, with a store that takes its time', () => {
   it('answers every POST queued before a malformed request before refusing it', async () => {
-    const inner = new MemoryNoteStore({ maxNotes: 100, maxBytes: 1_000_000 })
     // Each create settles 20 ms later, so later requests are still queued, or still waiting for
     // the store, when the malformed one is refused.
-    const store = Object.assign(Object.create(inner) as MemoryNoteStore, {
-      create: (fields: NoteFields) =>
-        new Promise<string>((resolve) => setTimeout(() => resolve(inner.create(fields)), 20)),
-      list: () => inner.list(),
-      get: (id: number) => inner.get(id),
-      update: (id: number, fields: NoteFields) => inner.update(id, fields),
-      delete: (id: number) => inner.delete(id),
-      stats: () => inner.stats(),
-    })
+    const store = new PromisedNoteStore({ maxNotes: 100, maxBytes: 1_000_000, createDelayMs: 20 })
     const app = buildApp({ store, config: DEFAULT_CONFIG })
     await app.listen({ port: 0, host: '127.0.0.1' })
     const conn = await WireConnection.open('127.0.0.1', (app.server.address() as AddressInfo).port)
     try {
-      conn.write(`${post('{"n":1}')}${post('{"n":2}')}${post('{"n":3}')}GARBAGE\r\n\r\n`)
-      for (const n of [1, 2, 3]) {
-        const created = await read(conn, 'POST')
-        assert.notEqual(created, CLOSED, `POST ${n}`)
-        if (created === CLOSED) return
-        assert.equal(created.status, 200)
-        assert.equal((JSON.parse(created.body) as { data: { n: number } }).data.n, n)
-      }
-      assert.deepEqual(await read(conn, 'GET'), { status: 400, body: BAD_REQUEST })
-      await conn.waitForClose(5000)
-      assert.equal(inner.stats().notes, 3)
+      await postsThenGarbage(conn, [1, 2, 3])
+      assert.equal((await store.stats()).notes, 3)
     } finally {
       conn.destroy()
       await app.close()

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import { MemoryNoteStore, type MemoryStoreOptions } from '../src/store/memory.js'
 import type { NoteFields, NoteStore, StoreStats } from '../src/store/types.js'
 
@@ -7,13 +8,17 @@ import type { NoteFields, NoteStore, StoreStats } from '../src/store/types.js'
  */
 export class PromisedNoteStore implements NoteStore {
   readonly #inner: MemoryNoteStore
+  readonly #createDelayMs: number
 
-  constructor(options: MemoryStoreOptions) {
+  /** @param createDelayMs how long each create takes to settle (0: a microtask). */
+  constructor(options: MemoryStoreOptions & { createDelayMs?: number }) {
     this.#inner = new MemoryNoteStore(options)
+    this.#createDelayMs = options.createDelayMs ?? 0
   }
 
   async create(fields: NoteFields): Promise<string> {
-    await Promise.resolve()
+    if (this.#createDelayMs > 0) await sleep(this.#createDelayMs)
+    else await Promise.resolve()
     return this.#inner.create(fields)
   }
 
