@@ -1,31 +1,53 @@
 /**
  * npm run bench:instructions [-- --workloads W5,W1] [--targets floor,service] [--requests 10000]
- *   [--keep DIR]
+ *   [--runs 2] [--keep DIR]
  *
  * Counts the user-space instructions a server executes per request, with valgrind's callgrind.
  * Unlike req/s on a shared VM (whose cores drift 10-30% within seconds), the count repeats to
- * about 1% between runs, so it can tell apart changes of 1-2%; what it cannot see is time spent in
- * the kernel, waiting on memory, or on other threads (V8 runs with --single-threaded here).
+ * within about 1% between processes, so it can tell apart changes of 1-2%; what it cannot see is
+ * time spent in the kernel, waiting on memory, or on other threads (V8 runs with
+ * --single-threaded here).
  *
- * For every workload and target: two fresh servers under callgrind, each preloaded as in the bench
- * and sent the workload's request over 4 keep-alive connections: `requests` times (which warms the
- * JIT up; a target with metrics is scraped halfway), and 2 x `requests` times. The difference of
- * their totals, divided by `requests`, is the steady-state cost of one request. Needs `valgrind`
- * (Debian: apt-get install valgrind); about two minutes per target and workload. With --keep DIR
- * the callgrind files stay in DIR, for `callgrind_annotate` (V8's builtins and runtime, libuv,
- * llhttp and the kernel interface have symbols; JIT-compiled JavaScript shows as '???').
+ * For every workload and target, `runs` fresh servers under callgrind, one after another (pinned
+ * to CPU 1, this driver to CPU 0, where taskset and 2 CPUs are there), each preloaded as in the bench and sent the workload's request over 4 keep-alive connections
+ * `requests` times to warm the JIT up (a target with metrics is scraped halfway), then `requests`
+ * times more. callgrind_control dumps the counts after the warm-up and after the measured
+ * requests, so the second dump divided by `requests` is the steady-state cost of one request;
+ * the median over runs is printed, and each run's figure too. Needs `valgrind` (Debian: apt-get
+ * install valgrind); about a minute and a half per run. With --keep DIR the callgrind
+ * files stay in DIR, for `callgrind_annotate`: NAME.callgrind.2 is the measured requests alone
+ * (V8's builtins and runtime, libuv, llhttp and the kernel interface have symbols; JIT-compiled
+ * JavaScript shows as '???').
  */
+import { execFile } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { Agent } from 'node:http'
-import { tmpdir } from 'node:os'
+import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { send } from './http-client.js'
 import { preload } from './preload.js'
-import { startServer, type Target, targetFromSpec } from './server-process.js'
+import {
+  choosePinning,
+  type Pinning,
+  SERVER_HOST,
+  startServer,
+  type Target,
+  targetFromSpec,
+} from './server-process.js'
 import { type LoadRequest, WORKLOADS, type Workload } from './workloads.js'
 
 const CONNECTIONS = 4
+
+const thousands = (n: number): string => Math.round(n).toLocaleString('en-US')
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
+}
 
 /** Sends `request` `count` times over CONNECTIONS keep-alive connections; every answer must be 2xx. */
 async function drive(port: number, request: LoadRequest, count: number): Promise<void> {
@@ -50,17 +72,60 @@ async function drive(port: number, request: LoadRequest, count: number): Promise
   }
 }
 
-/** Total instructions of one server process that served the workload's request `warm`, then `more` times. */
-async function countInstructions(
+/**
+ * `callgrind_control ARGS PID`, which reaches the process through valgrind's gdbserver. Its pipes
+ * are named after the prefix, the user and $HOST, and startServer gives servers HOST=127.0.0.1
+ * (where the service listens), so callgrind_control must be given the same.
+ */
+function callgrindControl(pid: number, prefix: string, ...args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      'callgrind_control',
+      [`--vgdb-prefix=${prefix}`, ...args, String(pid)],
+      { timeout: 60_000, env: { ...process.env, HOST: SERVER_HOST } },
+      (err, stdout) => {
+        if (err === null) resolve(stdout)
+        else reject(new Error(`callgrind_control ${args.join(' ')} ${pid}: ${err.message}`))
+      },
+    )
+  })
+}
+
+/** The instruction total of a callgrind file (a dump, or the whole run). */
+function instructionsIn(file: string): number {
+  const summary = /^summary:\s+(\d+)/m.exec(readFileSync(file, 'utf8'))
+  if (summary?.[1] === undefined) throw new Error(`no summary in ${file}`)
+  return Number(summary[1])
+}
+
+/**
+ * Instructions per request of one server process in its steady state: preloaded, warmed up with
+ * `requests` requests, then counted over `requests` more. The count covers the measured requests
+ * alone, not the start-up, preload, warm-up or shutdown, which the earlier way (the totals of two
+ * processes, one stopped after the warm-up, subtracted) left to cancel out between processes.
+ */
+async function instructionsPerRequest(
   target: Target,
   workload: Workload,
-  warm: number,
-  more: number,
+  requests: number,
   dir: string,
+  run: number,
+  pinning: Pinning | undefined,
 ): Promise<number> {
-  const out = join(dir, `${target.id}-${workload.id}-${warm + more}.callgrind`)
-  const server = await startServer(target, undefined, '/dev/null', ['--single-threaded'], {
-    prefix: ['valgrind', '--tool=callgrind', `--callgrind-out-file=${out}`, '-q'],
+  const out = join(dir, `${target.id}-${workload.id}-${run}.callgrind`)
+  const vgdb = join(dir, `vgdb-${target.id}-${workload.id}-${run}`)
+  // The count per request depends on how many requests the server finds waiting each time it
+  // polls, so the load must keep it saturated: the server gets a CPU of its own and this driver
+  // the other. With two servers and the driver squeezed onto one CPU, one build gave 80,700 to
+  // 104,700 instructions per PATCH; pinned, one at a time, 91,500 to 91,600.
+  const server = await startServer(target, pinning?.serverCpu, '/dev/null', ['--single-threaded'], {
+    prefix: [
+      'valgrind',
+      '--tool=callgrind',
+      `--callgrind-out-file=${out}`,
+      `--vgdb-prefix=${vgdb}`,
+      '-q',
+    ],
     startTimeoutMs: 120_000,
     // callgrind writes its counts as the process exits.
     stopGraceMs: 60_000,
@@ -72,19 +137,21 @@ async function countInstructions(
     // request Fastify serves, it sends new shapes through Node's HTTP code that the fast lane's
     // requests run hot, so V8 deoptimizes and recompiles: about 20,000 more instructions per
     // request over the next 10,000 requests. The second half lets that settle.
-    await drive(server.port, request, Math.ceil(warm / 2))
+    await drive(server.port, request, Math.ceil(requests / 2))
     if (target.scrapeMetrics === true) {
       const answer = await send(server.port, 'GET', '/metrics', { timeoutMs: 60_000 })
       if (answer.status !== 200) throw new Error(`GET /metrics answered ${answer.status}`)
     }
-    await drive(server.port, request, Math.floor(warm / 2))
-    await drive(server.port, request, more)
+    await drive(server.port, request, Math.floor(requests / 2))
+    // A dump writes the counts so far to `${out}.1` and zeroes them; the second one, to
+    // `${out}.2`, holds the measured requests alone.
+    await callgrindControl(server.pid, vgdb, '--dump=warm-up')
+    await drive(server.port, request, requests)
+    await callgrindControl(server.pid, vgdb, '--dump=measured')
+    return instructionsIn(`${out}.2`) / requests
   } finally {
     await server.stop()
   }
-  const summary = /^summary:\s+(\d+)/m.exec(readFileSync(out, 'utf8'))
-  if (summary?.[1] === undefined) throw new Error(`no summary in ${out}`)
-  return Number(summary[1])
 }
 
 async function main(): Promise<void> {
@@ -94,17 +161,22 @@ async function main(): Promise<void> {
       workloads: { type: 'string', default: 'W5' },
       targets: { type: 'string', default: 'floor,service' },
       requests: { type: 'string', default: '10000' },
+      runs: { type: 'string', default: '2' },
       keep: { type: 'string' },
     },
   })
   const requests = Number(values.requests)
   if (!Number.isInteger(requests) || requests < 100) throw new Error('--requests must be >= 100')
+  const runs = Number(values.runs)
+  if (!Number.isInteger(runs) || runs < 1) throw new Error('--runs must be a positive integer')
   const workloads = values.workloads.split(',').map((id) => {
     const workload = WORKLOADS.find((w) => w.id === id.trim().toUpperCase())
     if (workload === undefined) throw new Error(`unknown workload ${id}`)
     return workload
   })
   const targets = values.targets.split(',').map((spec) => targetFromSpec(spec.trim()))
+  const pinning = choosePinning(availableParallelism())
+  const width = Math.max(10, ...targets.map((t) => t.id.length))
   const keep = values.keep
   if (keep !== undefined) mkdirSync(keep, { recursive: true })
   const dir = keep ?? mkdtempSync(join(tmpdir(), 'notes-instructions-'))
@@ -113,22 +185,21 @@ async function main(): Promise<void> {
       console.log(`${workload.id}  ${workload.title}  (${requests} requests measured)`)
       const perRequest = new Map<string, number>()
       for (const target of targets) {
-        // Two at a time: the two runs of a target use both cores of a small machine. Both warm
-        // up with `requests` requests: under callgrind V8 compiles on the main thread, and it
-        // still does after requests/2.
-        const [few, many] = await Promise.all([
-          countInstructions(target, workload, requests, 0, dir),
-          countInstructions(target, workload, requests, requests, dir),
-        ])
-        const cost = (many - few) / requests
+        // One process at a time: see instructionsPerRequest.
+        const counts: number[] = []
+        for (let run = 1; run <= runs; run++) {
+          counts.push(await instructionsPerRequest(target, workload, requests, dir, run, pinning))
+        }
+        const cost = median(counts)
         perRequest.set(target.id, cost)
         const floor = perRequest.get('floor')
         const ratio =
           floor === undefined || target.id === 'floor'
             ? ''
             : `  floor/${target.id} ${(floor / cost).toFixed(3)} (1.0: as few as the floor)`
+        const each = counts.length > 1 ? `  (runs: ${counts.map(thousands).join(', ')})` : ''
         console.log(
-          `  ${target.id.padEnd(10)} ${Math.round(cost).toLocaleString('en-US').padStart(9)} instructions/request${ratio}`,
+          `  ${target.id.padEnd(width)} ${thousands(cost).padStart(9)} instructions/request${ratio}${each}`,
         )
       }
     }

@@ -26,6 +26,9 @@ export interface Target {
   nodeFlags?: string[]
 }
 
+/** Where every server listens (its HOST). */
+export const SERVER_HOST = '127.0.0.1'
+
 const here = (relative: string): string => fileURLToPath(new URL(relative, import.meta.url))
 
 export const TARGETS: Readonly<Record<TargetId, Target>> = {
@@ -175,7 +178,7 @@ export async function startServer(
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       NODE_ENV: 'production',
-      HOST: '127.0.0.1',
+      HOST: SERVER_HOST,
       PORT: String(port),
       ...target.env,
     },

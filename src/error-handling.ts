@@ -65,7 +65,8 @@ export function frameworkErrorHandler(
   }
 }
 
-const kRefusing = Symbol('notes.refusing')
+/** Connections being refused (kept aside, like the pipelining queue, so sockets keep Node's shape). */
+const refusing = new WeakSet<Socket>()
 
 /**
  * Answers requests that Node's HTTP parser rejects before Fastify sees them, then closes the
@@ -76,9 +77,8 @@ const kRefusing = Symbol('notes.refusing')
  * read only the 400.
  */
 export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
-  const tracked = socket as Socket & { [kRefusing]?: true }
-  if (error.code === 'ECONNRESET' || socket.destroyed || tracked[kRefusing]) return
-  tracked[kRefusing] = true
+  if (error.code === 'ECONNRESET' || socket.destroyed || refusing.has(socket)) return
+  refusing.add(socket)
   // Read nothing more: the parser has failed, so later bytes can only fail again.
   socket.pause()
   let status = 400

@@ -1,15 +1,21 @@
 import type { RequestListener, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 
-const kLastQueued = Symbol('notes.lastQueuedResponse')
-const kPrevious = Symbol('notes.previousResponse')
-
-type TrackedResponse = ServerResponse & { [kPrevious]?: TrackedResponse | undefined }
-type TrackedSocket = Socket & {
-  [kLastQueued]?: TrackedResponse | undefined
+type NodeSocket = Socket & {
   /** Node's own: the response now attached to the connection (being produced or flushed). */
   _httpMessage?: ServerResponse | null
 }
+
+// The queue is kept beside Node's objects, not on them. A property added to only some sockets
+// (those that ever had a request queued, as every bench preload does) gave sockets more hidden
+// classes than Node's code is tuned for: its per-request reads of socket fields
+// (parserOnIncoming, IncomingMessage, the stream state) went megamorphic in the service and
+// stayed polymorphic in the floor.
+
+/** connection -> the response to its last queued request */
+const lastQueued = new WeakMap<Socket, ServerResponse>()
+/** queued response -> the response to the request before it on its connection */
+const previousOf = new WeakMap<ServerResponse, ServerResponse>()
 
 /**
  * Wraps the server's request listener so that pipelined requests on one connection run one after
@@ -26,22 +32,24 @@ type TrackedSocket = Socket & {
  * afterResponsesOn.
  */
 export function inOrder(listener: RequestListener): RequestListener {
-  return (request, response: TrackedResponse) => {
+  return (request, response) => {
     if (response.socket !== null) {
       listener(request, response)
       return
     }
-    const socket = request.socket as TrackedSocket
-    const previous = lastResponseOn(socket) as TrackedResponse | undefined
-    socket[kLastQueued] = response
-    response[kPrevious] = previous
+    const socket = request.socket
+    const previous = lastResponseOn(socket)
+    lastQueued.set(socket, response)
+    if (previous !== undefined) previousOf.set(response, previous)
     // Cut the chain behind the first closed response, or a connection that always has a request
     // pipelined would keep every response it ever sent.
-    for (let at = previous; at?.[kPrevious] !== undefined; at = at[kPrevious]) {
-      if ((at[kPrevious] as TrackedResponse).closed) {
-        at[kPrevious] = undefined
+    for (let at = previous; at !== undefined; ) {
+      const before = previousOf.get(at)
+      if (before?.closed === true) {
+        previousOf.delete(at)
         break
       }
+      at = before
     }
     response.once('socket', () => listener(request, response))
   }
@@ -49,12 +57,11 @@ export function inOrder(listener: RequestListener): RequestListener {
 
 /** The response to the last request that began on this connection, while it is under way. */
 export function lastResponseOn(socket: Socket): ServerResponse | undefined {
-  const tracked = socket as TrackedSocket
-  const queued = tracked[kLastQueued]
+  const queued = lastQueued.get(socket)
   // The last queued response is the newest until it has ended; from then on, the attached one
   // is (the same one while it is still being flushed, or one attached directly after it).
   if (queued !== undefined && !queued.writableEnded) return queued
-  return tracked._httpMessage ?? undefined
+  return (socket as NodeSocket)._httpMessage ?? undefined
 }
 
 /**
@@ -65,8 +72,8 @@ export function lastResponseOn(socket: Socket): ServerResponse | undefined {
  * waited for.
  */
 export function afterResponsesOn(socket: Socket, next: () => void): void {
-  let last = lastResponseOn(socket) as TrackedResponse | undefined
-  while (last !== undefined && !last.req.complete) last = last[kPrevious]
+  let last = lastResponseOn(socket)
+  while (last !== undefined && !last.req.complete) last = previousOf.get(last)
   if (last === undefined || last.closed) next()
   else last.once('close', next)
 }

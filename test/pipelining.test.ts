@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
-import type { AddressInfo } from 'node:net'
+import { createServer, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
 import { afterEach, beforeEach, describe, it } from 'node:test'
 import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config.js'
@@ -112,6 +113,47 @@ describe('pipelined requests', () => {
     assert.equal(created.status, 200)
     assert.equal(await read(conn, 'GET'), CLOSED)
     assert.equal(server.store.stats().notes, 2)
+  })
+
+  it('leaves the connection and its responses with exactly the properties plain node:http gives them', async () => {
+    // The queue of pipelined responses is kept beside Node's objects: a property added to some
+    // sockets gave them more hidden classes, and Node's per-request reads of socket fields went
+    // megamorphic (slower for every request, pipelined or not).
+    const plain = createServer((request, response) => {
+      request.resume()
+      request.on('end', () => {
+        response.writeHead(200, { 'content-type': 'application/json', 'content-length': 2 })
+        response.end('{}')
+      })
+    })
+    await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve))
+    const keysAfterPipelining = async (target: Server, port: number): Promise<string[][]> => {
+      const sockets: Socket[] = []
+      const responses: ServerResponse[] = []
+      target.on('connection', (socket: Socket) => sockets.push(socket))
+      target.on('request', (_request, response: ServerResponse) => responses.push(response))
+      const pipelined = await WireConnection.open('127.0.0.1', port)
+      try {
+        pipelined.write(
+          `${post('{"n":2}')}${post('{"n":3}')}GET /api/note HTTP/1.1\r\nHost: t\r\n\r\n`,
+        )
+        for (const method of ['POST', 'POST', 'GET']) {
+          const answer = await read(pipelined, method)
+          assert.ok(answer !== CLOSED && answer.status === 200, `${method} answered`)
+        }
+        await new Promise((resolve) => setImmediate(resolve))
+        return [...sockets, ...responses].map((o) => Reflect.ownKeys(o).map(String).sort())
+      } finally {
+        pipelined.destroy()
+      }
+    }
+    try {
+      const expected = await keysAfterPipelining(plain, (plain.address() as AddressInfo).port)
+      assert.equal(expected.length, 4)
+      assert.deepEqual(await keysAfterPipelining(server.app.server, server.port), expected)
+    } finally {
+      plain.close()
+    }
   })
 
   it('still refuses at once a request whose own body is malformed', async () => {
