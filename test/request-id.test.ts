@@ -39,11 +39,16 @@ describe('requestIdGenerator', () => {
 
   it('generates a different id for each request without one, from a per-app prefix', () => {
     const generate = requestIdGenerator()
-    const ids = Array.from({ length: 100 }, () => generate(rawRequest({})))
-    assert.equal(new Set(ids).size, 100)
+    // Past two of the blocks the generator makes its ids in (1,024 at a time).
+    const count = 2 * 1024 + 5
+    const ids = Array.from({ length: count }, () => generate(rawRequest({})))
+    assert.equal(new Set(ids).size, count)
     for (const id of ids) assert.match(id, GENERATED)
     const prefix = ids[0]?.split('-')[0]
-    assert.deepEqual(ids.slice(0, 3), [`${prefix}-1`, `${prefix}-2`, `${prefix}-3`])
+    assert.deepEqual(
+      ids,
+      ids.map((_, i) => `${prefix}-${(i + 1).toString(36)}`),
+    )
     const other = requestIdGenerator()(rawRequest({}))
     assert.notEqual(other.split('-')[0], prefix)
   })
