@@ -8,14 +8,15 @@
  * time spent in the kernel, waiting on memory, or on other threads (V8 runs with
  * --single-threaded here).
  *
- * For every workload and target, `runs` fresh servers under callgrind, one after another (pinned
- * to CPU 1, this driver to CPU 0, where taskset and 2 CPUs are there), each preloaded as in the bench and sent the workload's request over 4 keep-alive connections
+ * For every workload and target, `runs` fresh servers under callgrind, one after another
+ * (pinned to CPU 1 and this driver to CPU 0, where taskset and 2 CPUs are there), each
+ * preloaded as in the bench and sent the workload's request over 4 keep-alive connections
  * `requests` times to warm the JIT up (a target with metrics is scraped halfway), then `requests`
  * times more. callgrind_control dumps the counts after the warm-up and after the measured
  * requests, so the second dump divided by `requests` is the steady-state cost of one request;
  * the median over runs is printed, and each run's figure too. Needs `valgrind` (Debian: apt-get
- * install valgrind); about a minute and a half per run. With --keep DIR the callgrind
- * files stay in DIR, for `callgrind_annotate`: NAME.callgrind.2 is the measured requests alone
+ * install valgrind); about a minute and a half per run. With --keep DIR the callgrind files stay
+ * in DIR, for `callgrind_annotate`: NAME.callgrind.2 is the measured requests alone
  * (V8's builtins and runtime, libuv, llhttp and the kernel interface have symbols; JIT-compiled
  * JavaScript shows as '???').
  */
@@ -74,26 +75,30 @@ async function drive(port: number, request: LoadRequest, count: number): Promise
 
 /**
  * `callgrind_control ARGS PID`, which reaches the process through valgrind's gdbserver. Its pipes
- * are named after the prefix, the user and $HOST, and startServer gives servers HOST=127.0.0.1
- * (where the service listens), so callgrind_control must be given the same.
+ * are named after the prefix, $LOGNAME or $USER, and $HOST, so callgrind_control gets the same
+ * as startServer's minimal environment gives the server: HOST=127.0.0.1 (where the service
+ * listens) and no user. It exits 0 even when it reaches nothing, so success is its "OK.".
  */
-function callgrindControl(pid: number, prefix: string, ...args: string[]): Promise<string> {
+function callgrindControl(pid: number, prefix: string, ...args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
     execFile(
       'callgrind_control',
       [`--vgdb-prefix=${prefix}`, ...args, String(pid)],
-      { timeout: 60_000, env: { ...process.env, HOST: SERVER_HOST } },
+      { timeout: 60_000, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOST: SERVER_HOST } },
       (err, stdout) => {
-        if (err === null) resolve(stdout)
-        else reject(new Error(`callgrind_control ${args.join(' ')} ${pid}: ${err.message}`))
+        const failed = err ?? (/^\s*OK\.\s*$/m.test(stdout) ? null : new Error(stdout.trim()))
+        if (failed === null) resolve()
+        else reject(new Error(`callgrind_control ${args.join(' ')} ${pid}: ${failed.message}`))
       },
     )
   })
 }
 
-/** The instruction total of a callgrind file (a dump, or the whole run). */
-function instructionsIn(file: string): number {
-  const summary = /^summary:\s+(\d+)/m.exec(readFileSync(file, 'utf8'))
+/** The instruction total of one callgrind dump, which must come from process `pid`. */
+function instructionsIn(file: string, pid: number): number {
+  const text = readFileSync(file, 'utf8')
+  if (!new RegExp(`^pid: ${pid}$`, 'm').test(text)) throw new Error(`${file} is not from ${pid}`)
+  const summary = /^summary:\s+(\d+)/m.exec(text)
   if (summary?.[1] === undefined) throw new Error(`no summary in ${file}`)
   return Number(summary[1])
 }
@@ -114,6 +119,8 @@ async function instructionsPerRequest(
 ): Promise<number> {
   const out = join(dir, `${target.id}-${workload.id}-${run}.callgrind`)
   const vgdb = join(dir, `vgdb-${target.id}-${workload.id}-${run}`)
+  // A kept directory may hold the dumps of an earlier invocation.
+  for (const file of [out, `${out}.1`, `${out}.2`]) rmSync(file, { force: true })
   // The count per request depends on how many requests the server finds waiting each time it
   // polls, so the load must keep it saturated: the server gets a CPU of its own and this driver
   // the other. With two servers and the driver squeezed onto one CPU, one build gave 80,700 to
@@ -148,7 +155,7 @@ async function instructionsPerRequest(
     await callgrindControl(server.pid, vgdb, '--dump=warm-up')
     await drive(server.port, request, requests)
     await callgrindControl(server.pid, vgdb, '--dump=measured')
-    return instructionsIn(`${out}.2`) / requests
+    return instructionsIn(`${out}.2`, server.pid) / requests
   } finally {
     await server.stop()
   }

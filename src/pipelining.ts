@@ -28,7 +28,7 @@ const previousOf = new WeakMap<ServerResponse, ServerResponse>()
  * finished, and queues the others until then ('socket' is emitted when it attaches one). So a
  * request whose response is attached already has nothing ahead of it and runs at once: without
  * pipelining, that is every request, at the cost of one property read. A queued one runs when
- * its response is attached, and is remembered on the connection for lastResponseOn and
+ * its response is attached, and is remembered (in the WeakMaps above) for lastResponseOn and
  * afterResponsesOn.
  */
 export function inOrder(listener: RequestListener): RequestListener {

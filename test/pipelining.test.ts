@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { createServer, type Server, type ServerResponse } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import { afterEach, beforeEach, describe, it } from 'node:test'
 import { buildApp } from '../src/app.js'
@@ -130,8 +130,14 @@ describe('pipelined requests', () => {
     const keysAfterPipelining = async (target: Server, port: number): Promise<string[][]> => {
       const sockets: Socket[] = []
       const responses: ServerResponse[] = []
-      target.on('connection', (socket: Socket) => sockets.push(socket))
-      target.on('request', (_request, response: ServerResponse) => responses.push(response))
+      const onConnection = (socket: Socket): void => {
+        sockets.push(socket)
+      }
+      const onRequest = (_request: IncomingMessage, response: ServerResponse): void => {
+        responses.push(response)
+      }
+      target.on('connection', onConnection)
+      target.on('request', onRequest)
       const pipelined = await WireConnection.open('127.0.0.1', port)
       try {
         pipelined.write(
@@ -145,6 +151,8 @@ describe('pipelined requests', () => {
         return [...sockets, ...responses].map((o) => Reflect.ownKeys(o).map(String).sort())
       } finally {
         pipelined.destroy()
+        target.off('connection', onConnection)
+        target.off('request', onRequest)
       }
     }
     try {
@@ -152,7 +160,8 @@ describe('pipelined requests', () => {
       assert.equal(expected.length, 4)
       assert.deepEqual(await keysAfterPipelining(server.app.server, server.port), expected)
     } finally {
-      plain.close()
+      plain.closeAllConnections()
+      await new Promise((resolve) => plain.close(resolve))
     }
   })
 
