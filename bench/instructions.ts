@@ -27,6 +27,7 @@ import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { send } from './http-client.js'
+import { median, thousands } from './numbers.js'
 import { preload } from './preload.js'
 import {
   choosePinning,
@@ -39,16 +40,6 @@ import {
 import { type LoadRequest, WORKLOADS, type Workload } from './workloads.js'
 
 const CONNECTIONS = 4
-
-const thousands = (n: number): string => Math.round(n).toLocaleString('en-US')
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
-}
 
 /** Sends `request` `count` times over CONNECTIONS keep-alive connections; every answer must be 2xx. */
 async function drive(port: number, request: LoadRequest, count: number): Promise<void> {

@@ -13,6 +13,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { send } from './http-client.js'
 import { chooseGenerator, type LoadResult } from './load.js'
+import { median, thousands } from './numbers.js'
 import { countNotes, preload } from './preload.js'
 import {
   choosePinning,
@@ -117,15 +118,6 @@ function parseSettings(argv: string[]): Settings & { generator?: 'wrk' | 'autoca
   }
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = Math.floor(sorted.length / 2)
-  if (sorted.length === 0) return Number.NaN
-  return sorted.length % 2 === 1
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
-}
-
 /**
  * Resolves once the server has used less than a tenth of a CPU over 50 ms, or after 5 s.
  */
@@ -202,8 +194,6 @@ function table(header: string[], rows: string[][]): string {
 
 const fixed = (value: number, digits: number): string =>
   Number.isFinite(value) ? value.toFixed(digits) : '-'
-const thousands = (value: number): string =>
-  Number.isFinite(value) ? Math.round(value).toLocaleString('en-US') : '-'
 
 async function main(): Promise<void> {
   const settings = parseSettings(process.argv.slice(2))
