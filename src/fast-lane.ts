@@ -101,7 +101,7 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
 
     /** The contract's not-found: 404 and no body at all. */
     sendNotFound(): void {
-      this.response.writeHead(404, { 'x-request-id': this.id, 'content-length': '0' })
+      this.response.writeHead(404, ['x-request-id', this.id, 'content-length', '0'])
       this.response.end()
       this.#record(404)
     }
@@ -162,11 +162,16 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
     }
 
     #send(status: number, contentType: string, body: string | Buffer): void {
-      this.response.writeHead(status, {
-        'x-request-id': this.id,
-        'content-type': contentType,
-        'content-length': Buffer.byteLength(body),
-      })
+      // Headers as one flat [name, value, ...] list: Node walks an object's with for-in and
+      // hasOwnProperty, a list by index.
+      this.response.writeHead(status, [
+        'x-request-id',
+        this.id,
+        'content-type',
+        contentType,
+        'content-length',
+        Buffer.byteLength(body),
+      ])
       this.response.end(body)
       this.#record(status)
     }
