@@ -428,8 +428,9 @@ async function main(): Promise<void> {
     const floor = ratio(runs, 'floor')
     const fastify = ratio(runs, 'fastify')
     say(
-      `ratio service/floor ${fixed(floor, 2)} (target >= ${workload.floorTarget}), ` +
-        `service/fastify ${fixed(fastify, 2)} (target >= ${FASTIFY_TARGET})`,
+      `ratio service/floor ${fixed(floor, 2)} (target >= ${workload.floorTarget}` +
+        `${eachRound(runs, 'floor')}), service/fastify ${fixed(fastify, 2)} ` +
+        `(target >= ${FASTIFY_TARGET}${eachRound(runs, 'fastify')})`,
     )
     say(
       `CPU-cost ratio (other's CPU us/req / service's; steadier when the machine is shared): ` +
@@ -437,7 +438,10 @@ async function main(): Promise<void> {
     )
     for (const target of settings.targets) {
       if (['service', 'floor', 'fastify', 'service-metrics'].includes(target.id)) continue
-      say(`ratio service/${target.id} ${fixed(ratio(runs, target.id), 2)}`)
+      const rounds = eachRound(runs, target.id).slice(2)
+      say(
+        `ratio service/${target.id} ${fixed(ratio(runs, target.id), 2)}${rounds && ` (${rounds})`}`,
+      )
     }
     if (runs['service-metrics'] !== undefined) {
       const cost = ratio(runs, 'service', 'service-metrics')
@@ -459,19 +463,29 @@ async function main(): Promise<void> {
     ])
   }
 
-  /** Median over rounds of `of` req/s / other req/s, each pair from the same round. */
-  function ratio(
+  /** `of` req/s / other req/s in each round (both measured in the same round). */
+  function roundRatios(
     runs: Record<string, Measurement[]>,
     other: string,
     of: TargetId = 'service',
-  ): number {
+  ): number[] {
     const service = runs[of] ?? []
     const reference = runs[other] ?? []
-    const ratios = service.flatMap((m, i) => {
+    return service.flatMap((m, i) => {
       const r = reference[i]
       return r === undefined ? [] : [m.load.rps / r.load.rps]
     })
-    return median(ratios)
+  }
+
+  /** Median over rounds of `of` req/s / other req/s. */
+  function ratio(runs: Record<string, Measurement[]>, other: string, of?: TargetId): number {
+    return median(roundRatios(runs, other, of))
+  }
+
+  /** '; rounds 0.91 1.02 0.88': how far single rounds scatter around the median. */
+  function eachRound(runs: Record<string, Measurement[]>, other: string): string {
+    const ratios = roundRatios(runs, other)
+    return ratios.length > 1 ? `; rounds ${ratios.map((r) => fixed(r, 2)).join(' ')}` : ''
   }
 
   /** Median over rounds of other's CPU per request / service's: > 1 when the service is cheaper. */
