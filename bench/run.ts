@@ -5,7 +5,8 @@
  * For every workload and round, starts a fresh server of each target (in an order that rotates
  * per round), preloads it over HTTP, warms it up, then drives it from a separate load-generator
  * process and reads the server's RSS. Prints one table per workload (medians over rounds), the
- * ratios service/floor and service/fastify (median of the per-round ratios), and the targets.
+ * ratios service/floor and service/fastify (median of the ratios of every slice pair), and the
+ * targets.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism, loadavg, setPriority, tmpdir } from 'node:os'
@@ -46,6 +47,8 @@ interface Settings {
 /** One run of one target on one workload. */
 interface Measurement {
   load: LoadResult
+  /** Requests/s of each slice, in slice order: the same slice of every target is measured together. */
+  sliceRps: number[]
   /** Server RSS after the measured run, in bytes. */
   rss: number
   /** Server RSS when it had just started, before the preload. */
@@ -226,7 +229,8 @@ async function main(): Promise<void> {
     `runs: ${settings.rounds} round(s) per workload; each round starts a fresh server of every target, ` +
       `preloads them over HTTP and warms each up for ${settings.warmupS} s, then measures each for ` +
       `${settings.durationS} s in ${settings.slices} interleaved slices (rotating order), so drift of ` +
-      `the machine hits all targets alike`,
+      `the machine hits all targets alike; a ratio is the median over every pair of slices ` +
+      `(the same slice of two targets) of all rounds`,
   )
   for (const target of settings.targets) say(`  ${target.id}: ${target.description}`)
   say('')
@@ -372,6 +376,7 @@ async function main(): Promise<void> {
         const notes = workload.id === 'W4' ? await countNotes(p.server.port) : workload.preload
         measured.set(p.target.id, {
           load,
+          sliceRps: p.slices.map((slice) => slice.rps),
           rss: p.server.rss(),
           rssAtStart: p.rssAtStart,
           notes,
@@ -428,9 +433,9 @@ async function main(): Promise<void> {
     const floor = ratio(runs, 'floor')
     const fastify = ratio(runs, 'fastify')
     say(
-      `ratio service/floor ${fixed(floor, 2)} (target >= ${workload.floorTarget}` +
-        `${eachRound(runs, 'floor')}), service/fastify ${fixed(fastify, 2)} ` +
-        `(target >= ${FASTIFY_TARGET}${eachRound(runs, 'fastify')})`,
+      `ratio service/floor ${fixed(floor, 2)} (median${pairs(runs, 'floor')}; target >= ` +
+        `${workload.floorTarget}${eachRound(runs, 'floor')}), service/fastify ` +
+        `${fixed(fastify, 2)} (target >= ${FASTIFY_TARGET}${eachRound(runs, 'fastify')})`,
     )
     say(
       `CPU-cost ratio (other's CPU us/req / service's; steadier when the machine is shared): ` +
@@ -463,6 +468,27 @@ async function main(): Promise<void> {
     ])
   }
 
+  /**
+   * `of` req/s / other req/s in each slice of each round: the two were measured one right after
+   * the other (or with one target between them), so a slice pair shares the machine's state.
+   */
+  function sliceRatios(
+    runs: Record<string, Measurement[]>,
+    other: string,
+    of: TargetId = 'service',
+  ): number[] {
+    const service = runs[of] ?? []
+    const reference = runs[other] ?? []
+    return service.flatMap((m, i) => {
+      const r = reference[i]
+      if (r === undefined) return []
+      return m.sliceRps.flatMap((rps, k) => {
+        const against = r.sliceRps[k]
+        return against === undefined ? [] : [rps / against]
+      })
+    })
+  }
+
   /** `of` req/s / other req/s in each round (both measured in the same round). */
   function roundRatios(
     runs: Record<string, Measurement[]>,
@@ -477,9 +503,20 @@ async function main(): Promise<void> {
     })
   }
 
-  /** Median over rounds of `of` req/s / other req/s. */
+  /**
+   * The ratio quoted: the median over every slice pair of all rounds (15 in a full run) of `of`
+   * req/s / other req/s. The machine's speed changes within seconds, so a slice here and there
+   * is 20-40% off; a median of slice pairs sets those aside, where a round's ratio (its slices
+   * summed) takes them in. Run against a copy of itself, the service's ratio scattered half as
+   * far as a median of round ratios (see the README's Benchmark section).
+   */
   function ratio(runs: Record<string, Measurement[]>, other: string, of?: TargetId): number {
-    return median(roundRatios(runs, other, of))
+    return median(sliceRatios(runs, other, of))
+  }
+
+  /** ' of 15 slice pairs' */
+  function pairs(runs: Record<string, Measurement[]>, other: string): string {
+    return ` of ${sliceRatios(runs, other).length} slice pairs`
   }
 
   /** '; rounds 0.91 1.02 0.88': how far single rounds scatter around the median. */
@@ -500,7 +537,7 @@ async function main(): Promise<void> {
     )
   }
 
-  say('Summary (req/s medians; ratios are medians of per-round ratios)')
+  say('Summary (req/s medians over rounds; ratios are medians over slice pairs)')
   say(
     table(
       ['workload', 'service', 'floor', 'fastify', 'service/floor', 'target', 'service/fastify'],

@@ -6,6 +6,7 @@ import { send } from './http-client.js'
 
 export type TargetId =
   | 'service'
+  | 'twin'
   | 'floor'
   | 'floor-kept'
   | 'fastify'
@@ -35,6 +36,12 @@ export const TARGETS: Readonly<Record<TargetId, Target>> = {
   service: {
     id: 'service',
     description: 'node dist/src/server.js, default configuration, JSON logs to /dev/null',
+    script: here('../src/server.js'),
+    env: {},
+  },
+  twin: {
+    id: 'twin',
+    description: 'the service again, same build: how far two identical servers differ here',
     script: here('../src/server.js'),
     env: {},
   },
