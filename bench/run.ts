@@ -5,8 +5,7 @@
  * For every workload and round, starts a fresh server of each target (in an order that rotates
  * per round), preloads it over HTTP, warms it up, then drives it from a separate load-generator
  * process and reads the server's RSS. Prints one table per workload (medians over rounds), the
- * ratios service/floor and service/fastify (median of the ratios of every slice pair), and the
- * targets.
+ * ratios service/floor and service/fastify (median of the per-round ratios), and the targets.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism, loadavg, setPriority, tmpdir } from 'node:os'
@@ -47,7 +46,7 @@ interface Settings {
 /** One run of one target on one workload. */
 interface Measurement {
   load: LoadResult
-  /** Requests/s of each slice, in slice order: the same slice of every target is measured together. */
+  /** Requests/s of each slice, in slice order (kept in the raw results, for analysis). */
   sliceRps: number[]
   /** Server RSS after the measured run, in bytes. */
   rss: number
@@ -229,8 +228,7 @@ async function main(): Promise<void> {
     `runs: ${settings.rounds} round(s) per workload; each round starts a fresh server of every target, ` +
       `preloads them over HTTP and warms each up for ${settings.warmupS} s, then measures each for ` +
       `${settings.durationS} s in ${settings.slices} interleaved slices (rotating order), so drift of ` +
-      `the machine hits all targets alike; a ratio is the median over every pair of slices ` +
-      `(the same slice of two targets) of all rounds`,
+      `the machine hits all targets alike; a ratio is the median of the rounds' ratios`,
   )
   for (const target of settings.targets) say(`  ${target.id}: ${target.description}`)
   say('')
@@ -433,9 +431,9 @@ async function main(): Promise<void> {
     const floor = ratio(runs, 'floor')
     const fastify = ratio(runs, 'fastify')
     say(
-      `ratio service/floor ${fixed(floor, 2)} (median${pairs(runs, 'floor')}; target >= ` +
-        `${workload.floorTarget}${eachRound(runs, 'floor')}), service/fastify ` +
-        `${fixed(fastify, 2)} (target >= ${FASTIFY_TARGET}${eachRound(runs, 'fastify')})`,
+      `ratio service/floor ${fixed(floor, 2)} (median${eachRound(runs, 'floor')}; target >= ` +
+        `${workload.floorTarget}), service/fastify ${fixed(fastify, 2)} ` +
+        `(median${eachRound(runs, 'fastify')}; target >= ${FASTIFY_TARGET})`,
     )
     say(
       `CPU-cost ratio (other's CPU us/req / service's; steadier when the machine is shared): ` +
@@ -443,9 +441,9 @@ async function main(): Promise<void> {
     )
     for (const target of settings.targets) {
       if (['service', 'floor', 'fastify', 'service-metrics'].includes(target.id)) continue
-      const rounds = eachRound(runs, target.id).slice(2)
+      const rounds = eachRound(runs, target.id)
       say(
-        `ratio service/${target.id} ${fixed(ratio(runs, target.id), 2)}${rounds && ` (${rounds})`}`,
+        `ratio service/${target.id} ${fixed(ratio(runs, target.id), 2)}${rounds && ` (median${rounds})`}`,
       )
     }
     if (runs['service-metrics'] !== undefined) {
@@ -468,27 +466,6 @@ async function main(): Promise<void> {
     ])
   }
 
-  /**
-   * `of` req/s / other req/s in each slice of each round: the two were measured one right after
-   * the other (or with one target between them), so a slice pair shares the machine's state.
-   */
-  function sliceRatios(
-    runs: Record<string, Measurement[]>,
-    other: string,
-    of: TargetId = 'service',
-  ): number[] {
-    const service = runs[of] ?? []
-    const reference = runs[other] ?? []
-    return service.flatMap((m, i) => {
-      const r = reference[i]
-      if (r === undefined) return []
-      return m.sliceRps.flatMap((rps, k) => {
-        const against = r.sliceRps[k]
-        return against === undefined ? [] : [rps / against]
-      })
-    })
-  }
-
   /** `of` req/s / other req/s in each round (both measured in the same round). */
   function roundRatios(
     runs: Record<string, Measurement[]>,
@@ -504,25 +481,20 @@ async function main(): Promise<void> {
   }
 
   /**
-   * The ratio quoted: the median over every slice pair of all rounds (15 in a full run) of `of`
-   * req/s / other req/s. The machine's speed changes within seconds, so a slice here and there
-   * is 20-40% off; a median of slice pairs sets those aside, where a round's ratio (its slices
-   * summed) takes them in. Run against a copy of itself, the service's ratio scattered half as
-   * far as a median of round ratios (see the README's Benchmark section).
+   * The ratio quoted: the median over rounds of `of` req/s / other req/s, each round's slices
+   * summed. (A median over single slice pairs was tried: with three targets in rotation, a pair
+   * is adjacent in two of the three orders, and the ratio depended on the order, 0.99 against
+   * 0.88 in one run, so the pooled median leaned on the majority order. A round's sum gives every
+   * target every position once.)
    */
   function ratio(runs: Record<string, Measurement[]>, other: string, of?: TargetId): number {
-    return median(sliceRatios(runs, other, of))
+    return median(roundRatios(runs, other, of))
   }
 
-  /** ' of 15 slice pairs' */
-  function pairs(runs: Record<string, Measurement[]>, other: string): string {
-    return ` of ${sliceRatios(runs, other).length} slice pairs`
-  }
-
-  /** '; rounds 0.91 1.02 0.88': how far single rounds scatter around the median. */
+  /** ' of rounds 0.91 1.02 0.88' (nothing with one round): the values the ratio is the median of. */
   function eachRound(runs: Record<string, Measurement[]>, other: string): string {
     const ratios = roundRatios(runs, other)
-    return ratios.length > 1 ? `; rounds ${ratios.map((r) => fixed(r, 2)).join(' ')}` : ''
+    return ratios.length > 1 ? ` of rounds ${ratios.map((r) => fixed(r, 2)).join(' ')}` : ''
   }
 
   /** Median over rounds of other's CPU per request / service's: > 1 when the service is cheaper. */
@@ -537,7 +509,7 @@ async function main(): Promise<void> {
     )
   }
 
-  say('Summary (req/s medians over rounds; ratios are medians over slice pairs)')
+  say('Summary (req/s medians; ratios are medians of per-round ratios)')
   say(
     table(
       ['workload', 'service', 'floor', 'fastify', 'service/floor', 'target', 'service/fastify'],
