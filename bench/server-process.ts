@@ -278,3 +278,33 @@ function clockTicks(): number {
   }
   return ticksPerSecond
 }
+
+/** Idle and total time of one CPU so far, in clock ticks, from /proc/stat (Linux); NaN if unknown. */
+export interface CpuTimes {
+  idle: number
+  total: number
+}
+
+/**
+ * `cpuN` line of /proc/stat: user nice system idle iowait irq softirq steal (guest time is
+ * already within user). Idle is idle + iowait.
+ */
+export function cpuTimes(cpu: number): CpuTimes {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith(`cpu${cpu} `))
+    const ticks = (line ?? '').trim().split(/\s+/).slice(1, 9).map(Number)
+    if (ticks.length < 8 || ticks.some((t) => !Number.isFinite(t))) throw new Error('no cpu line')
+    const idle = (ticks[3] as number) + (ticks[4] as number)
+    return { idle, total: ticks.reduce((sum, t) => sum + t, 0) }
+  } catch {
+    return { idle: Number.NaN, total: Number.NaN }
+  }
+}
+
+/** Share of the time between two readings that the CPU sat idle (NaN if unknown). */
+export function idleShare(before: CpuTimes, after: CpuTimes): number {
+  const total = after.total - before.total
+  return total > 0 ? (after.idle - before.idle) / total : Number.NaN
+}
