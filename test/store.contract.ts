@@ -46,6 +46,21 @@ export function runStoreContract(
       assert.deepEqual(parse(await store.list()), [{ id: 101 }, { id: 102 }])
     })
 
+    it('steps over an id that a patch moved ahead of the next one', async () => {
+      const store = makeStore({ now: fixedClock(100) })
+      await store.create({}) // id 100
+      await store.update(100, { id: 102 })
+      await store.create({}) // 101
+      await store.create({}) // 102 is taken: 103
+      await store.create({}) // 104
+      assert.deepEqual(
+        (parse(await store.list()) as { id: number }[]).map((note) => note.id),
+        [102, 101, 103, 104],
+      )
+      assert.deepEqual(parse(await store.get(102)), { id: 102 })
+      assert.deepEqual(parse(await store.get(103)), { id: 103 })
+    })
+
     it('lists notes in insertion order, and [] when empty', async () => {
       const store = makeStore({ now: fixedClock(1) })
       assert.equal(await store.list(), '[]')

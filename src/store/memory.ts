@@ -32,6 +32,8 @@ export class MemoryNoteStore implements NoteStore {
   /** id -> the entry holding it, or its holders in list order when a PATCH duplicated it. */
   readonly #byId = new Map<number, Entry | Entry[]>()
   #lastId = 0
+  /** The highest id ever indexed (by a create or a PATCH): any id above it is free. */
+  #highestId = 0
   #seq = 0
   #bytes = 0
   #listJson: string | undefined
@@ -53,7 +55,13 @@ export class MemoryNoteStore implements NoteStore {
     const entry: Entry = { id, json, bytes, seq: this.#seq++ }
     this.#lastId = id
     this.#entries.add(entry)
-    this.#index(entry)
+    if (id > this.#highestId) {
+      // The usual case: no note holds this id, so one Map write indexes it.
+      this.#byId.set(id, entry)
+      this.#highestId = id
+    } else {
+      this.#index(entry)
+    }
     this.#bytes += bytes
     this.#listJson = undefined
     return json
@@ -116,6 +124,8 @@ export class MemoryNoteStore implements NoteStore {
   /** max(now, last id + 1), stepping over ids that PATCHed notes already hold. */
   #nextId(): number {
     let id = Math.max(this.#now(), this.#lastId + 1)
+    // Above every id ever indexed, nothing can hold it: no lookup in the (large) index.
+    if (id > this.#highestId) return id
     while (this.#byId.has(id)) id++
     return id
   }
@@ -134,6 +144,7 @@ export class MemoryNoteStore implements NoteStore {
   #index(entry: Entry): void {
     const { id } = entry
     if (!isIndexable(id)) return
+    if (id > this.#highestId) this.#highestId = id
     const found = this.#byId.get(id)
     if (found === undefined) {
       this.#byId.set(id, entry)
