@@ -344,15 +344,19 @@ async function main(): Promise<void> {
           let attempt = 0
           for (;;) {
             const cpuBefore = p.server.cpuSeconds()
-            const timesBefore = cpuTimes(pinning?.serverCpu ?? 0)
+            const serverCpu = pinning?.serverCpu
+            const timesBefore = serverCpu === undefined ? undefined : cpuTimes(serverCpu)
             const load = await drive(p, sliceS)
             const cpuSeconds = p.server.cpuSeconds() - cpuBefore
             const busy = cpuSeconds / load.durationS
             // A server that left its CPU idle was waiting for the generator (W3's service sends
             // 1.2 MB answers faster than wrk reads them): measuring again would change nothing.
-            const idle = idleShare(timesBefore, cpuTimes(pinning?.serverCpu ?? 0))
+            const idle =
+              serverCpu === undefined || timesBefore === undefined
+                ? Number.NaN
+                : idleShare(timesBefore, cpuTimes(serverCpu))
             const retry =
-              pinning !== undefined &&
+              serverCpu !== undefined &&
               busy < settings.minBusy &&
               !(idle > 1 - settings.minBusy) &&
               attempt < settings.retries &&

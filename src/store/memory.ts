@@ -55,13 +55,7 @@ export class MemoryNoteStore implements NoteStore {
     const entry: Entry = { id, json, bytes, seq: this.#seq++ }
     this.#lastId = id
     this.#entries.add(entry)
-    if (id > this.#highestId) {
-      // The usual case: no note holds this id, so one Map write indexes it.
-      this.#byId.set(id, entry)
-      this.#highestId = id
-    } else {
-      this.#index(entry)
-    }
+    this.#index(entry)
     this.#bytes += bytes
     this.#listJson = undefined
     return json
@@ -144,7 +138,12 @@ export class MemoryNoteStore implements NoteStore {
   #index(entry: Entry): void {
     const { id } = entry
     if (!isIndexable(id)) return
-    if (id > this.#highestId) this.#highestId = id
+    if (id > this.#highestId) {
+      // The usual case for a create: no note holds this id, so one Map write indexes it.
+      this.#highestId = id
+      this.#byId.set(id, entry)
+      return
+    }
     const found = this.#byId.get(id)
     if (found === undefined) {
       this.#byId.set(id, entry)
