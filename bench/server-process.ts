@@ -53,10 +53,11 @@ export const TARGETS: Readonly<Record<TargetId, Target>> = {
   },
   'floor-kept': {
     id: 'floor-kept',
-    description: 'the floor with src/tick-shapes.ts loaded first (--import), as the service has it',
+    description:
+      'the floor with src/http/tick-shapes.ts loaded first (--import), as the service has it',
     script: here('./floor-server.js'),
     env: {},
-    nodeFlags: ['--import', new URL('../src/tick-shapes.js', import.meta.url).href],
+    nodeFlags: ['--import', new URL('../src/http/tick-shapes.js', import.meta.url).href],
   },
   fastify: {
     id: 'fastify',

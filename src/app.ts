@@ -1,26 +1,27 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
-import { trackAllowedMethods } from './allowed-methods.js'
-import { registerApiDocs } from './api-docs.js'
-import { registerCloseConnections } from './close-connections.js'
-import type { Config } from './config.js'
-import { registerCors } from './cors.js'
+import { trackAllowedMethods } from './api/allowed-methods.js'
 import {
   clientErrorHandler,
   frameworkErrorHandler,
   registerErrorHandling,
-} from './error-handling.js'
-import { withFastLane } from './fast-lane.js'
-import { registerHealthChecks } from './health.js'
-import { createHttpServer } from './http-server.js'
-import { registerJsonBodyParser } from './json-body.js'
-import { registerLoadShedding } from './load-shedding.js'
-import { createRequestRecorder, registerMetrics } from './metrics.js'
-import { buildOpenApiDocument } from './openapi.js'
-import { readPackageInfo } from './package-info.js'
-import { inOrder } from './pipelining.js'
-import { registerRequestIds, requestIdGenerator, withRequestIdHeader } from './request-id.js'
-import { setUpLogging } from './request-logging.js'
-import { listBody, registerNoteRoutes } from './routes/notes.js'
+} from './api/error-handling.js'
+import { registerJsonBodyParser } from './api/json-body.js'
+import { NoteOperations } from './api/note-operations.js'
+import { registerNoteRoutes } from './api/note-routes.js'
+import { buildOpenApiDocument } from './api/openapi.js'
+import type { Config } from './config/config.js'
+import { readPackageInfo } from './config/package-info.js'
+import { registerCloseConnections } from './http/close-connections.js'
+import { withFastLane } from './http/fast-lane.js'
+import { createHttpServer } from './http/http-server.js'
+import { inOrder } from './http/pipelining.js'
+import { registerApiDocs } from './ops/api-docs.js'
+import { registerCors } from './ops/cors.js'
+import { registerHealthChecks } from './ops/health.js'
+import { registerLoadShedding } from './ops/load-shedding.js'
+import { createRequestRecorder, registerMetrics } from './ops/metrics.js'
+import { registerRequestIds, requestIdGenerator, withRequestIdHeader } from './ops/request-id.js'
+import { setUpLogging } from './ops/request-logging.js'
 import type { NoteStore } from './store/types.js'
 
 export type AppConfig = Pick<
@@ -43,6 +44,11 @@ export interface AppOptions {
   store: NoteStore
   /** Limits and timeouts; `DEFAULT_CONFIG` has the shipped values. */
   config: AppConfig
+  /**
+   * What each note operation means and answers, served through both lanes; defaults to
+   * `new NoteOperations(store)`. A test passes a subclass to change one operation everywhere.
+   */
+  operations?: NoteOperations
   /** Fastify's logger option: pino options, or false (the default) for silence. */
   logger?: FastifyServerOptions['logger']
 }
@@ -51,12 +57,15 @@ export interface AppOptions {
  * Builds the notes service without listening: tests call it through `inject`, the server
  * listens on it. Timeouts and limits are set here so both run the same server.
  */
-export function buildApp({ store, config, logger = false }: AppOptions): FastifyInstance {
+export function buildApp({
+  store,
+  config,
+  operations = new NoteOperations(store),
+  logger = false,
+}: AppOptions): FastifyInstance {
   const logging = setUpLogging(logger, config.logRequests)
   const requestId = requestIdGenerator()
   const recorder = config.metrics ? createRequestRecorder() : undefined
-  // One cache of the encoded list for both lanes.
-  const encodeList = listBody()
   let closing = false
   // The note routes' everyday requests skip Fastify unless a feature that lives in Fastify's hooks
   // is on; `app.inject` always goes through Fastify (tests reach the lane through the listener).
@@ -69,8 +78,7 @@ export function buildApp({ store, config, logger = false }: AppOptions): Fastify
       const listener = fastLane
         ? withFastLane(
             {
-              store,
-              encodeList,
+              operations,
               bodyLimit: config.bodyLimit,
               maxDepth: config.maxDepth,
               requestId,
@@ -113,6 +121,6 @@ export function buildApp({ store, config, logger = false }: AppOptions): Fastify
   const { version } = readPackageInfo()
   const document = buildOpenApiDocument({ version, metrics: config.metrics, docs: config.docs })
   registerApiDocs(app, { document, ui: config.docs })
-  registerNoteRoutes(app, store, encodeList)
+  registerNoteRoutes(app, operations)
   return app
 }

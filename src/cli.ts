@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // The `notes-service` command: --help and --version here, anything else starts the server.
-import { OPTIONS } from './config.js'
-import { formatHelp } from './help.js'
-import { readPackageInfo } from './package-info.js'
+import { OPTIONS } from './config/config.js'
+import { formatHelp } from './config/help.js'
+import { readPackageInfo } from './config/package-info.js'
 
 const args = process.argv.slice(2)
 if (args.includes('--help') || args.includes('-h')) {

@@ -1,8 +1,8 @@
 // First, before anything else runs: keeps Node's nextTick fast for the life of the process.
-import './tick-shapes.js'
+import './http/tick-shapes.js'
 import { buildApp } from './app.js'
-import { ConfigError, loadConfig } from './config.js'
-import { loggerOptions } from './logger.js'
+import { ConfigError, loadConfig } from './config/config.js'
+import { loggerOptions } from './ops/logger.js'
 import { MemoryNoteStore } from './store/memory.js'
 
 let config: ReturnType<typeof loadConfig>

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { pathOf } from '../src/api/error-handling.js'
 import { buildApp } from '../src/app.js'
-import { DEFAULT_CONFIG } from '../src/config.js'
-import { pathOf } from '../src/error-handling.js'
+import { DEFAULT_CONFIG } from '../src/config/config.js'
 import { MemoryNoteStore } from '../src/store/memory.js'
 
 function app() {

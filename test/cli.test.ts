@@ -6,12 +6,12 @@ import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { OPTIONS } from '../src/config.js'
-import { formatHelp } from '../src/help.js'
-import { readPackageInfo } from '../src/package-info.js'
+import { OPTIONS } from '../src/config/config.js'
+import { formatHelp } from '../src/config/help.js'
+import { readPackageInfo } from '../src/config/package-info.js'
 
 const run = promisify(execFile)
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const CLI = join(ROOT, 'dist/src/cli.js')
 const { version } = readPackageInfo()
 

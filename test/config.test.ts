@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { ConfigError, DEFAULT_CONFIG, loadConfig, OPTIONS } from '../src/config.js'
+import { ConfigError, DEFAULT_CONFIG, loadConfig, OPTIONS } from '../src/config/config.js'
 
 describe('loadConfig', () => {
   it('returns the documented defaults with no environment and no flags', () => {

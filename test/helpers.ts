@@ -3,7 +3,7 @@ import { after, before, describe } from 'node:test'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import inject, { type InjectOptions } from 'light-my-request'
 import { buildApp } from '../src/app.js'
-import { type Config, DEFAULT_CONFIG } from '../src/config.js'
+import { type Config, DEFAULT_CONFIG } from '../src/config/config.js'
 import { MemoryNoteStore } from '../src/store/memory.js'
 
 export interface TestApp {

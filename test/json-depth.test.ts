@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { exceedsDepth } from '../src/json-depth.js'
+import { exceedsDepth } from '../src/api/json-depth.js'
 
 describe('exceedsDepth', () => {
   const cases: [string, number, boolean][] = [

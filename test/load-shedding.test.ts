@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { buildApp } from '../src/app.js'
-import { DEFAULT_CONFIG } from '../src/config.js'
+import { DEFAULT_CONFIG } from '../src/config/config.js'
 import { MemoryNoteStore } from '../src/store/memory.js'
 
 /** Keeps the event loop blocked `blockMs` at a time, with short breaks, for `totalMs`. */

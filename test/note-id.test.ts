@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
-import { parseNoteId } from '../src/note-id.js'
+import { parseNoteId } from '../src/api/note-id.js'
 
 describe('parseNoteId', () => {
   const cases: [string, number | undefined][] = [

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import type { FastifyInstance } from 'fastify'
-import type { Config } from '../src/config.js'
-import { buildOpenApiDocument, type OpenApiDocument } from '../src/openapi.js'
-import { readPackageInfo } from '../src/package-info.js'
+import { buildOpenApiDocument, type OpenApiDocument } from '../src/api/openapi.js'
+import type { Config } from '../src/config/config.js'
+import { readPackageInfo } from '../src/config/package-info.js'
 import { buildOpsApp } from './ops-app.js'
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']

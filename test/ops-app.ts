@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../src/app.js'
-import { type Config, DEFAULT_CONFIG } from '../src/config.js'
+import { type Config, DEFAULT_CONFIG } from '../src/config/config.js'
 import { MemoryNoteStore } from '../src/store/memory.js'
 
 /** A fresh app on a fresh store, with the shipped defaults overridden by `overrides`. */

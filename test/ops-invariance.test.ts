@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { FastifyInstance, InjectOptions } from 'fastify'
-import type { Config } from '../src/config.js'
+import type { Config } from '../src/config/config.js'
 import { buildOpsApp } from './ops-app.js'
 
 /** Requests covering every answer of /api/note and /api/note/:id, ids from a fixed clock. */

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net'
 import { afterEach, beforeEach, describe, it } from 'node:test'
 import { buildApp } from '../src/app.js'
-import { DEFAULT_CONFIG } from '../src/config.js'
+import { DEFAULT_CONFIG } from '../src/config/config.js'
 import { type Listening, listenApp } from './hostile/listen.js'
 import { CLOSED, WireConnection, type WireResponse } from './hostile/wire.js'
 import { PromisedNoteStore } from './promised-store.js'

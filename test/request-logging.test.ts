@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { buildApp } from '../src/app.js'
-import { DEFAULT_CONFIG } from '../src/config.js'
+import { DEFAULT_CONFIG } from '../src/config/config.js'
 import { MemoryNoteStore } from '../src/store/memory.js'
 
 interface LogLine {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { Metric } from 'prom-client'
 import { Registry } from 'prom-client'
-import { RequestRecorder } from '../src/request-recorder.js'
+import { RequestRecorder } from '../src/ops/request-recorder.js'
 
 describe('RequestRecorder', () => {
   it('counts each latency in the first bucket whose bound it does not pass, cumulatively', async () => {

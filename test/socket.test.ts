@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net'
 import { after, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
-import type { Config } from '../src/config.js'
+import type { Config } from '../src/config/config.js'
 import { buildTestApp, fakeClock } from './helpers.js'
 import { openRaw, waitFor } from './socket.js'
 

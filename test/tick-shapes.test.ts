@@ -2,10 +2,10 @@ import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { describe, it } from 'node:test'
 import { promisify } from 'node:util'
-import { keptTickObjects } from '../src/tick-shapes.js'
+import { keptTickObjects } from '../src/http/tick-shapes.js'
 
 const run = promisify(execFile)
-const MODULE = new URL('../src/tick-shapes.js', import.meta.url).href
+const MODULE = new URL('../src/http/tick-shapes.js', import.meta.url).href
 
 /**
  * A child process that makes process.nextTick hot, then 16 times lets every tick object die and

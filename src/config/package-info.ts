@@ -10,9 +10,9 @@ let cached: PackageInfo | undefined
 
 /** This package's name, version and description, read once from its package.json. */
 export function readPackageInfo(): PackageInfo {
-  // dist/src/package-info.js -> package.json, both in the repository and in the installed package.
+  // dist/src/config/package-info.js -> package.json, both in the repository and in the installed package.
   cached ??= JSON.parse(
-    readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
+    readFileSync(new URL('../../../package.json', import.meta.url), 'utf8'),
   ) as PackageInfo
   return cached
 }

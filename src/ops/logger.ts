@@ -1,5 +1,5 @@
 import type { FastifyServerOptions } from 'fastify'
-import type { LogLevel } from './config.js'
+import type { LogLevel } from '../config/config.js'
 
 /**
  * pino options: JSON lines in production, pino-pretty when a person is watching a terminal.

@@ -1,8 +1,8 @@
 import { isUtf8 } from 'node:buffer'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { NoteFields } from '../store/types.js'
 import { exceedsDepth } from './json-depth.js'
 import { HttpProblem } from './problem.js'
-import type { NoteFields } from './store/types.js'
 
 // 'application/json' is registered by name; this catches 'application/problem+json',
 // 'application/merge-patch+json' and the like. Fastify lowercases the media type first.

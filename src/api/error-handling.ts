@@ -1,8 +1,8 @@
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { afterResponsesOn } from './pipelining.js'
+import { afterResponsesOn } from '../http/pipelining.js'
+import { StoreFullError } from '../store/types.js'
 import { PROBLEM_CONTENT_TYPE, problem, sendProblem } from './problem.js'
-import { StoreFullError } from './store/types.js'
 
 export interface ErrorHandlingOptions {
   bodyLimit: number

@@ -1,7 +1,7 @@
 import { createServer, type RequestListener, type Server } from 'node:http'
 import type { Socket } from 'node:net'
 import { performance } from 'node:perf_hooks'
-import type { Config } from './config.js'
+import type { Config } from '../config/config.js'
 
 export type ServerTimeouts = Pick<
   Config,

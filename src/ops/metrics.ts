@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { Metric, Registry } from 'prom-client'
+import type { NoteStore, StoreStats } from '../store/types.js'
 import { RequestRecorder } from './request-recorder.js'
-import type { NoteStore, StoreStats } from './store/types.js'
 
 export interface MetricsOptions {
   /** Read at each scrape for the stored and remaining capacity gauges. */
@@ -41,7 +41,7 @@ export function registerMetrics(app: FastifyInstance, { store, recorder }: Metri
   // sites of its tick objects megamorphic, in 4 to 6 processes of 10: 300 ns a call instead of
   // 60, about six calls a request, so every request slower (bench W1 0.79 of the service in one
   // run). Loaded at the first scrape, 0 of 36 processes showed it. (The cause was GCs freeing
-  // the tick objects' maps, which src/tick-shapes.ts now prevents in every process; loading late
+  // the tick objects' maps, which src/http/tick-shapes.ts now prevents in every process; loading late
   // stays, since it costs nothing until someone scrapes.)
   let registry: Promise<Registry> | undefined
   const registryOnce = (): Promise<Registry> => {

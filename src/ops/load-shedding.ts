@@ -1,6 +1,6 @@
 import underPressure from '@fastify/under-pressure'
 import type { FastifyInstance } from 'fastify'
-import { PROBLEM_CONTENT_TYPE, problem } from './problem.js'
+import { PROBLEM_CONTENT_TYPE, problem } from '../api/problem.js'
 
 export interface LoadSheddingOptions {
   /** Mean event-loop delay, in ms over one sample second, above which requests get 503; 0 turns it off. */

@@ -1,5 +1,6 @@
 import { STATUS_CODES } from 'node:http'
 import type { FastifyReply } from 'fastify'
+import { Answer } from './note-operations.js'
 
 /** RFC 9457 problem details, the body of every error response we own except the spec's empty 404. */
 export interface Problem {
@@ -19,6 +20,11 @@ export function problem(status: number, detail: string): Problem {
 /** The encoded body of `problem(status, detail)`. */
 export function problemBody(status: number, detail: string): Buffer {
   return Buffer.from(JSON.stringify(problem(status, detail)))
+}
+
+/** The problem as an operation's Answer, for the lanes that write Answers. */
+export function problemAnswer(status: number, detail: string): Answer {
+  return new Answer(status, PROBLEM_CONTENT_TYPE, problemBody(status, detail))
 }
 
 export function sendProblem(

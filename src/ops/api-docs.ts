@@ -1,7 +1,7 @@
 import type { StaticDocumentSpec } from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
-import type { OpenApiDocument } from './openapi.js'
-import { JSON_CONTENT_TYPE } from './routes/notes.js'
+import { JSON_CONTENT_TYPE } from '../api/note-operations.js'
+import type { OpenApiDocument } from '../api/openapi.js'
 
 export interface ApiDocsOptions {
   /** The OpenAPI document served at /api/openapi.json. */
@@ -18,7 +18,7 @@ export interface ApiDocsOptions {
  * The Swagger UI plugins (and what they load: yaml, @fastify/static...) are imported only when
  * the page is on, which saves their memory and start-up time. (W1 once measured 15-25% slower
  * with them loaded; that was Node's nextTick going megamorphic after GCs, which loading more made
- * likelier, and which src/tick-shapes.ts now prevents: DOCS=true measured 1.04 of DOCS=false.)
+ * likelier, and which src/http/tick-shapes.ts now prevents: DOCS=true measured 1.04 of DOCS=false.)
  */
 export function registerApiDocs(app: FastifyInstance, { document, ui }: ApiDocsOptions): void {
   const body = Buffer.from(JSON.stringify(document))

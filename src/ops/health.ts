@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
-import { sendProblem } from './problem.js'
-import { JSON_CONTENT_TYPE } from './routes/notes.js'
+import { JSON_CONTENT_TYPE } from '../api/note-operations.js'
+import { sendProblem } from '../api/problem.js'
 
 const ALIVE = Buffer.from('{"status":"ok"}')
 const READY = Buffer.from('{"status":"ready"}')

@@ -1,16 +1,16 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
-import { problemForError } from './error-handling.js'
-import { parseUtf8JsonObject } from './json-body.js'
-import { parseNoteId } from './note-id.js'
-import { PROBLEM_CONTENT_TYPE, problemBody } from './problem.js'
-import { JSON_CONTENT_TYPE, NOTE_ROUTE, NOTES_ROUTE } from './routes/notes.js'
-import type { MaybePromise, NoteFields, NoteStore } from './store/types.js'
+import { problemForError } from '../api/error-handling.js'
+import { parseUtf8JsonObject } from '../api/json-body.js'
+import { parseNoteId } from '../api/note-id.js'
+import { type Answer, JSON_CONTENT_TYPE, type NoteOperations } from '../api/note-operations.js'
+import { NOTE_ROUTE, NOTES_ROUTE } from '../api/note-routes.js'
+import { problemAnswer } from '../api/problem.js'
+import type { MaybePromise, NoteFields } from '../store/types.js'
 
 export interface FastLaneOptions {
-  store: NoteStore
-  /** The list's encoded `{"data":[...]}`, cached; shared with the Fastify route (listBody). */
-  encodeList: (json: string) => Buffer
+  /** What each operation means and answers; the Fastify routes call the same instance. */
+  operations: NoteOperations
   bodyLimit: number
   maxDepth: number
   /** The same generator Fastify's `genReqId` uses, so ids stay unique across both lanes. */
@@ -26,13 +26,15 @@ export interface FastLaneOptions {
 const NOTE_PREFIX = `${NOTES_ROUTE}/`
 
 /**
- * Serves the five note operations in their everyday form straight from node:http, and hands
- * every other request to Fastify untouched.
+ * Takes the five note operations in their everyday form straight from node:http, and hands
+ * every other request to Fastify untouched. It decides only whether it may take a request; what
+ * the request means and what it answers come from NoteOperations, the same instance the Fastify
+ * routes call, so a header or status added there reaches clients of both lanes.
  *
  * Fastify's per-request machinery (router, Request and Reply objects, hooks, reply pipeline) costs
  * a small GET about a third more CPU than node:http alone (bench W1: 0.76 of the floor through
- * Fastify, 0.90-0.99 through this lane). This lane answers exactly what the Fastify routes answer, from
- * the same store, parser, id generator and problem bodies; the shared test suites run through both.
+ * Fastify, 0.90-0.99 through this lane). It shares the body parser, id generator and problem
+ * bodies with the Fastify lane too; the shared test suites run through both.
  *
  * It takes a request only when nothing about it needs Fastify:
  * - the URL is exactly '/api/note' or '/api/note/<decimal id>' (no query, no trailing slash, no
@@ -45,7 +47,7 @@ const NOTE_PREFIX = `${NOTES_ROUTE}/`
  * on: those live in Fastify hooks.
  */
 export function withFastLane(options: FastLaneOptions, fallback: RequestListener): RequestListener {
-  const { store, encodeList, bodyLimit, maxDepth, requestId, closing, logError, record } = options
+  const { operations, bodyLimit, maxDepth, requestId, closing, logError, record } = options
 
   const hasJsonBody = (request: IncomingMessage): boolean => {
     const { headers } = request
@@ -71,7 +73,7 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
     )
   }
 
-  /** One request taken by the lane: how it is answered and counted. */
+  /** One request taken by the lane: how its Answer is written and counted. */
   class Exchange {
     readonly id: string
     readonly start: number
@@ -85,47 +87,40 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
       this.start = record === undefined ? 0 : performance.now()
     }
 
-    sendData(json: string): void {
-      this.#send(200, JSON_CONTENT_TYPE, `{"data":${json}}`)
-    }
-
-    /** The whole list: the store's text, sent as its cached encoded `{"data":[...]}`. */
-    sendList(json: string): void {
-      this.#send(200, JSON_CONTENT_TYPE, encodeList(json))
-    }
-
-    sendNote(json: string | undefined): void {
-      if (json === undefined) this.sendNotFound()
-      else this.sendData(json)
-    }
-
-    /** The contract's not-found: 404 and no body at all. */
-    sendNotFound(): void {
-      this.response.writeHead(404, ['x-request-id', this.id, 'content-length', '0'])
-      this.response.end()
-      this.#record(404)
-    }
-
-    /** Answers DELETE: the segment as a JSON string, or not-found. */
-    sendDeleted(found: boolean, segment: string): void {
-      // The segment is digits and an optional '-', so it needs no JSON escaping.
-      if (found) this.sendData(`"${segment}"`)
-      else this.sendNotFound()
-    }
-
     /**
-     * Calls `send` with the store's answer, now or when its promise settles (a rejection fails).
-     * `send` is one of this exchange's methods, so the synchronous path allocates no closure.
+     * Writes the operation's answer, now or when its promise settles (a rejection fails). Called
+     * as a method, so the synchronous path allocates no closure.
      */
-    settle<T>(answer: MaybePromise<T>, send: (this: Exchange, value: T) => void): void {
+    settle(answer: MaybePromise<Answer>): void {
       if (answer instanceof Promise) {
         answer.then(
-          (value: T) => send.call(this, value),
+          (value) => this.send(value),
           (err: unknown) => this.fail(err),
         )
       } else {
-        send.call(this, answer)
+        this.send(answer)
       }
+    }
+
+    send(answer: Answer): void {
+      const { status, contentType, body, headers } = answer
+      // Headers as one flat [name, value, ...] list: Node walks an object's with for-in and
+      // hasOwnProperty, a list by index.
+      const list: (string | number)[] =
+        contentType === undefined
+          ? ['x-request-id', this.id, 'content-length', 0]
+          : [
+              'x-request-id',
+              this.id,
+              'content-type',
+              contentType,
+              'content-length',
+              body === undefined ? 0 : Buffer.byteLength(body),
+            ]
+      for (let i = 0; i < headers.length; i++) list.push(headers[i] as string)
+      this.response.writeHead(status, list as string[])
+      this.response.end(body)
+      this.#record(status)
     }
 
     fail(err: unknown): void {
@@ -138,7 +133,7 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
       const error = err instanceof Error ? err : new Error(String(err))
       const { status, detail } = problemForError(error, bodyLimit)
       if (status >= 500) logError(error, this.id)
-      this.#send(status, PROBLEM_CONTENT_TYPE, problemBody(status, detail))
+      this.send(problemAnswer(status, detail))
     }
 
     /** Reads the body (its length is known and within the limit) and parses it as note fields. */
@@ -161,21 +156,6 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
       })
     }
 
-    #send(status: number, contentType: string, body: string | Buffer): void {
-      // Headers as one flat [name, value, ...] list: Node walks an object's with for-in and
-      // hasOwnProperty, a list by index.
-      this.response.writeHead(status, [
-        'x-request-id',
-        this.id,
-        'content-type',
-        contentType,
-        'content-length',
-        Buffer.byteLength(body),
-      ])
-      this.response.end(body)
-      this.#record(status)
-    }
-
     #record(status: number): void {
       if (record === undefined) return
       const method = this.request.method as string
@@ -189,7 +169,7 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
       if (method === 'GET') {
         const exchange = new Exchange(request, response, NOTES_ROUTE)
         try {
-          exchange.settle(store.list(), exchange.sendList)
+          exchange.settle(operations.list())
         } catch (err) {
           exchange.fail(err)
         }
@@ -199,7 +179,7 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
         const exchange = new Exchange(request, response, NOTES_ROUTE)
         exchange.readFields((fields) => {
           try {
-            exchange.settle(store.create(fields), exchange.sendData)
+            exchange.settle(operations.create(fields))
           } catch (err) {
             exchange.fail(err)
           }
@@ -213,7 +193,7 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
         if (method === 'GET') {
           const exchange = new Exchange(request, response, NOTE_ROUTE)
           try {
-            exchange.settle(store.get(id), exchange.sendNote)
+            exchange.settle(operations.get(id))
           } catch (err) {
             exchange.fail(err)
           }
@@ -223,7 +203,7 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
           const exchange = new Exchange(request, response, NOTE_ROUTE)
           exchange.readFields((fields) => {
             try {
-              exchange.settle(store.update(id, fields), exchange.sendNote)
+              exchange.settle(operations.update(id, fields))
             } catch (err) {
               exchange.fail(err)
             }
@@ -233,7 +213,7 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
         if (method === 'DELETE' && hasNoBody(request)) {
           const exchange = new Exchange(request, response, NOTE_ROUTE)
           try {
-            exchange.settle(store.delete(id), (found) => exchange.sendDeleted(found, segment))
+            exchange.settle(operations.delete(id, segment))
           } catch (err) {
             exchange.fail(err)
           }
