@@ -42,7 +42,7 @@ for (const [name, makeStore] of backends) {
           let t = 1000
           const now = () => t
           const app = buildApp({ store: makeStore(now), config: DEFAULT_CONFIG })
-          const model = new NoteModel(now)
+          const model = new NoteModel(undefined, now)
           const expectBody = (json: string | undefined) =>
             json === undefined ? '' : `{"data":${json}}`
           for (const op of ops) {
@@ -57,7 +57,7 @@ for (const [name, makeStore] of backends) {
             } else if (op.kind === 'list') {
               assert.equal((await app.inject('/api/note')).body, expectBody(model.list()))
             } else {
-              const picked = pickId(model.notes, op.pick)
+              const picked = pickId(model.ids(), op.pick)
               const segment = spell(picked, op.pick)
               const url = `/api/note/${segment}`
               // A note whose id is not an integer written in decimal (-5e-324, 1e21) cannot be

@@ -1,54 +1,207 @@
-import type { NoteFields } from '../src/store/types.js'
+import { isUtf8 } from 'node:buffer'
+
+/** The caps the model applies (DECISIONS 5, 7 and 14). */
+export interface ModelLimits {
+  bodyLimit: number
+  maxDepth: number
+  maxNotes: number
+  maxStoreBytes: number
+}
+
+type Fields = Record<string, unknown>
+
+/** No cap that a property test would reach. */
+const UNBOUNDED: ModelLimits = {
+  bodyLimit: Number.POSITIVE_INFINITY,
+  maxDepth: Number.POSITIVE_INFINITY,
+  maxNotes: Number.POSITIVE_INFINITY,
+  maxStoreBytes: Number.POSITIVE_INFINITY,
+}
+
+interface ModelNote {
+  value: Fields
+  json: string
+}
+
+/** What a request body should come to: its fields, or the error status it earns. */
+export type BodyOutcome = { ok: true; fields: Fields } | { ok: false; status: 400 | 413 | 415 }
+
+/** How a Content-Type header value should be treated (settled by DECISION 5). */
+export type MediaClass = 'json' | 'unsupported-media' | 'unsupported-charset'
 
 /**
- * The obviously-correct model of the contract that property tests compare against:
- * a plain array scanned linearly, objects copied with spread, JSON.stringify on every read.
+ * The notes store as the contract and DECISIONS describe it, written the plainest way: an array
+ * of notes in list order, each kept as parsed JSON and as its text, scanned linearly. The one
+ * model every test compares the service with: the store's and the API's property tests through
+ * its store-shaped methods (create, list, get, update, delete), the fuzzer through its finer
+ * steps (find, createRefusal, merged, replace, remove, bodyOutcome), since it learns each id
+ * from the service's answer.
  */
 export class NoteModel {
-  notes: NoteFields[] = []
+  readonly limits: ModelLimits
+  readonly notes: ModelNote[] = []
+  /** The last id the service gave a created note (DECISION 1). */
   lastId = 0
+  readonly #now: () => number
+  #listBody: Buffer | undefined
 
-  constructor(private readonly now: () => number) {}
+  constructor(limits: ModelLimits = UNBOUNDED, now: () => number = Date.now) {
+    this.limits = limits
+    this.#now = now
+  }
 
-  create(fields: NoteFields): string {
-    let id = Math.max(this.now(), this.lastId + 1)
-    while (this.notes.some((note) => note.id === id)) id++
-    this.lastId = id
-    const note = { ...fields, id }
-    this.notes.push(note)
-    return JSON.stringify(note)
+  /** The ids of the stored notes that are numbers, in list order. */
+  ids(): number[] {
+    return this.notes.map((n) => n.value.id).filter((id): id is number => typeof id === 'number')
+  }
+
+  /** DECISION 1: max(now, last id + 1), stepping over any id a stored note holds. */
+  nextId(): number {
+    let id = Math.max(this.#now(), this.lastId + 1)
+    while (this.holds(id)) id++
+    return id
   }
 
   list(): string {
-    return JSON.stringify(this.notes)
+    return this.listJson()
   }
 
   get(id: number): string | undefined {
-    const note = this.notes.find((n) => n.id === id)
-    return note === undefined ? undefined : JSON.stringify(note)
+    return this.notes.find((n) => n.value.id === id)?.json
   }
 
-  update(id: number, fields: NoteFields): string | undefined {
-    const at = this.notes.findIndex((n) => n.id === id)
+  /** The merged note's JSON, stored, or undefined when no note has the id (caps not applied). */
+  update(id: number, fields: Fields): string | undefined {
+    const at = this.notes.findIndex((n) => n.value.id === id)
     if (at === -1) return undefined
-    const merged: NoteFields = { ...this.notes[at] }
-    for (const [key, value] of Object.entries(fields)) {
-      Object.defineProperty(merged, key, {
-        value,
+    const { json } = this.merged(at, fields)
+    this.replace(at, json)
+    return json
+  }
+
+  delete(id: number): boolean {
+    const at = this.notes.findIndex((n) => n.value.id === id)
+    if (at === -1) return false
+    this.remove(at)
+    return true
+  }
+
+  get bytes(): number {
+    let total = 0
+    for (const note of this.notes) total += Buffer.byteLength(note.json)
+    return total
+  }
+
+  listJson(): string {
+    return `[${this.notes.map((n) => n.json).join(',')}]`
+  }
+
+  /** The whole body GET /api/note should answer, as bytes; cached until the next change. */
+  listBody(): Buffer {
+    if (this.#listBody === undefined) this.#listBody = Buffer.from(`{"data":${this.listJson()}}`)
+    return this.#listBody
+  }
+
+  /** DECISION 2: the decoded segment names an id only when it is a decimal integer. */
+  static parseId(segment: string): number | undefined {
+    return /^-?[0-9]+$/.test(segment) ? Number(segment) : undefined
+  }
+
+  /** The first note, in list order, whose id is strictly equal to the number (DECISION 4). */
+  find(segment: string): number {
+    const id = NoteModel.parseId(segment)
+    if (id === undefined) return -1
+    return this.notes.findIndex((n) => n.value.id === id)
+  }
+
+  /** Whether some stored note holds this number as its id. */
+  holds(id: number): boolean {
+    return this.notes.some((n) => n.value.id === id)
+  }
+
+  /** 507 or undefined: what a create of these fields meets, given the caps (DECISION 14). */
+  createRefusal(fields: Fields): 507 | undefined {
+    if (this.notes.length >= this.limits.maxNotes) return 507
+    // Ids are 13 digits until the year 2286, so any 13-digit id gives the right length.
+    const probable = Math.max(Date.now(), this.lastId + 1)
+    const bytes = Buffer.byteLength(JSON.stringify(withId(fields, probable)))
+    return this.bytes + bytes > this.limits.maxStoreBytes ? 507 : undefined
+  }
+
+  /** Stores a note with `id` (the next one by DECISION 1 unless given) and returns its JSON. */
+  create(fields: Fields, id: number = this.nextId()): string {
+    const note = withId(fields, id)
+    const json = JSON.stringify(note)
+    // The note is what the store serves back: 1e400 became Infinity and is stored as null.
+    this.notes.push({ value: JSON.parse(json) as Fields, json })
+    this.#listBody = undefined
+    this.lastId = id
+    return json
+  }
+
+  /** The merged note, and whether storing it passes the byte cap. */
+  merged(index: number, fields: Fields): { json: string; refused: boolean } {
+    const current = this.notes[index] as ModelNote
+    const note = JSON.parse(current.json) as Fields
+    for (const key of Object.keys(fields)) {
+      // defineProperty, not assignment: a '__proto__' field is data, and an existing key keeps its place.
+      Object.defineProperty(note, key, {
+        value: fields[key],
         writable: true,
         enumerable: true,
         configurable: true,
       })
     }
-    // What comes back from the store is JSON, so the model keeps the JSON round trip too.
-    this.notes[at] = JSON.parse(JSON.stringify(merged)) as NoteFields
-    return JSON.stringify(merged)
+    const json = JSON.stringify(note)
+    const growth = Buffer.byteLength(json) - Buffer.byteLength(current.json)
+    return { json, refused: this.bytes + growth > this.limits.maxStoreBytes }
   }
 
-  delete(id: number): boolean {
-    const at = this.notes.findIndex((n) => n.id === id)
-    if (at === -1) return false
-    this.notes.splice(at, 1)
-    return true
+  replace(index: number, json: string): void {
+    this.notes[index] = { value: JSON.parse(json) as Fields, json }
+    this.#listBody = undefined
   }
+
+  remove(index: number): void {
+    this.notes.splice(index, 1)
+    this.#listBody = undefined
+  }
+
+  /** DECISION 5 and 7, in the order the checks apply. */
+  bodyOutcome(media: MediaClass | 'absent', body: Buffer): BodyOutcome {
+    if (media === 'absent') {
+      return body.length === 0 ? { ok: true, fields: {} } : { ok: false, status: 415 }
+    }
+    if (media === 'unsupported-media') return { ok: false, status: 415 }
+    if (body.length > this.limits.bodyLimit) return { ok: false, status: 413 }
+    if (media === 'unsupported-charset') return { ok: false, status: 415 }
+    if (body.length === 0) return { ok: true, fields: {} }
+    if (!isUtf8(body)) return { ok: false, status: 400 }
+    let value: unknown
+    try {
+      value = JSON.parse(body.toString('utf8'))
+    } catch {
+      return { ok: false, status: 400 }
+    }
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      return { ok: false, status: 400 }
+    }
+    if (depthOf(value) > this.limits.maxDepth) return { ok: false, status: 400 }
+    return { ok: true, fields: value as Fields }
+  }
+}
+
+/** { a: [1] } -> 2, {} -> 1, 3 -> 0 */
+export function depthOf(value: unknown): number {
+  if (typeof value !== 'object' || value === null) return 0
+  let deepest = 0
+  for (const child of Object.values(value)) deepest = Math.max(deepest, depthOf(child))
+  return 1 + deepest
+}
+
+/** The note a create makes: the body's fields with the service's id, in the body's `id` place if it has one. */
+function withId(fields: Fields, id: number): Fields {
+  const note = JSON.parse(JSON.stringify(fields)) as Fields
+  note.id = id
+  return note
 }

@@ -12,7 +12,7 @@ describe('MemoryNoteStore against the model', () => {
         let t = 1000
         const now = () => t
         const store = new MemoryNoteStore({ maxNotes: 1000, maxBytes: 1 << 24, now })
-        const model = new NoteModel(now)
+        const model = new NoteModel(undefined, now)
         for (const op of ops) {
           switch (op.kind) {
             case 'create':
@@ -20,17 +20,17 @@ describe('MemoryNoteStore against the model', () => {
               assert.equal(store.create(op.fields), model.create(op.fields))
               break
             case 'update': {
-              const id = pickId(model.notes, op.pick)
+              const id = pickId(model.ids(), op.pick)
               assert.equal(store.update(id, op.fields), model.update(id, op.fields))
               break
             }
             case 'delete': {
-              const id = pickId(model.notes, op.pick)
+              const id = pickId(model.ids(), op.pick)
               assert.equal(store.delete(id), model.delete(id))
               break
             }
             case 'get': {
-              const id = pickId(model.notes, op.pick)
+              const id = pickId(model.ids(), op.pick)
               assert.equal(store.get(id), model.get(id))
               break
             }

@@ -1,5 +1,5 @@
+import type { MediaClass, NoteModel } from '../note-model.js'
 import { jsonObject, malformed, nestedObject, nonObject } from './json-text.js'
-import type { MediaClass, NoteModel } from './note-model.js'
 import type { Random } from './prng.js'
 
 /** What a request should get, decided from the model before it is sent. */

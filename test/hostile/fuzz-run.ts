@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http'
+import { type ModelLimits, NoteModel } from '../note-model.js'
 import { type Expectation, type FuzzCase, nextCase } from './fuzz-cases.js'
-import { type ModelLimits, NoteModel } from './note-model.js'
 import { createRandom } from './prng.js'
 import { CLOSED, header, WireConnection, type WireResponse } from './wire.js'
 
