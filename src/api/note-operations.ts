@@ -29,7 +29,10 @@ export const NOT_FOUND: Answer = Object.freeze(new Answer(404, undefined, undefi
  * about a note.
  *
  * `id` is the `:id` segment read by parseNoteId: undefined when the segment is not a decimal
- * integer, which finds nothing. A synchronous store gets a synchronous answer (no microtask).
+ * integer, which finds nothing. A synchronous store gets a synchronous answer (no microtask);
+ * each method tests for a promise itself rather than through one shared helper, whose call of
+ * its callback would see every answer function (bench:instructions W4 and W5 measured the
+ * helper at about +1% per request).
  * Store errors (StoreFullError) are thrown or rejected as they are; the lanes turn them into
  * problems with problemForError.
  */
@@ -47,7 +50,9 @@ export class NoteOperations {
 
   /** POST /api/note: stores the fields under a new id and answers the note. */
   create(fields: NoteFields): MaybePromise<Answer> {
-    return settle(this.#store.create(fields), dataAnswer)
+    const json = this.#store.create(fields)
+    if (json instanceof Promise) return json.then(dataAnswer)
+    return dataAnswer(json)
   }
 
   /** GET /api/note: every note in list order. */
@@ -60,13 +65,17 @@ export class NoteOperations {
   /** GET /api/note/:id: the note, or the contract's 404. */
   get(id: number | undefined): MaybePromise<Answer> {
     if (id === undefined) return NOT_FOUND
-    return settle(this.#store.get(id), noteAnswer)
+    const json = this.#store.get(id)
+    if (json instanceof Promise) return json.then(noteAnswer)
+    return noteAnswer(json)
   }
 
   /** PATCH /api/note/:id: the fields merged over the note, or the contract's 404. */
   update(id: number | undefined, fields: NoteFields): MaybePromise<Answer> {
     if (id === undefined) return NOT_FOUND
-    return settle(this.#store.update(id, fields), noteAnswer)
+    const json = this.#store.update(id, fields)
+    if (json instanceof Promise) return json.then(noteAnswer)
+    return noteAnswer(json)
   }
 
   /**
@@ -87,15 +96,6 @@ export class NoteOperations {
     }
     return this.#listAnswer
   }
-}
-
-/**
- * Calls `next` with the value now, or when the promise settles, so a synchronous store answers
- * without a trip through the microtask queue.
- */
-function settle<T>(value: MaybePromise<T>, next: (value: T) => Answer): MaybePromise<Answer> {
-  if (value instanceof Promise) return value.then(next)
-  return next(value)
 }
 
 /** '{"id":1}' -> 200 {"data":{"id":1}} */

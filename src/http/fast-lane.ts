@@ -117,7 +117,7 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
               'content-length',
               body === undefined ? 0 : Buffer.byteLength(body),
             ]
-      for (let i = 0; i < headers.length; i++) list.push(headers[i] as string)
+      if (headers.length !== 0) for (const header of headers) list.push(header)
       this.response.writeHead(status, list as string[])
       this.response.end(body)
       this.#record(status)
