@@ -35,8 +35,8 @@ function documentedOperations(document: OpenApiDocument): string[] {
 
 /**
  * 'GET /api/note/{id}' for every route the app serves, read from Fastify's route tree, leaving
- * out what no API description lists: HEAD (Fastify adds one per GET, as DECISIONS.md says),
- * CORS's catch-all OPTIONS route, and the assets of the /docs page under /docs/.
+ * out what no API description lists: HEAD (Fastify adds one per GET, as DECISIONS.md says) and
+ * CORS's catch-all OPTIONS route.
  */
 async function servedOperations(app: FastifyInstance): Promise<string[]> {
   await app.ready()
@@ -50,7 +50,7 @@ async function servedOperations(app: FastifyInstance): Promise<string[]> {
     const depth = indent.length / 4
     const path = (parents[depth - 1] ?? '') + segment
     parents[depth] = path
-    if (path === '*' || path.startsWith('/docs/') || path.startsWith('/docs*')) continue
+    if (path === '*') continue
     for (const method of methods.split(', ')) {
       if (method !== 'HEAD') operations.push(`${method} ${path.replace(/:(\w+)/g, '{$1}')}`)
     }
@@ -122,15 +122,58 @@ describe('the OpenAPI document', () => {
     })
   })
 
-  it('is served at /api/openapi.json, and to the /docs page, as built', async () => {
+  it('is served at /api/openapi.json as built, and nowhere else', async () => {
     const { app } = buildOpsApp({ docs: true })
-    const expected = documentFor({ docs: true })
     const served = await app.inject({ method: 'GET', url: '/api/openapi.json' })
     assert.equal(served.statusCode, 200)
     assert.equal(served.headers['content-type'], 'application/json; charset=utf-8')
-    assert.deepEqual(served.json(), expected)
-    const page = await app.inject({ method: 'GET', url: '/docs/json' })
-    assert.deepEqual(page.json(), expected)
+    assert.deepEqual(served.json(), documentFor({ docs: true }))
+    // The copies that @fastify/swagger-ui served beside the page are gone.
+    for (const url of ['/docs/json', '/docs/yaml']) {
+      const copy = await app.inject({ method: 'GET', url })
+      assert.equal(copy.statusCode, 404, url)
+      assert.deepEqual(copy.json(), {
+        type: 'about:blank',
+        title: 'Not Found',
+        status: 404,
+        detail: 'Nothing is served at this path; the notes are at /api/note.',
+      })
+    }
+  })
+
+  it('declares every parameter on its operations, each path template variable among them', () => {
+    // Swagger UI 5 renders path-level parameters of a 3.1 document as nameless inputs and then
+    // sends '/api/note/{id}' as it is; it reads the parameters of each operation.
+    const document = documentFor({ metrics: true, docs: true })
+    const parameters = document.components.parameters as Record<
+      string,
+      { name: string; in: string }
+    >
+    for (const [path, item] of Object.entries(document.paths)) {
+      assert.equal(item.parameters, undefined, `${path} has path-level parameters`)
+      const variables = [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1])
+      for (const method of Object.keys(item).filter((key) => HTTP_METHODS.includes(key))) {
+        const declared = (
+          (item[method] as { parameters?: ({ $ref: string } | { name: string; in: string })[] })
+            .parameters ?? []
+        ).map((parameter) =>
+          '$ref' in parameter ? parameters[parameter.$ref.split('/').pop() ?? ''] : parameter,
+        )
+        assert.deepEqual(
+          declared
+            .filter((parameter) => parameter?.in === 'path')
+            .map((parameter) => parameter?.name),
+          variables,
+          `${method.toUpperCase()} ${path}`,
+        )
+        if (path.startsWith('/api/note')) {
+          assert.ok(
+            declared.some((parameter) => parameter?.name === 'X-Request-Id'),
+            `${method.toUpperCase()} ${path} without X-Request-Id`,
+          )
+        }
+      }
+    }
   })
 
   it('gives as examples the problem bodies the service really sends', async () => {

@@ -1,3 +1,4 @@
+import { DOCS_PAGE_FILE_NAMES, NO_SUCH_FILE } from '../ops/api-docs.js'
 import { PROBLEM_CONTENT_TYPE, problem } from './problem.js'
 
 export interface OpenApiOptions {
@@ -57,8 +58,10 @@ const DESCRIPTION = `An in-memory notes store. A note is a JSON object with any 
  * `test/openapi.test.ts` checks it against the OpenAPI schema and against the routes served.
  */
 export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
-  const idParameter = ref('parameters', 'NoteId')
-  const requestIdParameter = ref('parameters', 'RequestId')
+  // On each operation, not on the path item: Swagger UI 5 shows path-level parameters of an
+  // OpenAPI 3.1 document as nameless inputs and sends '/api/note/{id}' literally.
+  const noteParameters = [ref('parameters', 'NoteId'), ref('parameters', 'RequestId')]
+  const listParameters = [ref('parameters', 'RequestId')]
   const bodyErrors = {
     '400': response('BadRequest'),
     '413': response('PayloadTooLarge'),
@@ -69,11 +72,11 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
   const paths: OpenApiDocument['paths'] = {
     '/api/note': {
       description: 'The notes, in the order they were created. Other methods answer 405.',
-      parameters: [requestIdParameter],
       get: {
         tags: ['notes'],
         operationId: 'listNotes',
         summary: 'List notes',
+        parameters: listParameters,
         description: 'Every stored note, oldest first; `data` is `[]` when there are none.',
         responses: {
           '200': jsonResponse('The notes.', schema('NoteListEnvelope')),
@@ -83,6 +86,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
         tags: ['notes'],
         operationId: 'createNote',
         summary: 'Create a note',
+        parameters: listParameters,
         description:
           'Stores the body fields plus a new `id`: the time in ms since the Unix epoch, raised when needed so that no two notes share one. An `id` in the body is replaced.',
         requestBody: ref('requestBodies', 'NoteFields'),
@@ -95,11 +99,11 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
     '/api/note/{id}': {
       description:
         'One note, found by the `id` in the path read as a decimal integer. Other methods answer 405.',
-      parameters: [idParameter, requestIdParameter],
       get: {
         tags: ['notes'],
         operationId: 'getNote',
         summary: 'Get a note',
+        parameters: noteParameters,
         responses: {
           '200': jsonResponse('The note.', schema('NoteEnvelope')),
           '400': response('BadUrl'),
@@ -110,6 +114,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
         tags: ['notes'],
         operationId: 'updateNote',
         summary: 'Update a note',
+        parameters: noteParameters,
         description:
           'Merges the body fields over the note: each replaces the stored field of the same name, the others stay. An `id` in the body is merged too, and the note is then found at its new id.',
         requestBody: ref('requestBodies', 'NoteFields'),
@@ -123,6 +128,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
         tags: ['notes'],
         operationId: 'deleteNote',
         summary: 'Delete a note',
+        parameters: noteParameters,
         responses: {
           '200': jsonResponse(
             'The note was deleted; `data` is the `id` path segment as sent, a string.',
@@ -188,9 +194,39 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
         tags: ['operations'],
         operationId: 'showApiReference',
         summary: 'API reference page',
-        description: 'Swagger UI rendering this document.',
+        description:
+          'Swagger UI rendering this document, which it reads from `/api/openapi.json`. Its files are under `/docs/static/`.',
         responses: {
-          '200': jsonResponse('An HTML page.', { type: 'string' }, 'text/html'),
+          '200': fixedFileResponse('An HTML page.', {
+            'text/html': { schema: { type: 'string' } },
+          }),
+          '304': response('NotModified'),
+        },
+      },
+    }
+    paths['/docs/static/{file}'] = {
+      get: {
+        tags: ['operations'],
+        operationId: 'getApiReferenceFile',
+        summary: 'A file of the API reference page',
+        description: 'The scripts, styles and icons of Swagger UI, served from this service.',
+        parameters: [
+          {
+            name: 'file',
+            in: 'path',
+            required: true,
+            description: 'The name of the file.',
+            schema: { type: 'string', enum: DOCS_PAGE_FILE_NAMES },
+          },
+        ],
+        responses: {
+          '200': fixedFileResponse('The file.', {
+            'text/css': { schema: { type: 'string' } },
+            'text/javascript': { schema: { type: 'string' } },
+            'image/png': { schema: { type: 'string', contentMediaType: 'image/png' } },
+          }),
+          '304': response('NotModified'),
+          '404': problemResponse('The page has no file of this name.', 404, NO_SUCH_FILE),
         },
       },
     }
@@ -286,6 +322,11 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
             'The id of the request: the X-Request-Id sent, when acceptable, else a generated one.',
           schema: { type: 'string' },
         },
+        ETag: {
+          description:
+            'A strong validator of the content: send it back in If-None-Match to get a 304 while it is unchanged.',
+          schema: { type: 'string' },
+        },
         Allow: {
           description: 'The methods the path accepts.',
           schema: { type: 'string', examples: ['DELETE, GET, HEAD, OPTIONS, PATCH'] },
@@ -295,6 +336,11 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
         NoteNotFound: {
           description: 'No note has this id. The body is empty: Content-Length 0, no Content-Type.',
           headers: requestIdHeader,
+        },
+        NotModified: {
+          description:
+            'If-None-Match names the current ETag: the copy the client holds is current. No body.',
+          headers: { ...requestIdHeader, ETag: ref('headers', 'ETag') },
         },
         BadRequest: problemResponse(
           'The body is not valid UTF-8, not valid JSON, not a JSON object, or nested too deep; or the URL has a malformed percent-encoding.',
@@ -337,6 +383,11 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
       },
     },
   }
+}
+
+/** A 200 of the /docs page, which carries an ETag for revalidation. */
+function fixedFileResponse(description: string, content: object) {
+  return { description, headers: { ...requestIdHeader, ETag: ref('headers', 'ETag') }, content }
 }
 
 function envelope(data: object) {
