@@ -2,16 +2,17 @@ import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { Agent, request } from 'node:http'
-import { dirname, join } from 'node:path'
+import { dirname, join, relative } from 'node:path'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { type Config, isRejection, loadConfig, OPTIONS, type Option } from '../src/config/config.js'
 import { type ServerProcess, startServer } from './hostile/server-process.js'
 
 /**
- * Every example in README.md, run against the real service and compared with what it answers.
+ * Every example in README.md and docs/operations.md, run against the real service and compared
+ * with what it answers.
  *
- * The README's conventions, which this file reads:
+ * The conventions of their examples, which this file reads:
  * - A ```console block is a terminal transcript: `$ ` starts a command (a trailing `\` continues
  *   it on the next line); the lines up to the next `$ ` are its output, exactly. An output that
  *   ends with a newline is shown without it (the next `$ ` starts a line anyway); a response body
@@ -29,11 +30,14 @@ import { type ServerProcess, startServer } from './hostile/server-process.js'
  */
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const README_PATH = join(ROOT, 'README.md')
 const CLI = join(ROOT, 'dist/src/cli.js')
-const README = readFileSync(README_PATH, 'utf8')
+/** The documents whose examples are run, relative to the repository. */
+const DOCUMENTS = ['README.md', 'docs/operations.md']
+const README = readFileSync(join(ROOT, 'README.md'), 'utf8')
 
 interface Block {
+  /** The document, relative to the repository. */
+  file: string
   lang: string
   /** 1-based line of the opening fence. */
   line: number
@@ -43,13 +47,13 @@ interface Block {
 
 interface Step {
   command: string
-  /** 1-based README line of the command. */
+  /** 1-based line of the command in its document. */
   line: number
   output: string[]
 }
 
 /** The fenced blocks of a markdown text, with the env directive on the line before each. */
-function fencedBlocks(markdown: string): Block[] {
+function fencedBlocks(markdown: string, file: string): Block[] {
   const lines = markdown.split('\n')
   const blocks: Block[] = []
   for (let i = 0; i < lines.length; i++) {
@@ -61,8 +65,14 @@ function fencedBlocks(markdown: string): Block[] {
     const directive = /^<!-- readme-test env: (.*) -->$/.exec(lines[before] ?? '')
     const body: string[] = []
     for (i++; i < lines.length && lines[i] !== '```'; i++) body.push(lines[i] as string)
-    if (i === lines.length) throw new Error(`README.md:${line}: the block is never closed`)
-    blocks.push({ lang: open[1] as string, line, lines: body, env: assignments(directive?.[1]) })
+    if (i === lines.length) throw new Error(`${file}:${line}: the block is never closed`)
+    blocks.push({
+      file,
+      lang: open[1] as string,
+      line,
+      lines: body,
+      env: assignments(directive?.[1]),
+    })
   }
   return blocks
 }
@@ -94,7 +104,8 @@ function transcript(block: Block): Step[] {
       steps.push({ command, line: at, output: [] })
     } else {
       const step = steps.at(-1)
-      if (step === undefined) throw new Error(`README.md:${block.line}: output before a command`)
+      if (step === undefined)
+        throw new Error(`${block.file}:${block.line}: output before a command`)
       step.output.push(line)
     }
   }
@@ -411,7 +422,7 @@ async function runBlock(block: Block): Promise<void> {
   const agent = new Agent({ keepAlive: true })
   try {
     for (const step of transcript(block)) {
-      const where = `README.md:${step.line} (${step.command})`
+      const where = `${block.file}:${step.line} (${step.command})`
       const command = parseCommand(step.command)
       let output: string
       if (command.argv[0] === 'curl') {
@@ -444,7 +455,7 @@ async function runBlock(block: Block): Promise<void> {
     agent.destroy()
     if (server !== undefined) {
       const exit = await server.stop()
-      assert.equal(exit.code, 0, `README.md:${block.line}: the service's exit code`)
+      assert.equal(exit.code, 0, `${block.file}:${block.line}: the service's exit code`)
     }
   }
 }
@@ -481,28 +492,79 @@ function booleanParser(): Option<keyof Config>['parse'] {
   return option.parse
 }
 
-describe('README.md', () => {
-  const blocks = fencedBlocks(README)
+for (const file of DOCUMENTS) {
+  describe(`the examples in ${file}`, () => {
+    const text = readFileSync(join(ROOT, file), 'utf8')
+    const blocks = fencedBlocks(text, file)
 
-  it('has only console examples (run here) and sh instructions', () => {
-    for (const block of blocks) {
-      assert.ok(
-        block.lang === 'console' || block.lang === 'sh',
-        `README.md:${block.line}: a \`\`\`${block.lang} block is neither run nor allowed`,
-      )
+    it('are console examples (run here) or sh instructions, nothing else', () => {
+      for (const block of blocks) {
+        assert.ok(
+          block.lang === 'console' || block.lang === 'sh',
+          `${file}:${block.line}: a \`\`\`${block.lang} block is neither run nor allowed`,
+        )
+      }
+      assert.ok(blocks.some((b) => b.lang === 'console'))
+    })
+
+    for (const block of blocks.filter((b) => b.lang === 'console')) {
+      const env = Object.keys(block.env).length === 0 ? '' : ` with ${JSON.stringify(block.env)}`
+      it(`at line ${block.line}${env}: what the service answers`, { timeout: 60_000 }, async () => {
+        await runBlock(block)
+      })
     }
-    assert.ok(blocks.filter((b) => b.lang === 'console').length >= 4)
   })
+}
 
-  for (const block of blocks.filter((b) => b.lang === 'console')) {
-    const env = Object.keys(block.env).length === 0 ? '' : ` with ${JSON.stringify(block.env)}`
-    it(`example at line ${block.line}${env} is what the service answers`, {
-      timeout: 60_000,
-    }, async () => {
-      await runBlock(block)
+/** Every document a reader is sent to from the README. */
+const LINKED = [...DOCUMENTS, 'docs/architecture.md', 'docs/hardening.md', 'bench/README.md']
+
+/** GitHub's anchor of a heading: "Node's nextTick (`x.ts`)" -> "nodes-nexttick-xts" */
+function anchorOf(heading: string): string {
+  return heading
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N} _-]/gu, '')
+    .replaceAll(' ', '-')
+}
+
+/** The anchors of a markdown text's headings (outside code blocks). */
+function anchorsOf(markdown: string): Set<string> {
+  const anchors = new Set<string>()
+  let inCode = false
+  for (const line of markdown.split('\n')) {
+    if (line.startsWith('```')) inCode = !inCode
+    const heading = inCode ? null : /^#{1,6} (.*)$/.exec(line)
+    if (heading !== null) anchors.add(anchorOf(heading[1] as string))
+  }
+  return anchors
+}
+
+describe('the documents the README links to', () => {
+  for (const file of LINKED) {
+    it(`${file} links only to files and headings of this repository that exist, and to the web`, () => {
+      const text = readFileSync(join(ROOT, file), 'utf8')
+      for (const [, link] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (link === undefined || /^https?:\/\//.test(link)) continue
+        const [path, anchor] = link.split('#') as [string, string | undefined]
+        const target = path === '' ? join(ROOT, file) : join(dirname(join(ROOT, file)), path)
+        assert.ok(
+          !relative(ROOT, target).startsWith('..'),
+          `${file}: ${link} leaves the repository`,
+        )
+        assert.ok(existsSync(target), `${file}: ${link} exists`)
+        if (anchor !== undefined) {
+          const anchors = anchorsOf(readFileSync(target, 'utf8'))
+          assert.ok(
+            anchors.has(anchor),
+            `${file}: ${link} names a heading of ${relative(ROOT, target)}`,
+          )
+        }
+      }
     })
   }
+})
 
+describe('README.md', () => {
   it('lists every setting of OPTIONS in the configuration table, as --help and the parser say', async () => {
     const rows = tableUnder(README, 'Configuration')
     const help = (await runCli(['--help'], {})).output
@@ -564,17 +626,6 @@ describe('README.md', () => {
     assert.match(README, /`-v` is `--version`/)
     assert.deepEqual(await runCli(['-h'], {}), await runCli(['--help'], {}))
     assert.deepEqual(await runCli(['-v'], {}), await runCli(['--version'], {}))
-  })
-
-  it('links only to files in this repository that exist, and to the web', () => {
-    const links = [...README.matchAll(/\]\(([^)]+)\)/g)].map((m) => m[1] as string)
-    assert.ok(links.length > 0)
-    for (const link of links) {
-      if (/^https?:\/\//.test(link) || link.startsWith('#')) continue
-      assert.ok(!link.startsWith('..'), `${link} points outside the repository`)
-      const file = link.split('#')[0] as string
-      assert.ok(existsSync(join(dirname(README_PATH), file)), `${link} exists`)
-    }
   })
 })
 
