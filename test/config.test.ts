@@ -8,7 +8,7 @@ describe('loadConfig', () => {
       port: 3000,
       host: '127.0.0.1',
       bodyLimit: 1_048_576,
-      maxDepth: 64,
+      maxDepth: 128,
       maxNotes: 1_000_000,
       maxStoreBytes: 268_435_456,
       logLevel: 'info',

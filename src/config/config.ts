@@ -12,7 +12,10 @@ export interface Config {
   host: string
   /** Largest request body accepted, in bytes (413 above it). */
   bodyLimit: number
-  /** Deepest nesting of objects and arrays in a body (400 above it). */
+  /**
+   * How many levels of objects and arrays a note field's value may nest (400 above it); the body
+   * object itself is not counted: {"a":[[1]]} nests 2, {"a":1} nests 0.
+   */
   maxDepth: number
   /** Most notes stored at once (507 above it). */
   maxNotes: number
@@ -109,8 +112,8 @@ export const OPTIONS: readonly Option<keyof Config>[] = [
   opt(
     'maxDepth',
     'MAX_DEPTH',
-    'deepest nesting of objects and arrays in a body',
-    64,
+    'levels of objects and arrays a field may nest, the body object not counted ({"a":[[1]]} nests 2)',
+    128,
     integer(1, 512),
   ),
   opt('maxNotes', 'MAX_NOTES', 'most notes stored at once', 1_000_000, integer(1, 5_000_000)),
