@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { request } from 'node:http'
+import { createServer, request } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
@@ -216,6 +216,78 @@ describe('the server process', () => {
     } finally {
       child.kill('SIGKILL')
     }
+  })
+
+  /** Runs the server with `env` and `args` until it exits. */
+  async function runServer(
+    env: Record<string, string>,
+    args: string[] = [],
+  ): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    const server = fileURLToPath(new URL('../src/server.js', import.meta.url))
+    const child = spawn(process.execPath, [server, ...args], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk
+    })
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk
+    })
+    const [code] = (await once(child, 'close')) as [number | null]
+    return { code, stdout, stderr }
+  }
+
+  it('stops with one line naming PORT, and exit code 2, when the port is in use', async () => {
+    const taken = createServer()
+    taken.listen(0, '127.0.0.1')
+    await once(taken, 'listening')
+    try {
+      const { port } = taken.address() as AddressInfo
+      for (const [env, args] of [
+        [{ PORT: String(port) }, []],
+        [{}, ['--port', String(port)]],
+      ] as [Record<string, string>, string[]][]) {
+        assert.deepEqual(await runServer(env, args), {
+          code: 2,
+          stdout: '',
+          stderr: `notes-service: PORT ${port} is already in use on 127.0.0.1; choose another with PORT=... or --port ...\n`,
+        })
+      }
+    } finally {
+      taken.close()
+    }
+  })
+
+  it('stops with one line naming HOST, and exit code 2, when the host is not an address of this machine', async () => {
+    assert.deepEqual(await runServer({ HOST: '192.0.2.1', PORT: '0' }), {
+      code: 2,
+      stdout: '',
+      stderr:
+        'notes-service: HOST 192.0.2.1 is not an address of this machine; choose another with HOST=... or --host ... (127.0.0.1 for this machine only, 0.0.0.0 for every interface)\n',
+    })
+  })
+
+  it('stops with one line naming HOST, and exit code 2, when the host name does not resolve', async () => {
+    // .invalid never resolves (RFC 6761); without DNS at all the lookup fails with EAI_AGAIN.
+    const { code, stdout, stderr } = await runServer({ HOST: 'no-such-host.invalid', PORT: '0' })
+    assert.equal(code, 2)
+    assert.equal(stdout, '')
+    assert.match(
+      stderr,
+      /^notes-service: HOST no-such-host\.invalid does not resolve to an address \((ENOTFOUND|EAI_AGAIN|EAI_FAIL|EAI_NONAME|EAI_NODATA)\); choose another with HOST=\.\.\. or --host \.\.\. \(127\.0\.0\.1 for this machine only, 0\.0\.0\.0 for every interface\)\n$/,
+    )
+  })
+
+  it('refuses a HOST of invalid syntax before listening, with one line naming it', async () => {
+    assert.deepEqual(await runServer({ HOST: 'notes_service' }), {
+      code: 2,
+      stdout: '',
+      stderr:
+        'notes-service: Invalid HOST "notes_service": expected an IP address (127.0.0.1, ::1, 0.0.0.0 for every interface) or a host name (localhost).\n',
+    })
   })
 
   it('refuses to start on an invalid variable, with one line naming it', async () => {

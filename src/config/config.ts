@@ -1,3 +1,5 @@
+import { isIP, isIPv6 } from 'node:net'
+
 const KIB = 1024
 const MIB = 1024 * KIB
 
@@ -79,8 +81,36 @@ function boolean(raw: string): boolean | { expected: string } {
   return { expected: 'true or false' }
 }
 
+/** A host name label (RFC 1123): letters, digits and inner hyphens, 1 to 63 of them. */
+const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i
+
+/**
+ * An IP address or a host name of valid syntax; whether a name resolves is learnt at listen time.
+ * '0.0.0.0', '::1', '[::1]' (-> '::1'), 'localhost', 'api.example.com.' pass;
+ * 'a b', 'host_1', '-a.example', '1.2.3', '300.1.1.1', 'http://a' do not.
+ */
 function host(raw: string): string | { expected: string } {
-  return /^[\w.:[\]-]+$/.test(raw) ? raw : { expected: 'a host name or IP address' }
+  const bracketed = /^\[(.*)\]$/.exec(raw)?.[1]
+  if (bracketed !== undefined) {
+    if (isIPv6(bracketed)) return bracketed
+  } else if (isIP(raw) !== 0) {
+    return raw
+  } else {
+    const name = raw.endsWith('.') ? raw.slice(0, -1) : raw
+    const labels = name.split('.')
+    // A last label of digits only would be a malformed IPv4 address, not a name.
+    if (
+      name.length <= 253 &&
+      labels.every((l) => LABEL.test(l)) &&
+      !/^\d+$/.test(labels.at(-1) as string)
+    ) {
+      return raw
+    }
+  }
+  return {
+    expected:
+      'an IP address (127.0.0.1, ::1, 0.0.0.0 for every interface) or a host name (localhost)',
+  }
 }
 
 function logLevel(raw: string): LogLevel | { expected: string } {
