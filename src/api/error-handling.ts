@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { afterResponsesOn } from '../http/pipelining.js'
+import type { FailureLog } from '../ops/failure-log.js'
 import { StoreFullError } from '../store/types.js'
 import { PROBLEM_CONTENT_TYPE, problem, sendProblem } from './problem.js'
 
@@ -8,6 +9,8 @@ export interface ErrorHandlingOptions {
   bodyLimit: number
   /** Answers the Allow header for a path the app serves, undefined for any other path. */
   allowFor: (path: string) => string | undefined
+  /** Where failed requests are logged; the fast lane reports to the same one. */
+  failures: FailureLog
 }
 
 /**
@@ -17,7 +20,7 @@ export interface ErrorHandlingOptions {
 export function registerErrorHandling(app: FastifyInstance, options: ErrorHandlingOptions): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const { status, detail } = problemForError(error, options.bodyLimit)
-    if (status >= 500) request.log.error({ err: error }, 'request failed')
+    options.failures.report(error, status, detail, request.id)
     sendProblem(reply, status, detail)
   })
 
@@ -51,17 +54,20 @@ export function problemForError(
   return { status, detail: clientErrorDetail(error, bodyLimit) }
 }
 
-/** Fastify's answer for URLs its router cannot read (the `frameworkErrors` option). */
+/**
+ * Fastify's answer for URLs its router cannot read (the `frameworkErrors` option): 400 for a
+ * malformed percent-encoding, else as the error handler answers.
+ */
 export function frameworkErrorHandler(
-  error: FastifyError,
-  request: FastifyRequest,
-  reply: FastifyReply,
-): void {
-  if (error.code === 'FST_ERR_BAD_URL') {
-    sendProblem(reply, 400, 'The URL has a malformed percent-encoding.')
-  } else {
-    sendProblem(reply, statusOf(error), error.message)
-    request.log.debug({ err: error }, 'framework error')
+  options: Pick<ErrorHandlingOptions, 'bodyLimit' | 'failures'>,
+): (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => void {
+  return (error, request, reply) => {
+    const { status, detail } =
+      error.code === 'FST_ERR_BAD_URL'
+        ? { status: 400, detail: 'The URL has a malformed percent-encoding.' }
+        : problemForError(error, options.bodyLimit)
+    options.failures.report(error, status, detail, request.id)
+    sendProblem(reply, status, detail)
   }
 }
 
