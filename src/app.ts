@@ -94,7 +94,7 @@ export function buildApp({
         : fastifyHandler
       return createHttpServer(inOrder(listener), config)
     },
-    clientErrorHandler,
+    clientErrorHandler: clientErrorHandler(requestId.next),
     frameworkErrors: withRequestIdHeader(
       frameworkErrorHandler({ bodyLimit: config.bodyLimit, failures }),
     ),

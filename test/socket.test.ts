@@ -23,6 +23,19 @@ function statusLine(raw: string): string {
   return raw.slice(0, raw.indexOf('\r\n'))
 }
 
+/** The values of header `name` in a raw HTTP/1.1 response head, in order. */
+function headerValues(raw: string, name: string): string[] {
+  const head = raw.slice(0, raw.indexOf('\r\n\r\n'))
+  return head
+    .split('\r\n')
+    .slice(1)
+    .filter((line) => line.slice(0, line.indexOf(':')).toLowerCase() === name)
+    .map((line) => line.slice(line.indexOf(':') + 1).trim())
+}
+
+/** A generated request id: the generator's random prefix and a counter, '3f9a0c1b7d2e-1a'. */
+const GENERATED_ID = /^[0-9a-f]{12}-[0-9a-z]+$/
+
 async function listBody(port: number): Promise<string> {
   const response = await fetch(`http://127.0.0.1:${port}/api/note`)
   return response.text()
@@ -94,18 +107,36 @@ describe('over a real socket', () => {
     const elapsed = Date.now() - started
     assert.equal(statusLine(received()), 'HTTP/1.1 408 Request Timeout')
     assert.match(received(), /"status":408/)
+    assert.match(headerValues(received(), 'x-request-id').join(), GENERATED_ID)
     assert.ok(elapsed >= 300 && elapsed < 5000, `closed after ${elapsed} ms`)
     // Meanwhile, and after, other clients are served.
     assert.equal(await listBody(port), '{"data":[]}')
   })
 
-  it('answers 431 to headers over the limit', async () => {
+  it('answers 431 to headers over the limit, with a new X-Request-Id each time', async () => {
     const { port } = await listen()
-    const { socket, received, closed } = await openRaw(port)
-    socket.write(`GET /api/note HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)
-    await closed
-    assert.equal(statusLine(received()), 'HTTP/1.1 431 Request Header Fields Too Large')
-    assert.match(received(), /application\/problem\+json/)
+    const ids: string[] = []
+    for (let i = 0; i < 2; i++) {
+      const { socket, received, closed } = await openRaw(port)
+      socket.write(
+        `GET /api/note HTTP/1.1\r\nHost: x\r\nX-Request-Id: mine\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+      )
+      await closed
+      assert.equal(statusLine(received()), 'HTTP/1.1 431 Request Header Fields Too Large')
+      assert.match(received(), /application\/problem\+json/)
+      const values = headerValues(received(), 'x-request-id')
+      assert.equal(values.length, 1)
+      assert.match(values[0] as string, GENERATED_ID)
+      ids.push(values[0] as string)
+    }
+    // The lanes' generator: the next request's id is the one after the refusals'.
+    ids.push((await fetch(`http://127.0.0.1:${port}/api/note`)).headers.get('x-request-id') ?? '')
+    const [prefix, first] = (ids[0] as string).split('-') as [string, string]
+    const count = Number.parseInt(first, 36)
+    assert.deepEqual(
+      ids,
+      [0, 1, 2].map((i) => `${prefix}-${(count + i).toString(36)}`),
+    )
   })
 
   it('answers 400 problem JSON to a garbage request line', async () => {
@@ -115,6 +146,7 @@ describe('over a real socket', () => {
     await closed
     assert.equal(statusLine(received()), 'HTTP/1.1 400 Bad Request')
     assert.match(received(), /"status":400/)
+    assert.match(headerValues(received(), 'x-request-id').join(), GENERATED_ID)
   })
 
   it('serves several requests on one keep-alive connection, pipelined', async () => {
