@@ -17,6 +17,7 @@ import { createHttpServer } from './http/http-server.js'
 import { inOrder } from './http/pipelining.js'
 import { registerApiDocs } from './ops/api-docs.js'
 import { registerCors } from './ops/cors.js'
+import { FailureLog } from './ops/failure-log.js'
 import { registerHealthChecks } from './ops/health.js'
 import { registerLoadShedding } from './ops/load-shedding.js'
 import { createRequestRecorder, registerMetrics } from './ops/metrics.js'
@@ -65,6 +66,8 @@ export function buildApp({
 }: AppOptions): FastifyInstance {
   const logging = setUpLogging(logger, config.logRequests)
   const requestId = requestIdGenerator()
+  // One log for the failures of both lanes; `app.log` is read when something is logged.
+  const failures = new FailureLog(() => app.log)
   const recorder = config.metrics ? createRequestRecorder() : undefined
   let closing = false
   // The note routes' everyday requests skip Fastify unless a feature that lives in Fastify's hooks
@@ -83,7 +86,7 @@ export function buildApp({
               maxDepth: config.maxDepth,
               requestId,
               closing: () => closing,
-              logError: (err, reqId) => app.log.error({ reqId, err }, 'request failed'),
+              failures,
               record: recorder?.record.bind(recorder),
             },
             fastifyHandler,
@@ -91,8 +94,10 @@ export function buildApp({
         : fastifyHandler
       return createHttpServer(inOrder(listener), config)
     },
-    clientErrorHandler,
-    frameworkErrors: withRequestIdHeader(frameworkErrorHandler),
+    clientErrorHandler: clientErrorHandler(requestId.next),
+    frameworkErrors: withRequestIdHeader(
+      frameworkErrorHandler({ bodyLimit: config.bodyLimit, failures }),
+    ),
     // While closing, Fastify answered requests still arriving on open connections with a bare
     // 503; serve them instead: Fastify adds 'Connection: close', so the client reconnects and
     // is refused (DECISION 16: finish requests in flight, never a 5xx).
@@ -108,11 +113,15 @@ export function buildApp({
     closing = true
     done()
   })
+  app.addHook('onClose', (_instance, done) => {
+    failures.flush()
+    done()
+  })
   const allowFor = trackAllowedMethods(app)
   registerCloseConnections(app)
   registerLoadShedding(app, { maxEventLoopDelayMs: config.maxEventLoopDelayMs })
   registerJsonBodyParser(app, { maxDepth: config.maxDepth })
-  registerErrorHandling(app, { bodyLimit: config.bodyLimit, allowFor })
+  registerErrorHandling(app, { bodyLimit: config.bodyLimit, allowFor, failures })
   // Hooks first, so that they apply to every route registered after them.
   registerRequestIds(app, requestId)
   registerCors(app, { origins: config.corsOrigin })

@@ -2,6 +2,7 @@
 import './http/tick-shapes.js'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config/config.js'
+import { listenErrorMessage } from './config/listen-error.js'
 import { loggerOptions } from './ops/logger.js'
 import { MemoryNoteStore } from './store/memory.js'
 
@@ -50,6 +51,13 @@ process.once('SIGINT', (signal) => void shutdown(signal))
 try {
   await app.listen({ port: config.port, host: config.host })
 } catch (err) {
-  app.log.fatal({ err }, 'could not start listening')
-  process.exit(1)
+  // A port in use or a host that is not ours is the setting's fault, told in one line (exit 2
+  // like any bad setting); anything else is a bug, logged with its stack.
+  const message = listenErrorMessage(err, config)
+  if (message === undefined) {
+    app.log.fatal({ err }, 'could not start listening')
+    process.exit(1)
+  }
+  process.stderr.write(`notes-service: ${message}\n`)
+  process.exit(2)
 }

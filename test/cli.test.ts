@@ -21,7 +21,10 @@ describe('notes-service --help', () => {
   it('lists every option with its flag, environment variable, default and accepted values', () => {
     const expected: [string, string][] = [
       ['--port <value>', 'env PORT, default 3000; an integer from 0 to 65535'],
-      ['--host <value>', 'env HOST, default 127.0.0.1; a host name or IP address'],
+      [
+        '--host <value>',
+        'env HOST, default 127.0.0.1; an IP address (127.0.0.1, ::1, 0.0.0.0 for every interface) or a host name (localhost)',
+      ],
       ['--log-requests [true|false]', 'env LOG_REQUESTS, default false; true or false'],
       [
         '--cors-origin <value>',

@@ -2,13 +2,16 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { ConfigError, DEFAULT_CONFIG, loadConfig, OPTIONS } from '../src/config/config.js'
 
+const HOST_EXPECTED =
+  'an IP address (127.0.0.1, ::1, 0.0.0.0 for every interface) or a host name (localhost)'
+
 describe('loadConfig', () => {
   it('returns the documented defaults with no environment and no flags', () => {
     assert.deepEqual(loadConfig({}, []), {
       port: 3000,
       host: '127.0.0.1',
       bodyLimit: 1_048_576,
-      maxDepth: 64,
+      maxDepth: 128,
       maxNotes: 1_000_000,
       maxStoreBytes: 268_435_456,
       logLevel: 'info',
@@ -110,7 +113,18 @@ describe('loadConfig', () => {
       'Invalid LOG_LEVEL "loud": expected one of fatal, error, warn, info, debug, trace, silent.',
     ],
     [{ LOG_REQUESTS: 'maybe' }, [], 'Invalid LOG_REQUESTS "maybe": expected true or false.'],
-    [{ HOST: 'a b' }, [], 'Invalid HOST "a b": expected a host name or IP address.'],
+    ...['a b', 'host_1', '-a.example', 'a..b', '1.2.3', '300.1.1.1', 'http://a', '[localhost]'].map(
+      (host): [NodeJS.ProcessEnv, string[], string] => [
+        { HOST: host },
+        [],
+        `Invalid HOST ${JSON.stringify(host)}: expected ${HOST_EXPECTED}.`,
+      ],
+    ),
+    [
+      {},
+      ['--host', `${'a'.repeat(64)}.example`],
+      `Invalid --host "${'a'.repeat(64)}.example": expected ${HOST_EXPECTED}.`,
+    ],
     [{}, ['--port', 'x'], 'Invalid --port "x": expected an integer from 0 to 65535.'],
     [{}, ['--port'], 'Missing value for --port.'],
     [{}, ['--prot', '1'], 'Unknown option --prot; see --help.'],
@@ -131,6 +145,25 @@ describe('loadConfig', () => {
           return true
         },
       )
+    })
+  }
+
+  const hosts: [string, string][] = [
+    ['0.0.0.0', '0.0.0.0'],
+    ['127.0.0.1', '127.0.0.1'],
+    ['::', '::'],
+    ['::1', '::1'],
+    ['[::1]', '::1'],
+    ['fe80::1%eth0', 'fe80::1%eth0'],
+    ['localhost', 'localhost'],
+    ['api.example.com', 'api.example.com'],
+    ['api.example.com.', 'api.example.com.'],
+    ['xn--bcher-kva.example', 'xn--bcher-kva.example'],
+    [`${'a'.repeat(63)}.example`, `${'a'.repeat(63)}.example`],
+  ]
+  for (const [raw, host] of hosts) {
+    it(`reads HOST ${raw} as ${host}`, () => {
+      assert.equal(loadConfig({ HOST: raw }, []).host, host)
     })
   }
 

@@ -153,26 +153,86 @@ describeEachLane('request bodies', () => {
     assert.equal((await app.inject(post('application/json', payload))).statusCode, 200)
   })
 
-  it('answers 400 for nesting past the depth limit and stores nothing', async () => {
+  it('answers 400 for a field nested past MAX_DEPTH and stores nothing', async () => {
     const { app } = buildTestApp({ maxDepth: 4 }, { now: fakeClock(1) })
     assertProblem(
-      await app.inject(post('application/json', '{"a":{"b":{"c":{"d":{}}}}}')),
+      await app.inject(post('application/json', '{"a":{"b":{"c":{"d":{"e":[]}}}}}')),
       400,
-      'The request body nests objects and arrays deeper than 4 levels.',
+      'A field of the request body nests objects and arrays deeper than the limit of 4 levels.',
     )
     await assertStoreEmpty(app)
     assert.equal(
-      (await app.inject(post('application/json', '{"a":{"b":{"c":[]}}}'))).statusCode,
+      (await app.inject(post('application/json', '{"a":{"b":{"c":{"d":[]}}}}'))).statusCode,
       200,
     )
+  })
+
+  // serde_json's default recursion limit is 128; a note from a client that nests that deep fits.
+  it('accepts a field nested exactly 128 levels by default, and round-trips it through POST, GET and the list', async () => {
+    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const deepest = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`
+    const fields = `{"a":${deepest(64)},"deep":${'{"k":'.repeat(127)}[]${'}'.repeat(127)}}`
+    const created = await app.inject(post('application/json', fields))
+    assert.equal(created.statusCode, 200)
+    const note = `${fields.slice(0, -1)},"id":1}`
+    assert.equal(created.body, `{"data":${note}}`)
+    assert.equal((await app.inject('/api/note/1')).body, `{"data":${note}}`)
+    assert.equal((await app.inject('/api/note')).body, `{"data":[${note}]}`)
+    const patched = await app.inject({
+      method: 'PATCH',
+      url: '/api/note/1',
+      headers: { 'content-type': 'application/json' },
+      payload: `{"b":${deepest(128)}}`,
+    })
+    assert.equal(patched.statusCode, 200)
+    const after = `${note.slice(0, -1)},"b":${deepest(128)}}`
+    assert.equal(patched.body, `{"data":${after}}`)
+    assert.equal((await app.inject('/api/note')).body, `{"data":[${after}]}`)
+
+    for (const tooDeep of [
+      `{"a":${deepest(129)}}`,
+      `{"deep":${'{"k":'.repeat(128)}[]${'}'.repeat(128)}}`,
+    ]) {
+      assertProblem(
+        await app.inject(post('application/json', tooDeep)),
+        400,
+        'A field of the request body nests objects and arrays deeper than the limit of 128 levels.',
+      )
+      assertProblem(
+        await app.inject({
+          method: 'PATCH',
+          url: '/api/note/1',
+          headers: { 'content-type': 'application/json' },
+          payload: tooDeep,
+        }),
+        400,
+        'A field of the request body nests objects and arrays deeper than the limit of 128 levels.',
+      )
+    }
+    assert.equal((await app.inject('/api/note')).body, `{"data":[${after}]}`)
   })
 
   it('refuses a body nested 100,000 deep without crashing, and still serves the list', async () => {
     const { app } = buildTestApp({}, { now: fakeClock(1) })
     const deep = `{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}`
-    assertProblem(await app.inject(post('application/json', deep)), 400, /deeper than 64 levels/)
+    assertProblem(await app.inject(post('application/json', deep)), 400, /the limit of 128 levels/)
     await postNote(app, { ok: true })
     assert.equal((await app.inject('/api/note')).body, '{"data":[{"ok":true,"id":1}]}')
+  })
+
+  it('serves notes nested at MAX_DEPTH 512, its highest setting', async () => {
+    const { app } = buildTestApp({ maxDepth: 512 }, { now: fakeClock(1) })
+    const fields = `{"a":${'['.repeat(512)}${']'.repeat(512)}}`
+    assert.equal((await app.inject(post('application/json', fields))).statusCode, 200)
+    const note = `${fields.slice(0, -1)},"id":1}`
+    assert.equal((await app.inject('/api/note')).body, `{"data":[${note}]}`)
+    const patched = await app.inject({
+      method: 'PATCH',
+      url: '/api/note/1',
+      headers: { 'content-type': 'application/json' },
+      payload: fields,
+    })
+    assert.equal(patched.body, `{"data":${note}}`)
   })
 })
 

@@ -3,6 +3,7 @@ import { isUtf8 } from 'node:buffer'
 /** The caps the model applies (DECISIONS 5, 7 and 14). */
 export interface ModelLimits {
   bodyLimit: number
+  /** MAX_DEPTH: levels a field may nest, the body object not counted. */
   maxDepth: number
   maxNotes: number
   maxStoreBytes: number
@@ -186,7 +187,8 @@ export class NoteModel {
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
       return { ok: false, status: 400 }
     }
-    if (depthOf(value) > this.limits.maxDepth) return { ok: false, status: 400 }
+    // depthOf counts the body object too: {"a":[[1]]} -> 3, a field nesting 2.
+    if (depthOf(value) - 1 > this.limits.maxDepth) return { ok: false, status: 400 }
     return { ok: true, fields: value as Fields }
   }
 }

@@ -118,6 +118,10 @@ describe('X-Request-Id', () => {
       log.lines.map((line) => [line.reqId, line.msg]),
       [
         ['req-42', 'incoming request'],
+        [
+          'req-42',
+          'request answered 415: Send the body as JSON: Content-Type application/json (or application/*+json), in UTF-8.',
+        ],
         ['req-42', 'request completed'],
         ['req-43', 'incoming request'],
         ['req-43', 'request failed'],

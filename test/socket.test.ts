@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { request } from 'node:http'
+import { createServer, request } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
@@ -22,6 +22,19 @@ async function listen(
 function statusLine(raw: string): string {
   return raw.slice(0, raw.indexOf('\r\n'))
 }
+
+/** The values of header `name` in a raw HTTP/1.1 response head, in order. */
+function headerValues(raw: string, name: string): string[] {
+  const head = raw.slice(0, raw.indexOf('\r\n\r\n'))
+  return head
+    .split('\r\n')
+    .slice(1)
+    .filter((line) => line.slice(0, line.indexOf(':')).toLowerCase() === name)
+    .map((line) => line.slice(line.indexOf(':') + 1).trim())
+}
+
+/** A generated request id: the generator's random prefix and a counter, '3f9a0c1b7d2e-1a'. */
+const GENERATED_ID = /^[0-9a-f]{12}-[0-9a-z]+$/
 
 async function listBody(port: number): Promise<string> {
   const response = await fetch(`http://127.0.0.1:${port}/api/note`)
@@ -94,18 +107,36 @@ describe('over a real socket', () => {
     const elapsed = Date.now() - started
     assert.equal(statusLine(received()), 'HTTP/1.1 408 Request Timeout')
     assert.match(received(), /"status":408/)
+    assert.match(headerValues(received(), 'x-request-id').join(), GENERATED_ID)
     assert.ok(elapsed >= 300 && elapsed < 5000, `closed after ${elapsed} ms`)
     // Meanwhile, and after, other clients are served.
     assert.equal(await listBody(port), '{"data":[]}')
   })
 
-  it('answers 431 to headers over the limit', async () => {
+  it('answers 431 to headers over the limit, with a new X-Request-Id each time', async () => {
     const { port } = await listen()
-    const { socket, received, closed } = await openRaw(port)
-    socket.write(`GET /api/note HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)
-    await closed
-    assert.equal(statusLine(received()), 'HTTP/1.1 431 Request Header Fields Too Large')
-    assert.match(received(), /application\/problem\+json/)
+    const ids: string[] = []
+    for (let i = 0; i < 2; i++) {
+      const { socket, received, closed } = await openRaw(port)
+      socket.write(
+        `GET /api/note HTTP/1.1\r\nHost: x\r\nX-Request-Id: mine\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+      )
+      await closed
+      assert.equal(statusLine(received()), 'HTTP/1.1 431 Request Header Fields Too Large')
+      assert.match(received(), /application\/problem\+json/)
+      const values = headerValues(received(), 'x-request-id')
+      assert.equal(values.length, 1)
+      assert.match(values[0] as string, GENERATED_ID)
+      ids.push(values[0] as string)
+    }
+    // The lanes' generator: the next request's id is the one after the refusals'.
+    ids.push((await fetch(`http://127.0.0.1:${port}/api/note`)).headers.get('x-request-id') ?? '')
+    const [prefix, first] = (ids[0] as string).split('-') as [string, string]
+    const count = Number.parseInt(first, 36)
+    assert.deepEqual(
+      ids,
+      [0, 1, 2].map((i) => `${prefix}-${(count + i).toString(36)}`),
+    )
   })
 
   it('answers 400 problem JSON to a garbage request line', async () => {
@@ -115,6 +146,7 @@ describe('over a real socket', () => {
     await closed
     assert.equal(statusLine(received()), 'HTTP/1.1 400 Bad Request')
     assert.match(received(), /"status":400/)
+    assert.match(headerValues(received(), 'x-request-id').join(), GENERATED_ID)
   })
 
   it('serves several requests on one keep-alive connection, pipelined', async () => {
@@ -216,6 +248,78 @@ describe('the server process', () => {
     } finally {
       child.kill('SIGKILL')
     }
+  })
+
+  /** Runs the server with `env` and `args` until it exits. */
+  async function runServer(
+    env: Record<string, string>,
+    args: string[] = [],
+  ): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    const server = fileURLToPath(new URL('../src/server.js', import.meta.url))
+    const child = spawn(process.execPath, [server, ...args], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk
+    })
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk
+    })
+    const [code] = (await once(child, 'close')) as [number | null]
+    return { code, stdout, stderr }
+  }
+
+  it('stops with one line naming PORT, and exit code 2, when the port is in use', async () => {
+    const taken = createServer()
+    taken.listen(0, '127.0.0.1')
+    await once(taken, 'listening')
+    try {
+      const { port } = taken.address() as AddressInfo
+      for (const [env, args] of [
+        [{ PORT: String(port) }, []],
+        [{}, ['--port', String(port)]],
+      ] as [Record<string, string>, string[]][]) {
+        assert.deepEqual(await runServer(env, args), {
+          code: 2,
+          stdout: '',
+          stderr: `notes-service: PORT ${port} is already in use on 127.0.0.1; choose another with PORT=... or --port ...\n`,
+        })
+      }
+    } finally {
+      taken.close()
+    }
+  })
+
+  it('stops with one line naming HOST, and exit code 2, when the host is not an address of this machine', async () => {
+    assert.deepEqual(await runServer({ HOST: '192.0.2.1', PORT: '0' }), {
+      code: 2,
+      stdout: '',
+      stderr:
+        'notes-service: HOST 192.0.2.1 is not an address of this machine; choose another with HOST=... or --host ... (127.0.0.1 for this machine only, 0.0.0.0 for every interface)\n',
+    })
+  })
+
+  it('stops with one line naming HOST, and exit code 2, when the host name does not resolve', async () => {
+    // .invalid never resolves (RFC 6761); without DNS at all the lookup fails with EAI_AGAIN.
+    const { code, stdout, stderr } = await runServer({ HOST: 'no-such-host.invalid', PORT: '0' })
+    assert.equal(code, 2)
+    assert.equal(stdout, '')
+    assert.match(
+      stderr,
+      /^notes-service: HOST no-such-host\.invalid does not resolve to an address \((ENOTFOUND|EAI_AGAIN|EAI_FAIL|EAI_NONAME|EAI_NODATA)\); choose another with HOST=\.\.\. or --host \.\.\. \(127\.0\.0\.1 for this machine only, 0\.0\.0\.0 for every interface\)\n$/,
+    )
+  })
+
+  it('refuses a HOST of invalid syntax before listening, with one line naming it', async () => {
+    assert.deepEqual(await runServer({ HOST: 'notes_service' }), {
+      code: 2,
+      stdout: '',
+      stderr:
+        'notes-service: Invalid HOST "notes_service": expected an IP address (127.0.0.1, ::1, 0.0.0.0 for every interface) or a host name (localhost).\n',
+    })
   })
 
   it('refuses to start on an invalid variable, with one line naming it', async () => {

@@ -1,6 +1,8 @@
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { afterResponsesOn } from '../http/pipelining.js'
+import type { FailureLog } from '../ops/failure-log.js'
+import { REQUEST_ID_HEADER } from '../ops/request-id.js'
 import { StoreFullError } from '../store/types.js'
 import { PROBLEM_CONTENT_TYPE, problem, sendProblem } from './problem.js'
 
@@ -8,6 +10,8 @@ export interface ErrorHandlingOptions {
   bodyLimit: number
   /** Answers the Allow header for a path the app serves, undefined for any other path. */
   allowFor: (path: string) => string | undefined
+  /** Where failed requests are logged; the fast lane reports to the same one. */
+  failures: FailureLog
 }
 
 /**
@@ -17,7 +21,7 @@ export interface ErrorHandlingOptions {
 export function registerErrorHandling(app: FastifyInstance, options: ErrorHandlingOptions): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const { status, detail } = problemForError(error, options.bodyLimit)
-    if (status >= 500) request.log.error({ err: error }, 'request failed')
+    options.failures.report(error, status, detail, request.id)
     sendProblem(reply, status, detail)
   })
 
@@ -51,17 +55,20 @@ export function problemForError(
   return { status, detail: clientErrorDetail(error, bodyLimit) }
 }
 
-/** Fastify's answer for URLs its router cannot read (the `frameworkErrors` option). */
+/**
+ * Fastify's answer for URLs its router cannot read (the `frameworkErrors` option): 400 for a
+ * malformed percent-encoding, else as the error handler answers.
+ */
 export function frameworkErrorHandler(
-  error: FastifyError,
-  request: FastifyRequest,
-  reply: FastifyReply,
-): void {
-  if (error.code === 'FST_ERR_BAD_URL') {
-    sendProblem(reply, 400, 'The URL has a malformed percent-encoding.')
-  } else {
-    sendProblem(reply, statusOf(error), error.message)
-    request.log.debug({ err: error }, 'framework error')
+  options: Pick<ErrorHandlingOptions, 'bodyLimit' | 'failures'>,
+): (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => void {
+  return (error, request, reply) => {
+    const { status, detail } =
+      error.code === 'FST_ERR_BAD_URL'
+        ? { status: 400, detail: 'The URL has a malformed percent-encoding.' }
+        : problemForError(error, options.bodyLimit)
+    options.failures.report(error, status, detail, request.id)
+    sendProblem(reply, status, detail)
   }
 }
 
@@ -70,13 +77,24 @@ const refusing = new WeakSet<Socket>()
 
 /**
  * Answers requests that Node's HTTP parser rejects before Fastify sees them, then closes the
- * connection: 431 for oversized headers, 408 for timeouts, 400 for anything malformed.
+ * connection: 431 for oversized headers, 408 for timeouts, 400 for anything malformed, each with
+ * a new X-Request-Id from `requestId` (the lanes' generator: no request was read to take one from).
  * Responses already under way on the connection (pipelining) are finished first: the refusal
  * used to be written at once and the socket destroyed, so a POST followed in the same write by a
  * malformed request, or by any request after 'Connection: close', was stored while its client
  * read only the 400.
  */
-export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+export function clientErrorHandler(
+  requestId: () => string,
+): (error: Error & { code?: string }, socket: Socket) => void {
+  return (error, socket) => refuseConnection(error, socket, requestId)
+}
+
+function refuseConnection(
+  error: Error & { code?: string },
+  socket: Socket,
+  requestId: () => string,
+): void {
   if (error.code === 'ECONNRESET' || socket.destroyed || refusing.has(socket)) return
   refusing.add(socket)
   // Read nothing more: the parser has failed, so later bytes can only fail again.
@@ -95,7 +113,8 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
       const body = JSON.stringify(problem(status, detail))
       socket.write(
         `HTTP/1.1 ${status} ${problem(status, detail).title}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
-          `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+          `Content-Length: ${Buffer.byteLength(body)}\r\n${REQUEST_ID_HEADER}: ${requestId()}\r\n` +
+          `Connection: close\r\n\r\n${body}`,
       )
     }
     socket.destroy()

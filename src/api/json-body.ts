@@ -10,7 +10,10 @@ const STRUCTURED_JSON = /^application\/[\w!#$&^.-]+\+json(?:;|$)/
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i
 
 export interface JsonBodyOptions {
-  /** Deepest nesting of objects and arrays accepted in a body; the body itself is level 1. */
+  /**
+   * How many levels of objects and arrays a field's value may nest; the body object is not
+   * counted: {"a":[[1]]} nests 2.
+   */
   maxDepth: number
 }
 
@@ -82,10 +85,11 @@ export function parseUtf8JsonObject(body: Buffer, maxDepth: number): NoteFields 
       `The request body must be a JSON object, not ${describeJsonValue(value)}.`,
     )
   }
-  if (exceedsDepth(text, maxDepth)) {
+  // The body object is the one level more that exceedsDepth counts: {"a":[[1]]} has depth 3.
+  if (exceedsDepth(text, maxDepth + 1)) {
     throw new HttpProblem(
       400,
-      `The request body nests objects and arrays deeper than ${maxDepth} levels.`,
+      `A field of the request body nests objects and arrays deeper than the limit of ${maxDepth} levels.`,
     )
   }
   return value as NoteFields

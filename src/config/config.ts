@@ -1,3 +1,5 @@
+import { isIP, isIPv6 } from 'node:net'
+
 const KIB = 1024
 const MIB = 1024 * KIB
 
@@ -12,7 +14,10 @@ export interface Config {
   host: string
   /** Largest request body accepted, in bytes (413 above it). */
   bodyLimit: number
-  /** Deepest nesting of objects and arrays in a body (400 above it). */
+  /**
+   * How many levels of objects and arrays a note field's value may nest (400 above it); the body
+   * object itself is not counted: {"a":[[1]]} nests 2, {"a":1} nests 0.
+   */
   maxDepth: number
   /** Most notes stored at once (507 above it). */
   maxNotes: number
@@ -76,8 +81,36 @@ function boolean(raw: string): boolean | { expected: string } {
   return { expected: 'true or false' }
 }
 
+/** A host name label (RFC 1123): letters, digits and inner hyphens, 1 to 63 of them. */
+const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i
+
+/**
+ * An IP address or a host name of valid syntax; whether a name resolves is learnt at listen time.
+ * '0.0.0.0', '::1', '[::1]' (-> '::1'), 'localhost', 'api.example.com.' pass;
+ * 'a b', 'host_1', '-a.example', '1.2.3', '300.1.1.1', 'http://a' do not.
+ */
 function host(raw: string): string | { expected: string } {
-  return /^[\w.:[\]-]+$/.test(raw) ? raw : { expected: 'a host name or IP address' }
+  const bracketed = /^\[(.*)\]$/.exec(raw)?.[1]
+  if (bracketed !== undefined) {
+    if (isIPv6(bracketed)) return bracketed
+  } else if (isIP(raw) !== 0) {
+    return raw
+  } else {
+    const name = raw.endsWith('.') ? raw.slice(0, -1) : raw
+    const labels = name.split('.')
+    // A last label of digits only would be a malformed IPv4 address, not a name.
+    if (
+      name.length <= 253 &&
+      labels.every((l) => LABEL.test(l)) &&
+      !/^\d+$/.test(labels.at(-1) as string)
+    ) {
+      return raw
+    }
+  }
+  return {
+    expected:
+      'an IP address (127.0.0.1, ::1, 0.0.0.0 for every interface) or a host name (localhost)',
+  }
 }
 
 function logLevel(raw: string): LogLevel | { expected: string } {
@@ -109,8 +142,8 @@ export const OPTIONS: readonly Option<keyof Config>[] = [
   opt(
     'maxDepth',
     'MAX_DEPTH',
-    'deepest nesting of objects and arrays in a body',
-    64,
+    'levels of objects and arrays a field may nest, the body object not counted ({"a":[[1]]} nests 2)',
+    128,
     integer(1, 512),
   ),
   opt('maxNotes', 'MAX_NOTES', 'most notes stored at once', 1_000_000, integer(1, 5_000_000)),

@@ -6,6 +6,7 @@ import { parseNoteId } from '../api/note-id.js'
 import { type Answer, JSON_CONTENT_TYPE, type NoteOperations } from '../api/note-operations.js'
 import { NOTE_ROUTE, NOTES_ROUTE } from '../api/note-routes.js'
 import { problemAnswer } from '../api/problem.js'
+import type { FailureLog } from '../ops/failure-log.js'
 import type { MaybePromise, NoteFields } from '../store/types.js'
 
 export interface FastLaneOptions {
@@ -17,8 +18,8 @@ export interface FastLaneOptions {
   requestId: (request: IncomingMessage) => string
   /** True once the app has begun closing: Fastify then answers, with `Connection: close`. */
   closing: () => boolean
-  /** Logs an unexpected error (answered 500) with the request's id. */
-  logError: (err: unknown, requestId: string) => void
+  /** Where failed requests are logged: the one the Fastify lane's error handler reports to. */
+  failures: FailureLog
   /** Counts an answered request for the metrics, as the Fastify lane's onResponse hook does. */
   record?: ((method: string, route: string, status: number, seconds: number) => void) | undefined
 }
@@ -47,7 +48,7 @@ const NOTE_PREFIX = `${NOTES_ROUTE}/`
  * on: those live in Fastify hooks.
  */
 export function withFastLane(options: FastLaneOptions, fallback: RequestListener): RequestListener {
-  const { operations, bodyLimit, maxDepth, requestId, closing, logError, record } = options
+  const { operations, bodyLimit, maxDepth, requestId, closing, failures, record } = options
 
   const hasJsonBody = (request: IncomingMessage): boolean => {
     const { headers } = request
@@ -126,13 +127,13 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
     fail(err: unknown): void {
       if (this.response.headersSent) {
         // Failed while sending: nothing sensible can follow on this connection.
-        logError(err, this.id)
+        failures.report(err, 500, 'failed while sending the answer', this.id)
         this.response.destroy()
         return
       }
       const error = err instanceof Error ? err : new Error(String(err))
       const { status, detail } = problemForError(error, bodyLimit)
-      if (status >= 500) logError(error, this.id)
+      failures.report(error, status, detail, this.id)
       this.send(problemAnswer(status, detail))
     }
 

@@ -14,9 +14,19 @@ const ACCEPTED_ID = /^[\w.:@/+=~-]{1,128}$/
 const ID_BLOCK = 1024
 
 /**
- * Fastify's `genReqId`: the caller's X-Request-Id when it is acceptable, else the next id of a
- * random 48-bit prefix and a counter, '3f9a0c1b7d2e-1', '3f9a0c1b7d2e-2'...: unique across
- * restarts and instances in practice, for a fraction of the cost of a UUID per request.
+ * Request ids: called with a request (Fastify's `genReqId`, the fast lane), the caller's
+ * X-Request-Id when it is acceptable, else a new one; `next()` is a new one, for answers written
+ * before any request could be read (clientErrorHandler).
+ */
+export interface RequestIdGenerator {
+  (request: IncomingMessage): string
+  next: () => string
+}
+
+/**
+ * New ids are a random 48-bit prefix and a counter, '3f9a0c1b7d2e-1', '3f9a0c1b7d2e-2'...:
+ * unique across restarts and instances in practice, for a fraction of the cost of a UUID per
+ * request.
  *
  * Ids are made ID_BLOCK at a time, as one flat string that each id is a slice of. An id built per
  * request by concatenation is a rope (a V8 ConsString), and Node's validation of the response
@@ -25,7 +35,7 @@ const ID_BLOCK = 1024
  * alive; nothing keeps ids beyond their request, but anything that ever caches many should copy
  * them first.
  */
-export function requestIdGenerator(): (request: IncomingMessage) => string {
+export function requestIdGenerator(): RequestIdGenerator {
   const prefix = `${randomBytes(6).toString('hex')}-`
   let count = 0
   let block = ''
@@ -44,25 +54,26 @@ export function requestIdGenerator(): (request: IncomingMessage) => string {
     block = ids.join('')
     next = 0
   }
-  return (request) => {
-    const incoming = request.headers[REQUEST_ID_HEADER]
-    if (typeof incoming === 'string' && ACCEPTED_ID.test(incoming)) return incoming
+  const newId = (): string => {
     if (next === ID_BLOCK) refill()
     // Cut here rather than all at once in refill: 1,024 slices held until used outlive young-
     // generation GCs and get copied (350 more instructions per GET than slicing on demand).
     const start = bounds[next++] as number
     return block.slice(start, bounds[next])
   }
+  const forRequest = (request: IncomingMessage): string => {
+    const incoming = request.headers[REQUEST_ID_HEADER]
+    if (typeof incoming === 'string' && ACCEPTED_ID.test(incoming)) return incoming
+    return newId()
+  }
+  return Object.assign(forRequest, { next: newId })
 }
 
 /**
  * Gives every request an id (the caller's X-Request-Id, or a generated one), which Fastify puts
  * on each of the request's log lines as `reqId`, and echoes it in the X-Request-Id response header.
  */
-export function registerRequestIds(
-  app: FastifyInstance,
-  generate: (request: IncomingMessage) => string,
-): void {
+export function registerRequestIds(app: FastifyInstance, generate: RequestIdGenerator): void {
   app.setGenReqId(generate)
   app.addHook('onRequest', (request, reply, done) => {
     reply.header(REQUEST_ID_HEADER, request.id)

@@ -1,3 +1,4 @@
+import { CONDITION_INTERVAL_MS } from '../../src/ops/failure-log.js'
 import type { CapacityResult, DeadlineResult, SigtermResult, StallResult } from './faults.js'
 import type { SoakResult } from './soak-run.js'
 
@@ -97,5 +98,26 @@ export function checkStall(
     r.bad503 > 0 && `${r.bad503} 503s without Retry-After or problem JSON`,
     (r.recoveredAfterMs < 0 || r.recoveredAfterMs > slackMs) &&
       `recovered after ${r.recoveredAfterMs} ms`,
+  )
+}
+
+/**
+ * DECISION 20: an expected condition (a 4xx, a 507) is logged once, then summed up once per
+ * interval, not once per request: over `seconds`, no condition may have more lines than its first
+ * one, one summary per interval begun, and the summary written at shutdown.
+ */
+export function checkLogFlood(logs: readonly Record<string, unknown>[], seconds: number): string[] {
+  const bound = 2 + Math.floor((seconds * 1000) / CONDITION_INTERVAL_MS)
+  const byCondition = new Map<string, number>()
+  for (const entry of logs) {
+    if (typeof entry.condition === 'string') {
+      byCondition.set(entry.condition, (byCondition.get(entry.condition) ?? 0) + 1)
+    }
+  }
+  return failures(
+    ...[...byCondition].map(
+      ([condition, lines]) =>
+        lines > bound && `${lines} log lines for ${condition} in ${seconds} s (bound ${bound})`,
+    ),
   )
 }

@@ -281,7 +281,8 @@ function badBodyCase(rng: Random, model: NoteModel, limits: CaseLimits): FuzzCas
       text = Buffer.from(nonObject(rng))
       break
     case 'too-deep':
-      text = Buffer.from(nestedObject(rng, limits.maxDepth + rng.pick([0, 1, 1, 2, 50, 1000])))
+      // nestedObject counts the body object: maxDepth + 1 is a field nested just at the limit.
+      text = Buffer.from(nestedObject(rng, limits.maxDepth + 1 + rng.pick([0, 1, 1, 2, 50, 1000])))
       break
     case 'invalid-utf8':
       text = invalidUtf8(rng)
@@ -499,7 +500,8 @@ function goodBody(
     const size = limits.bodyLimit - rng.pick([0, 1, 50, Math.floor(limits.bodyLimit / 2)])
     text = `{"big":"${'y'.repeat(size - 10)}"}`
   } else if (rng.chance(0.03)) {
-    text = nestedObject(rng, rng.between(limits.maxDepth - 2, limits.maxDepth))
+    // A field nested up to the limit (the body object is one level more).
+    text = nestedObject(rng, rng.between(limits.maxDepth - 1, limits.maxDepth + 1))
   } else {
     text = jsonObject(rng, 1, {
       maxDepth: rng.between(1, 8),

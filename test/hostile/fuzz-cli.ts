@@ -2,14 +2,16 @@
  * npm run fuzz [-- --seed N] [-- --requests N]
  * Starts the real service (dist/src/server.js) on 127.0.0.1 and a free port with the fuzzing
  * limits, sends generated requests over raw sockets, checks each answer against the model, then
- * stops the service with SIGTERM and checks that it exits 0 with no error logged.
+ * stops the service with SIGTERM and checks that it exits 0 with no error logged and no condition
+ * logged once per request (DECISION 20).
  */
 
+import { checkLogFlood } from './checks.js'
 import { counts, integerFlag, parseFlags } from './cli-args.js'
 import { FUZZ_LIMITS } from './fuzz-limits.js'
 import { FuzzFailure, type FuzzStats, runFuzz } from './fuzz-run.js'
 import { randomSeed } from './prng.js'
-import { errorLogs, startServer } from './server-process.js'
+import { errorLogs, logLinesByLevel, startServer } from './server-process.js'
 
 const flags = parseFlags(process.argv.slice(2), ['seed', 'requests'])
 const seed = integerFlag(flags, 'seed', randomSeed())
@@ -57,6 +59,7 @@ try {
 const stopAt = Date.now()
 const exit = await server.stop('SIGTERM')
 const errors = errorLogs(server.logs)
+const floods = checkLogFlood(server.logs, (exit.at - started) / 1000)
 if (stats !== undefined) {
   const seconds = (stopAt - started) / 1000
   console.log(
@@ -69,10 +72,11 @@ if (stats !== undefined) {
   )
 }
 console.log(
-  `  SIGTERM -> exit code ${exit.code ?? exit.signal} in ${exit.at - stopAt} ms; error log lines: ${errors.length}`,
+  `  SIGTERM -> exit code ${exit.code ?? exit.signal} in ${exit.at - stopAt} ms; log lines by level: ${counts(logLinesByLevel(server.logs))}; error log lines: ${errors.length}`,
 )
 for (const entry of errors.slice(0, 5)) console.error(`  ${JSON.stringify(entry)}`)
-if (failed || exit.code !== 0 || errors.length > 0) {
+for (const flood of floods) console.error(`  ${flood}`)
+if (failed || exit.code !== 0 || errors.length > 0 || floods.length > 0) {
   if (!failed) console.error(`FUZZ FAILED with seed ${seed}`)
   process.exitCode = 1
 }

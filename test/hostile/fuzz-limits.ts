@@ -6,7 +6,7 @@ import type { ModelLimits } from '../note-model.js'
  */
 export const FUZZ_LIMITS: ModelLimits = {
   bodyLimit: 16 * 1024,
-  maxDepth: 64,
+  maxDepth: 128,
   maxNotes: 150,
   maxStoreBytes: 96 * 1024,
 }

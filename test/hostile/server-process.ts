@@ -136,3 +136,22 @@ export async function startServer(options: StartOptions = {}): Promise<ServerPro
 export function errorLogs(logs: readonly Record<string, unknown>[]): Record<string, unknown>[] {
   return logs.filter((entry) => typeof entry.level === 'number' && entry.level >= 50)
 }
+
+const LEVEL_NAMES: Record<number, string> = {
+  10: 'trace',
+  20: 'debug',
+  30: 'info',
+  40: 'warn',
+  50: 'error',
+  60: 'fatal',
+}
+
+/** Log lines counted by level name: { info: 3, warn: 1 }. */
+export function logLinesByLevel(logs: readonly Record<string, unknown>[]): Record<string, number> {
+  const byLevel: Record<string, number> = {}
+  for (const entry of logs) {
+    const name = LEVEL_NAMES[entry.level as number] ?? String(entry.level)
+    byLevel[name] = (byLevel[name] ?? 0) + 1
+  }
+  return byLevel
+}
