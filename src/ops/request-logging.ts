@@ -18,7 +18,7 @@ export interface Logging {
 /**
  * How the app logs. With request logging on, Fastify gets the logger as usual. With it off (the
  * default), Fastify's own logger would still cost every request a pino child and two response
- * listeners, about a tenth of a small GET (bench W1, bench/README-section.md). So Fastify then
+ * listeners, about a tenth of a small GET (bench W1, bench/README.md). So Fastify then
  * gets no logger: `app.log` is set to the service's logger, and each request's `request.log` is
  * a stand-in that makes the real child (with its reqId) only when something is logged.
  * `false` means no logging at all, as in the tests.
