@@ -30,8 +30,15 @@ const EXEMPT = new Set(['/healthz', '/readyz'])
  * The plugin's own per-route hooks would miss the not-found handler, so the plugin is registered
  * with `global: false` and its handler added as one onRequest hook for the whole app.
  * The fast lane does not take requests while this is on (app.ts), so every request is counted.
+ * Not counted, and without the headers: the health checks, CORS preflights (answered by the CORS
+ * hook before this one, so that a 429 still carries the CORS headers a page needs to read it),
+ * load shedding's 503s, and what is answered before any hook (a URL Fastify cannot decode, and
+ * the 400/408/431 of Node's parser).
  * Counts live in this process, in an LRU of the plugin's size (5,000 clients); each instance
- * counts for itself.
+ * counts for itself. The plugin's LocalStore hands every request of a client the same counter
+ * object and reads it after an await, so requests of one client started in the same tick would
+ * all see the last count; requests from the network each start in their own tick (pipelined ones
+ * run one after another, http/pipelining.ts), so each sees its own.
  */
 export function registerRateLimits(app: FastifyInstance, options: RateLimitsOptions): void {
   const { max, windowMs, keyOf } = options
@@ -43,7 +50,10 @@ export function registerRateLimits(app: FastifyInstance, options: RateLimitsOpti
     enableDraftSpec: true,
     keyGenerator: (request) => {
       const key = keyOf?.(request)
-      return key === undefined ? `address ${normalizeIP(request.ip)}` : `key ${key}`
+      if (key !== undefined) return `key ${key}`
+      // request.ip is the socket's remoteAddress, which Node forgets once the socket is gone.
+      const ip = request.ip as string | undefined
+      return ip === undefined ? 'address unknown' : `address ${normalizeIP(ip)}`
     },
     allowList: (request) => EXEMPT.has(request.routeOptions.url ?? ''),
     // Thrown, so it reaches the app's error handler, which answers it as problem JSON.
