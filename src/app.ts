@@ -15,12 +15,14 @@ import { registerCloseConnections } from './http/close-connections.js'
 import { withFastLane } from './http/fast-lane.js'
 import { createHttpServer } from './http/http-server.js'
 import { inOrder } from './http/pipelining.js'
+import { AccessKeys, registerAccessKeys } from './ops/access-keys.js'
 import { registerApiDocs } from './ops/api-docs.js'
 import { registerCors } from './ops/cors.js'
 import { FailureLog } from './ops/failure-log.js'
 import { registerHealthChecks } from './ops/health.js'
 import { registerLoadShedding } from './ops/load-shedding.js'
 import { createRequestRecorder, registerMetrics } from './ops/metrics.js'
+import { registerRateLimits } from './ops/rate-limits.js'
 import { registerRequestIds, requestIdGenerator, withRequestIdHeader } from './ops/request-id.js'
 import { setUpLogging } from './ops/request-logging.js'
 import type { NoteStore } from './store/types.js'
@@ -38,6 +40,10 @@ export type AppConfig = Pick<
   | 'metrics'
   | 'docs'
   | 'maxEventLoopDelayMs'
+  | 'apiKeys'
+  | 'apiReadKeys'
+  | 'rateLimit'
+  | 'rateLimitWindowMs'
 >
 
 export interface AppOptions {
@@ -69,11 +75,19 @@ export function buildApp({
   // One log for the failures of both lanes; `app.log` is read when something is logged.
   const failures = new FailureLog(() => app.log)
   const recorder = config.metrics ? createRequestRecorder() : undefined
+  const accessKeys =
+    config.apiKeys.length + config.apiReadKeys.length > 0
+      ? new AccessKeys({ keys: config.apiKeys, readKeys: config.apiReadKeys })
+      : undefined
   let closing = false
   // The note routes' everyday requests skip Fastify unless a feature that lives in Fastify's hooks
   // is on; `app.inject` always goes through Fastify (tests reach the lane through the listener).
+  // With access keys on, the lane takes only what the keys allow; Fastify answers the rest.
   const fastLane =
-    !config.logRequests && config.corsOrigin.length === 0 && config.maxEventLoopDelayMs === 0
+    !config.logRequests &&
+    config.corsOrigin.length === 0 &&
+    config.maxEventLoopDelayMs === 0 &&
+    config.rateLimit === 0
   const app: FastifyInstance = Fastify({
     ...logging.options,
     bodyLimit: config.bodyLimit,
@@ -88,6 +102,7 @@ export function buildApp({
               closing: () => closing,
               failures,
               record: recorder?.record.bind(recorder),
+              admits: accessKeys && ((request) => accessKeys.decideFor(request).allowed),
             },
             fastifyHandler,
           )
@@ -124,11 +139,29 @@ export function buildApp({
   registerErrorHandling(app, { bodyLimit: config.bodyLimit, allowFor, failures })
   // Hooks first, so that they apply to every route registered after them.
   registerRequestIds(app, requestId)
-  registerCors(app, { origins: config.corsOrigin })
+  registerCors(app, {
+    origins: config.corsOrigin,
+    accessKeys: accessKeys !== undefined,
+    rateLimits: config.rateLimit > 0,
+  })
+  // Counted before the access check, so that guessing keys is limited too.
+  registerRateLimits(app, {
+    max: config.rateLimit,
+    windowMs: config.rateLimitWindowMs,
+    keyOf:
+      accessKeys && ((request) => accessKeys.accessOf(request.raw, request.routeOptions.url).key),
+  })
+  if (accessKeys !== undefined) registerAccessKeys(app, accessKeys)
   if (recorder !== undefined) registerMetrics(app, { store, recorder })
   registerHealthChecks(app)
   const { version } = readPackageInfo()
-  const document = buildOpenApiDocument({ version, metrics: config.metrics, docs: config.docs })
+  const document = buildOpenApiDocument({
+    version,
+    metrics: config.metrics,
+    docs: config.docs,
+    accessKeys: accessKeys !== undefined,
+    rateLimits: config.rateLimit > 0,
+  })
   registerApiDocs(app, { document, ui: config.docs })
   registerNoteRoutes(app, operations)
   return app

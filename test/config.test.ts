@@ -25,6 +25,10 @@ describe('loadConfig', () => {
       metrics: false,
       docs: false,
       maxEventLoopDelayMs: 0,
+      apiKeys: [],
+      apiReadKeys: [],
+      rateLimit: 0,
+      rateLimitWindowMs: 60_000,
     })
     assert.deepEqual(loadConfig({}, []), DEFAULT_CONFIG)
   })
@@ -49,6 +53,10 @@ describe('loadConfig', () => {
         METRICS: 'on',
         DOCS: 'true',
         MAX_EVENT_LOOP_DELAY_MS: '250',
+        API_KEYS: 'write-1,write-2',
+        API_READ_KEYS: 'read-1',
+        RATE_LIMIT: '100',
+        RATE_LIMIT_WINDOW_MS: '1000',
       },
       [],
     )
@@ -70,6 +78,10 @@ describe('loadConfig', () => {
       metrics: true,
       docs: true,
       maxEventLoopDelayMs: 250,
+      apiKeys: ['write-1', 'write-2'],
+      apiReadKeys: ['read-1'],
+      rateLimit: 100,
+      rateLimitWindowMs: 1000,
     })
   })
 

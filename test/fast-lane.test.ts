@@ -3,6 +3,7 @@ import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import type { InjectOptions } from 'light-my-request'
+import type { Config } from '../src/config/config.js'
 import { buildTestApp, fakeClock, injectThroughServer } from './helpers.js'
 
 /** Headers that differ between two answers to the same request for reasons other than the app. */
@@ -17,14 +18,17 @@ function observed(response: LightMyRequestResponse): unknown {
 }
 
 /** Two apps on identical stores: one reached through Fastify, one through the server listener. */
-function twins(): {
+function twins(keys: Partial<Config> = {}): {
   viaFastify: FastifyInstance
   viaServer: (options: InjectOptions | string) => Promise<LightMyRequestResponse>
   counted: { fastify: number }
 } {
   // Same limits and clock, so the two stores hand out the same ids.
   const make = (): FastifyInstance =>
-    buildTestApp({ maxNotes: 50, bodyLimit: 4096, maxDepth: 8 }, { now: fakeClock(1000, 1) }).app
+    buildTestApp(
+      { maxNotes: 50, bodyLimit: 4096, maxDepth: 8, ...keys },
+      { now: fakeClock(1000, 1) },
+    ).app
   const viaFastify = make()
   const served = make()
   const counted = { fastify: 0 }
@@ -81,6 +85,17 @@ const REQUEST = fc.record({
 
 type Request = typeof REQUEST extends fc.Arbitrary<infer R> ? R : never
 
+const KEYS: Partial<Config> = { apiKeys: ['k-write'], apiReadKeys: ['k-read'] }
+const AUTHORIZATION = fc.constantFrom(
+  undefined,
+  'Bearer k-write',
+  'bearer k-write ',
+  'Bearer k-read',
+  'Bearer k-wrong',
+  'Basic k-write',
+  ['Bearer k-write', 'Bearer k-write'],
+)
+
 function toInject({ method, url, contentType, body }: Request): InjectOptions {
   const headers: Record<string, string> = {}
   if (contentType !== undefined) headers['content-type'] = contentType
@@ -106,6 +121,27 @@ describe('the fast lane', () => {
         }
       }),
       { numRuns: 150 },
+    )
+  })
+
+  it('answers as Fastify does with access keys on, whatever the Authorization', async () => {
+    const KEYED_REQUEST = fc.record({ request: REQUEST, authorization: AUTHORIZATION })
+    await fc.assert(
+      fc.asyncProperty(fc.array(KEYED_REQUEST, { minLength: 1, maxLength: 25 }), async (steps) => {
+        const { viaFastify, viaServer } = twins(KEYS)
+        for (const { request, authorization } of steps) {
+          const options = toInject(request)
+          if (authorization !== undefined) {
+            options.headers = { ...options.headers, authorization } as NonNullable<
+              typeof options.headers
+            >
+          }
+          const expected = await viaFastify.inject(options)
+          const actual = await viaServer(options)
+          assert.deepEqual(observed(actual), observed(expected), JSON.stringify(options))
+        }
+      }),
+      { numRuns: 100 },
     )
   })
 

@@ -14,6 +14,9 @@ const FEATURE_SETS: Partial<Config>[] = [
   { metrics: true, docs: false },
   { metrics: false, docs: true },
   { metrics: true, docs: true, corsOrigin: ['https://app.example'] },
+  { metrics: true, docs: true, apiKeys: ['k1'], rateLimit: 10 },
+  { metrics: false, docs: false, apiReadKeys: ['r1'] },
+  { metrics: true, docs: false, rateLimit: 10 },
 ]
 
 function documentFor(features: Partial<Config>): OpenApiDocument {
@@ -21,6 +24,8 @@ function documentFor(features: Partial<Config>): OpenApiDocument {
     version: readPackageInfo().version,
     metrics: features.metrics ?? false,
     docs: features.docs ?? false,
+    accessKeys: (features.apiKeys?.length ?? 0) + (features.apiReadKeys?.length ?? 0) > 0,
+    rateLimits: (features.rateLimit ?? 0) > 0,
   })
 }
 
@@ -206,5 +211,61 @@ describe('the OpenAPI document', () => {
       const response = await app.inject(request)
       assert.deepEqual(response.json(), example(name), name)
     }
+  })
+
+  it('says which operations need a key, and what they answer without one', () => {
+    const document = documentFor({ apiKeys: ['k1'], metrics: true, docs: true, rateLimit: 10 })
+    assert.deepEqual(document.security, [{ accessKey: [] }])
+    assert.deepEqual(document.components.securitySchemes, {
+      accessKey: {
+        type: 'http',
+        scheme: 'bearer',
+        description:
+          'An access key from API_KEYS (may read and write) or API_READ_KEYS (may only GET and HEAD).',
+      },
+    })
+    const operation = (path: string, method: string) =>
+      document.paths[path]?.[method] as { responses: object; security?: unknown }
+    const table = documentedOperations(document).map((name) => {
+      const [method = '', path = ''] = name.split(' ')
+      const { responses, security } = operation(path, method.toLowerCase())
+      const added = Object.keys(responses).filter((s) => ['401', '403', '429'].includes(s))
+      return [name, added, security]
+    })
+    assert.deepEqual(table, [
+      ['GET /api/note', ['401', '429'], undefined],
+      ['POST /api/note', ['401', '403', '429'], undefined],
+      ['GET /api/note/{id}', ['401', '429'], undefined],
+      ['PATCH /api/note/{id}', ['401', '403', '429'], undefined],
+      ['DELETE /api/note/{id}', ['401', '403', '429'], undefined],
+      ['GET /healthz', [], []],
+      ['GET /readyz', [], []],
+      ['GET /api/openapi.json', ['429'], []],
+      ['GET /metrics', ['401', '429'], undefined],
+      ['GET /docs', ['429'], []],
+    ])
+    // Without keys and limits, none of it.
+    const plain = documentFor({ metrics: true, docs: true })
+    assert.equal(plain.security, undefined)
+    assert.equal(plain.components.securitySchemes, undefined)
+    assert.equal(JSON.stringify(plain).match(/"40[13]"|"429"/), null)
+  })
+
+  it('gives as examples the 401 and 403 bodies the service really sends', async () => {
+    const features = { apiKeys: ['k1'], apiReadKeys: ['r1'] }
+    const { app } = buildOpsApp(features)
+    const responses = documentFor(features).components.responses as Record<
+      string,
+      { content: Record<string, { example: unknown }> }
+    >
+    const example = (name: string) => responses[name]?.content['application/problem+json']?.example
+    const unauthorized = await app.inject({ method: 'GET', url: '/api/note' })
+    assert.deepEqual(unauthorized.json(), example('Unauthorized'))
+    const forbidden = await app.inject({
+      method: 'DELETE',
+      url: '/api/note/1',
+      headers: { authorization: 'Bearer r1' },
+    })
+    assert.deepEqual(forbidden.json(), example('Forbidden'))
   })
 })

@@ -8,6 +8,10 @@ export interface OpenApiOptions {
   metrics: boolean
   /** Whether `/docs` is served. */
   docs: boolean
+  /** Whether access keys are on (API_KEYS, API_READ_KEYS): adds the security scheme, 401 and 403. */
+  accessKeys?: boolean
+  /** Whether rate limits are on (RATE_LIMIT): adds 429. */
+  rateLimits?: boolean
 }
 
 /** An OpenAPI 3.1 document, as plain JSON data. */
@@ -17,6 +21,7 @@ export interface OpenApiDocument {
   tags: { name: string; description: string }[]
   paths: Record<string, Record<string, unknown>>
   components: Record<string, Record<string, unknown>>
+  security?: Record<string, string[]>[]
 }
 
 const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` })
@@ -51,6 +56,48 @@ const DESCRIPTION = `An in-memory notes store. A note is a JSON object with any 
 - Bodies are JSON objects in UTF-8, sent as \`application/json\` or any \`application/*+json\`; no body at all counts as \`{}\`.
 - \`HEAD\` works wherever \`GET\` does; \`OPTIONS\` answers \`204\` with \`Allow\`. A trailing slash names the same resource (\`/api/note/\`).
 - Each response carries \`X-Request-Id\`: the caller's own, when it is 1 to 128 characters of \`A-Z a-z 0-9 _ . : @ / + = ~ -\`, or a generated one (a random prefix and a counter, \`3f9a0c1b7d2e-1f\`). It is on every log line of the request.`
+
+const ACCESS_KEYS_DESCRIPTION = `
+- Every request under \`/api/\` (but this document) and to \`/metrics\` needs \`Authorization: Bearer <key>\` with an access key: without one, or with a key that is not valid, or with two Authorization headers, the answer is \`401\` with \`WWW-Authenticate: Bearer\`. A read key may only \`GET\` and \`HEAD\`: anything else with it is \`403\`. \`OPTIONS\`, the probes and the \`/docs\` page need no key.`
+
+const RATE_LIMITS_DESCRIPTION = `
+- Requests are rate limited per access key (per client address without one): every answer but the probes' carries \`RateLimit-Limit\` (requests per window), \`RateLimit-Remaining\` and \`RateLimit-Reset\` (seconds until the window ends); past the limit the answer is \`429\` with \`Retry-After\` (seconds).`
+
+/** Operations a read key may call; every other guarded operation can answer 403. */
+const READ_OPERATIONS = new Set(['get', 'head'])
+
+/** Operations that need no access key and are not rate limited (the probes are neither). */
+const OPEN_PATHS = new Set(['/healthz', '/readyz', '/api/openapi.json', '/docs'])
+const UNLIMITED_PATHS = new Set(['/healthz', '/readyz'])
+
+interface Operation {
+  responses: Record<string, unknown>
+  security?: Record<string, string[]>[]
+}
+
+/**
+ * Adds what access keys and rate limits answer to every operation they apply to:
+ * 401/403 and the security requirement, 429.
+ */
+function addAccessAndLimits(paths: OpenApiDocument['paths'], options: OpenApiOptions): void {
+  for (const [path, item] of Object.entries(paths)) {
+    for (const [method, value] of Object.entries(item)) {
+      if (typeof value !== 'object' || value === null || !('responses' in value)) continue
+      const operation = value as Operation
+      if (options.accessKeys === true) {
+        if (OPEN_PATHS.has(path)) {
+          operation.security = []
+        } else {
+          operation.responses['401'] = response('Unauthorized')
+          if (!READ_OPERATIONS.has(method)) operation.responses['403'] = response('Forbidden')
+        }
+      }
+      if (options.rateLimits === true && !UNLIMITED_PATHS.has(path)) {
+        operation.responses['429'] = response('TooManyRequests')
+      }
+    }
+  }
+}
 
 /**
  * The API's OpenAPI 3.1 description, written by hand so it states the contract exactly
@@ -232,12 +279,16 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
     }
   }
 
-  return {
+  addAccessAndLimits(paths, options)
+  const document: OpenApiDocument = {
     openapi: '3.1.0',
     info: {
       title: 'notes-service',
       version: options.version,
-      description: DESCRIPTION,
+      description:
+        DESCRIPTION +
+        (options.accessKeys === true ? ACCESS_KEYS_DESCRIPTION : '') +
+        (options.rateLimits === true ? RATE_LIMITS_DESCRIPTION : ''),
       license: { name: 'MIT', identifier: 'MIT' },
     },
     tags: [
@@ -383,6 +434,75 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
       },
     },
   }
+  if (options.accessKeys === true) {
+    document.components.securitySchemes = {
+      accessKey: {
+        type: 'http',
+        scheme: 'bearer',
+        description:
+          'An access key from API_KEYS (may read and write) or API_READ_KEYS (may only GET and HEAD).',
+      },
+    }
+    document.security = [{ accessKey: [] }]
+    Object.assign(document.components.headers as object, {
+      WwwAuthenticate: {
+        description: 'The scheme to authenticate with.',
+        schema: { type: 'string', const: 'Bearer' },
+      },
+    })
+    Object.assign(document.components.responses as object, {
+      Unauthorized: {
+        ...problemResponse(
+          'No access key, a key that is not valid, or more than one Authorization header.',
+          401,
+          'This API needs an access key: send Authorization: Bearer <key>.',
+        ),
+        headers: { ...requestIdHeader, 'WWW-Authenticate': ref('headers', 'WwwAuthenticate') },
+      },
+      Forbidden: problemResponse(
+        'The access key may only read (GET, HEAD).',
+        403,
+        'This access key may only read (GET, HEAD); send a key that may write to change notes.',
+      ),
+    })
+  }
+  if (options.rateLimits === true) {
+    Object.assign(document.components.headers as object, {
+      RetryAfter: {
+        description: 'Seconds until the client may send requests again.',
+        schema: { type: 'integer', minimum: 0 },
+      },
+      RateLimitLimit: {
+        description: 'Requests allowed per window (RATE_LIMIT).',
+        schema: { type: 'integer', minimum: 1 },
+      },
+      RateLimitRemaining: {
+        description: 'Requests left in the current window.',
+        schema: { type: 'integer', minimum: 0 },
+      },
+      RateLimitReset: {
+        description: 'Seconds until the current window ends.',
+        schema: { type: 'integer', minimum: 0 },
+      },
+    })
+    Object.assign(document.components.responses as object, {
+      TooManyRequests: {
+        ...problemResponse(
+          'Past the rate limit (RATE_LIMIT requests per RATE_LIMIT_WINDOW_MS) of this access key, or of this client address without one.',
+          429,
+          'Too many requests: the limit is 100 per 60 s; retry after 42 s.',
+        ),
+        headers: {
+          ...requestIdHeader,
+          'Retry-After': ref('headers', 'RetryAfter'),
+          'RateLimit-Limit': ref('headers', 'RateLimitLimit'),
+          'RateLimit-Remaining': ref('headers', 'RateLimitRemaining'),
+          'RateLimit-Reset': ref('headers', 'RateLimitReset'),
+        },
+      },
+    })
+  }
+  return document
 }
 
 /** A 200 of the /docs page, which carries an ETag for revalidation. */

@@ -44,6 +44,18 @@ export interface Config {
   docs: boolean
   /** Mean event-loop delay over a second above which requests get 503 + Retry-After, in ms; 0 is off. */
   maxEventLoopDelayMs: number
+  /**
+   * Access keys that may read and write. With any key here or in `apiReadKeys`, every request
+   * under /api/ and /metrics needs `Authorization: Bearer <key>` (401 without, 403 for a write
+   * with a read key); empty (the default) leaves the API open.
+   */
+  apiKeys: readonly string[]
+  /** Access keys that may only read: GET and HEAD. */
+  apiReadKeys: readonly string[]
+  /** Requests per `rateLimitWindowMs` per access key, or per client address without keys (429 above it); 0 is off. */
+  rateLimit: number
+  /** The window `rateLimit` counts in, in ms. */
+  rateLimitWindowMs: number
 }
 
 /** One row of `OPTIONS`: a setting, its variable and flag, its default and its parser. */
@@ -55,6 +67,8 @@ export interface Option<K extends keyof Config> {
   default: Config[K]
   /** Returns the value, or a message saying what was expected. */
   parse: (raw: string) => Config[K] | Rejection
+  /** Its value is a secret: an error message never shows it. */
+  secret?: true
 }
 
 /** A parser's answer to a value it cannot use. */
@@ -132,7 +146,22 @@ function origins(raw: string): readonly string[] | { expected: string } {
     : { expected: 'a comma-separated list of origins such as https://app.example.com, or *' }
 }
 
+/**
+ * 'k1,k2' -> ['k1', 'k2']; ' k1 , k2 ' -> ['k1', 'k2']. A key is 1 or more visible ASCII
+ * characters (no spaces, and no commas, which separate keys); 'k1,,k2', 'k1,' and 'a b' are refused.
+ */
+function keys(raw: string): readonly string[] | Rejection {
+  const list = raw.split(',').map((key) => key.trim())
+  return list.every((key) => /^[!-~]+$/.test(key))
+    ? Object.freeze(list)
+    : {
+        expected:
+          'a comma-separated list of keys, each 1 or more visible ASCII characters without spaces',
+      }
+}
+
 const TEN_MINUTES = 600_000
+const ONE_DAY = 86_400_000
 
 /** Every option, in the order `--help` lists them. */
 export const OPTIONS: readonly Option<keyof Config>[] = [
@@ -207,7 +236,43 @@ export const OPTIONS: readonly Option<keyof Config>[] = [
     0,
     integer(0, 60_000),
   ),
+  secret(
+    opt(
+      'apiKeys',
+      'API_KEYS',
+      'access keys that may read and write under /api/ and /metrics (Authorization: Bearer <key>); none leaves the API open; prefer the variable, as flags show in ps',
+      Object.freeze([]),
+      keys,
+    ),
+  ),
+  secret(
+    opt(
+      'apiReadKeys',
+      'API_READ_KEYS',
+      'access keys that may only read (GET, HEAD); also turns keys on',
+      Object.freeze([]),
+      keys,
+    ),
+  ),
+  opt(
+    'rateLimit',
+    'RATE_LIMIT',
+    'requests per window per access key, or per client address without keys; 429 above it (0 off)',
+    0,
+    integer(0, 1_000_000_000),
+  ),
+  opt(
+    'rateLimitWindowMs',
+    'RATE_LIMIT_WINDOW_MS',
+    'the window RATE_LIMIT counts in, in ms',
+    60_000,
+    integer(1, ONE_DAY),
+  ),
 ]
+
+function secret(option: Option<keyof Config>): Option<keyof Config> {
+  return { ...option, secret: true }
+}
 
 function opt<K extends keyof Config>(
   key: K,
@@ -249,7 +314,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
   const apply = (option: Option<keyof Config>, raw: string, source: string): void => {
     const value = option.parse(raw.trim())
     if (isRejection(value)) {
-      throw new ConfigError(`Invalid ${source} ${JSON.stringify(raw)}: expected ${value.expected}.`)
+      const shown = option.secret === true ? '(value not shown)' : JSON.stringify(raw)
+      throw new ConfigError(`Invalid ${source} ${shown}: expected ${value.expected}.`)
     }
     config[option.key] = value
   }
@@ -274,6 +340,11 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
   if (result.headersTimeoutMs > result.requestTimeoutMs) {
     throw new ConfigError(
       `Invalid HEADERS_TIMEOUT_MS ${result.headersTimeoutMs}: it must not exceed REQUEST_TIMEOUT_MS (${result.requestTimeoutMs}).`,
+    )
+  }
+  if (result.apiReadKeys.some((key) => result.apiKeys.includes(key))) {
+    throw new ConfigError(
+      'Invalid API_READ_KEYS: a key in it is also in API_KEYS; list each key in one of them.',
     )
   }
   return result

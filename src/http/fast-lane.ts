@@ -22,6 +22,11 @@ export interface FastLaneOptions {
   failures: FailureLog
   /** Counts an answered request for the metrics, as the Fastify lane's onResponse hook does. */
   record?: ((method: string, route: string, status: number, seconds: number) => void) | undefined
+  /**
+   * With access keys on: whether the keys allow the request (AccessKeys.decideFor). The lane
+   * takes only requests they allow, and leaves the others to Fastify, which refuses them.
+   */
+  admits?: ((request: IncomingMessage) => boolean) | undefined
 }
 
 const NOTE_PREFIX = `${NOTES_ROUTE}/`
@@ -42,13 +47,14 @@ const NOTE_PREFIX = `${NOTES_ROUTE}/`
  *   percent-encoding);
  * - GET; POST or PATCH with Content-Type 'application/json' (optionally '; charset=utf-8') and a
  *   Content-Length within the body limit; DELETE with no body;
- * - the app is not closing.
+ * - the app is not closing;
+ * - with access keys on, the keys allow it (`admits`): Fastify answers the 401s and 403s.
  * Anything else (HEAD, OPTIONS, 404/405 paths, chunked or oversized bodies, other media types)
- * goes to Fastify, which also serves everything when request logging, CORS or load shedding is
- * on: those live in Fastify hooks.
+ * goes to Fastify, which also serves everything when request logging, CORS, load shedding or
+ * rate limiting is on: those live in Fastify hooks (and rate limits must count every request).
  */
 export function withFastLane(options: FastLaneOptions, fallback: RequestListener): RequestListener {
-  const { operations, bodyLimit, maxDepth, requestId, closing, failures, record } = options
+  const { operations, bodyLimit, maxDepth, requestId, closing, failures, record, admits } = options
 
   const hasJsonBody = (request: IncomingMessage): boolean => {
     const { headers } = request
@@ -165,6 +171,10 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
   }
 
   return (request, response) => {
+    if (admits !== undefined && !admits(request)) {
+      fallback(request, response)
+      return
+    }
     const { url, method } = request
     if (url === NOTES_ROUTE && !closing()) {
       if (method === 'GET') {

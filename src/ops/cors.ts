@@ -4,6 +4,10 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 export interface CorsOptions {
   /** Origins allowed to call from a browser; `['*']` for any; empty leaves CORS off. */
   origins: readonly string[]
+  /** Access keys are on: pages may send Authorization and read WWW-Authenticate. */
+  accessKeys?: boolean
+  /** Rate limits are on: pages may read Retry-After and the RateLimit-* headers. */
+  rateLimits?: boolean
 }
 
 /** How long a browser may cache a preflight answer, in seconds. */
@@ -17,14 +21,24 @@ const PREFLIGHT_MAX_AGE = 600
  * allowed methods and headers. Any other OPTIONS keeps its usual answer (204 with Allow, or 404)
  * and, like every other response, gets Access-Control-Allow-Origin when the origin is allowed.
  */
-export function registerCors(app: FastifyInstance, { origins }: CorsOptions): void {
+export function registerCors(app: FastifyInstance, options: CorsOptions): void {
+  const { origins, accessKeys = false, rateLimits = false } = options
   if (origins.length === 0) return
+  const allowedHeaders = ['Content-Type', 'X-Request-Id']
+  // Readable by page scripts besides the CORS-safelisted ones (Content-Type, Content-Length...).
+  const exposedHeaders = ['X-Request-Id', 'Allow']
+  if (accessKeys) {
+    allowedHeaders.push('Authorization')
+    exposedHeaders.push('WWW-Authenticate')
+  }
+  if (rateLimits) {
+    exposedHeaders.push('Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset')
+  }
   const common: FastifyCorsOptions = {
     origin: origins.includes('*') ? '*' : [...origins],
     methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
-    allowedHeaders: ['Content-Type', 'X-Request-Id'],
-    // Readable by page scripts besides the CORS-safelisted ones (Content-Type, Content-Length...).
-    exposedHeaders: ['X-Request-Id', 'Allow'],
+    allowedHeaders,
+    exposedHeaders,
     maxAge: PREFLIGHT_MAX_AGE,
   }
   const preflight: FastifyCorsOptions = { ...common, preflight: true }

@@ -8,6 +8,18 @@ import pino, { type Bindings, type ChildLoggerOptions, type Level, type Logger }
 
 type LoggerOption = FastifyServerOptions['logger']
 
+/**
+ * Never written to a log, whatever is logged: the access key in an Authorization header (in case
+ * a request's headers are ever logged; Fastify's request serializer leaves them out), and the raw
+ * bytes of a request Node's parser refused (`err.rawPacket`, which holds its headers).
+ */
+export const REDACTED_PATHS = [
+  'req.headers.authorization',
+  'request.headers.authorization',
+  'headers.authorization',
+  'err.rawPacket',
+]
+
 export interface Logging {
   /** Spread into Fastify's options. */
   options: Pick<FastifyServerOptions, 'logger' | 'logController' | 'childLoggerFactory'>
@@ -29,11 +41,14 @@ export function setUpLogging(logger: LoggerOption, logRequests: boolean): Loggin
   }
   if (logRequests) {
     return {
-      options: { logger, logController: new LogController({ disableRequestLogging: false }) },
+      options: {
+        logger: withRedaction(logger),
+        logController: new LogController({ disableRequestLogging: false }),
+      },
       attach: () => {},
     }
   }
-  const root = rootLogger(logger)
+  const root = rootLogger(withRedaction(logger))
   return {
     options: {
       logger: false,
@@ -45,6 +60,18 @@ export function setUpLogging(logger: LoggerOption, logRequests: boolean): Loggin
       app.log = root
     },
   }
+}
+
+/** `logger` with REDACTED_PATHS added to its own `redact` paths. */
+function withRedaction(logger: LoggerOption): NonNullable<LoggerOption> {
+  const options = typeof logger === 'object' && logger !== null ? logger : {}
+  const own = (options as pino.LoggerOptions).redact
+  const paths = Array.isArray(own) ? own : (own?.paths ?? [])
+  const redact =
+    own === undefined || Array.isArray(own)
+      ? [...paths, ...REDACTED_PATHS]
+      : { ...own, paths: [...paths, ...REDACTED_PATHS] }
+  return { ...options, redact } as NonNullable<LoggerOption>
 }
 
 /** The logger Fastify would have made from these options (pino; `stream` as Fastify takes it). */
