@@ -23,8 +23,12 @@ function statusLine(raw: string): string {
   return raw.slice(0, raw.indexOf('\r\n'))
 }
 
+// The fetches below say Connection: close, so that closing the app after a test does not wait
+// for their idle keep-alive connections (a closing server keeps those for the keep-alive timeout).
 async function listBody(port: number): Promise<string> {
-  const response = await fetch(`http://127.0.0.1:${port}/api/note`)
+  const response = await fetch(`http://127.0.0.1:${port}/api/note`, {
+    headers: { connection: 'close' },
+  })
   return response.text()
 }
 
@@ -71,7 +75,7 @@ describe('over a real socket', () => {
     await closed
     const created = await fetch(`http://127.0.0.1:${port}/api/note`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', connection: 'close' },
       body: '{"title":"whole"}',
     })
     assert.equal(await created.text(), '{"data":{"title":"whole","id":1}}')
