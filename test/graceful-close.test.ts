@@ -57,6 +57,46 @@ describe('app.close() with requests still arriving', () => {
     await closing
   })
 
+  it('serves, with Connection: close, a request sent on a keep-alive connection that was idle when close began', async () => {
+    const { app, port } = await listenApp()
+    const conn = await WireConnection.open('127.0.0.1', port)
+    conn.write('GET /api/note HTTP/1.1\r\nHost: t\r\n\r\n')
+    const first = await conn.readResponse('GET', 5000)
+    assert.notEqual(first, CLOSED)
+    if (first === CLOSED) return
+    assert.equal(first.headers.get('connection')?.[0], 'keep-alive')
+    const closing = app.close()
+    await sleep(50)
+    // The client's next request, sent as the server began closing: it used to meet a reset
+    // (Node's closeIdleConnections destroys every connection between requests).
+    conn.write('GET /api/note HTTP/1.1\r\nHost: t\r\n\r\n')
+    const next = await conn.readResponse('GET', 5000)
+    assert.notEqual(next, CLOSED)
+    if (next === CLOSED) return
+    assert.equal(next.status, 200)
+    assert.equal(next.body.toString(), '{"data":[]}')
+    assert.equal(next.headers.get('connection')?.[0], 'close')
+    await conn.waitForClose(5000)
+    await closing
+  })
+
+  it('closes the connections left idle through close once the keep-alive timeout has passed', async () => {
+    const keepAliveTimeoutMs = 300
+    const { app, port } = await listenApp({ config: { keepAliveTimeoutMs } })
+    const used = await WireConnection.open('127.0.0.1', port)
+    used.write('GET /api/note HTTP/1.1\r\nHost: t\r\n\r\n')
+    await used.readResponse('GET', 5000)
+    const fresh = await WireConnection.open('127.0.0.1', port)
+    const started = Date.now()
+    await app.close()
+    const elapsed = Date.now() - started
+    await used.waitForClose(5000)
+    await fresh.waitForClose(5000)
+    // Closed once silent for the keep-alive timeout, checked once a second; never at once.
+    assert.ok(elapsed >= keepAliveTimeoutMs - 100, `closed after ${elapsed} ms`)
+    assert.ok(elapsed <= keepAliveTimeoutMs + 1000 + 2500, `closed after ${elapsed} ms`)
+  })
+
   it('refuses new connections as soon as close begins', async () => {
     const { app, port } = await listenApp()
     const conn = await WireConnection.open('127.0.0.1', port)

@@ -36,8 +36,12 @@ function headerValues(raw: string, name: string): string[] {
 /** A generated request id: the generator's random prefix and a counter, '3f9a0c1b7d2e-1a'. */
 const GENERATED_ID = /^[0-9a-f]{12}-[0-9a-z]+$/
 
+// The fetches below say Connection: close, so that closing the app after a test does not wait
+// for their idle keep-alive connections (a closing server keeps those for the keep-alive timeout).
 async function listBody(port: number): Promise<string> {
-  const response = await fetch(`http://127.0.0.1:${port}/api/note`)
+  const response = await fetch(`http://127.0.0.1:${port}/api/note`, {
+    headers: { connection: 'close' },
+  })
   return response.text()
 }
 
@@ -84,7 +88,7 @@ describe('over a real socket', () => {
     await closed
     const created = await fetch(`http://127.0.0.1:${port}/api/note`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', connection: 'close' },
       body: '{"title":"whole"}',
     })
     assert.equal(await created.text(), '{"data":{"title":"whole","id":1}}')

@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { closeLingering, isLingering, lingerOnClose } from '../http/lingering-close.js'
 import { afterResponsesOn } from '../http/pipelining.js'
 import type { FailureLog } from '../ops/failure-log.js'
 import { REQUEST_ID_HEADER } from '../ops/request-id.js'
@@ -22,10 +23,12 @@ export function registerErrorHandling(app: FastifyInstance, options: ErrorHandli
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const { status, detail } = problemForError(error, options.bodyLimit)
     options.failures.report(error, status, detail, request.id)
+    endAfterError(request, reply, options.bodyLimit)
     sendProblem(reply, status, detail)
   })
 
   app.setNotFoundHandler((request, reply) => {
+    endAfterError(request, reply, options.bodyLimit)
     const allow = options.allowFor(pathOf(request.url))
     if (allow === undefined) {
       sendProblem(reply, 404, 'Nothing is served at this path; the notes are at /api/note.')
@@ -35,6 +38,27 @@ export function registerErrorHandling(app: FastifyInstance, options: ErrorHandli
       sendProblem(reply, 405, `${request.method} is not allowed here; use ${allow}.`, { allow })
     }
   })
+}
+
+/**
+ * Decides how a connection ends after an error answer (DECISION 18). A request answered before
+ * its body has all arrived (a 413 after the headers of a large upload, a 415, a 404 to a POST)
+ * closes the connection when the rest of the body is unbounded (chunked) or over the limit, so
+ * that the server reads and discards it for a bounded time only and never takes what follows it
+ * for a next request; a body within the limit is read to its end, as Node does, and the
+ * connection kept. Fastify closes after a body parser's error itself, but not after a 415 or a
+ * 404. Whenever the answer closes the connection, the close lingers (lingering-close.ts).
+ * 'complete' is still false for a bodiless request while its headers are handled, so the body
+ * headers decide whether there is a body at all.
+ */
+function endAfterError(request: FastifyRequest, reply: FastifyReply, bodyLimit: number): void {
+  const { complete, headers, socket } = request.raw
+  if (complete === false) {
+    const chunked = headers['transfer-encoding'] !== undefined
+    const length = Number(headers['content-length'] ?? 0)
+    if (chunked || length > bodyLimit) reply.header('connection', 'close')
+  }
+  if (reply.getHeader('connection') === 'close') lingerOnClose(socket)
 }
 
 /**
@@ -82,7 +106,8 @@ const refusing = new WeakSet<Socket>()
  * Responses already under way on the connection (pipelining) are finished first: the refusal
  * used to be written at once and the socket destroyed, so a POST followed in the same write by a
  * malformed request, or by any request after 'Connection: close', was stored while its client
- * read only the 400.
+ * read only the 400. The close lingers (DECISION 18), so a client still sending reads the refusal
+ * instead of a reset.
  */
 export function clientErrorHandler(
   requestId: () => string,
@@ -95,7 +120,14 @@ function refuseConnection(
   socket: Socket,
   requestId: () => string,
 ): void {
-  if (error.code === 'ECONNRESET' || socket.destroyed || refusing.has(socket)) return
+  // A lingering connection's parser is cut off mid-request: Node reports that at its end.
+  if (
+    error.code === 'ECONNRESET' ||
+    socket.destroyed ||
+    refusing.has(socket) ||
+    isLingering(socket)
+  )
+    return
   refusing.add(socket)
   // Read nothing more: the parser has failed, so later bytes can only fail again.
   socket.pause()
@@ -117,7 +149,7 @@ function refuseConnection(
           `Connection: close\r\n\r\n${body}`,
       )
     }
-    socket.destroy()
+    closeLingering(socket)
   })
 }
 

@@ -8,6 +8,7 @@ import { NOTE_ROUTE, NOTES_ROUTE } from '../api/note-routes.js'
 import { problemAnswer } from '../api/problem.js'
 import type { FailureLog } from '../ops/failure-log.js'
 import type { MaybePromise, NoteFields } from '../store/types.js'
+import { lingerOnClose } from './lingering-close.js'
 
 export interface FastLaneOptions {
   /** What each operation means and answers; the Fastify routes call the same instance. */
@@ -154,8 +155,10 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
           // hasJsonBody let in only 'application/json', bare or with charset=utf-8.
           fields = parseUtf8JsonObject(body, maxDepth)
         } catch (err) {
-          // As Fastify does after any body it could not parse.
+          // As Fastify does after any body it could not parse; the close lingers, as every close
+          // after an error answer does, so a request pipelined behind this one meets no reset.
           this.response.setHeader('connection', 'close')
+          lingerOnClose(this.request.socket)
           this.fail(err)
           return
         }

@@ -27,13 +27,22 @@ const previousOf = new WeakMap<ServerResponse, ServerResponse>()
  * Node itself attaches a response to its connection only once every earlier response on it has
  * finished, and queues the others until then ('socket' is emitted when it attaches one). So a
  * request whose response is attached already has nothing ahead of it and runs at once: without
- * pipelining, that is every request, at the cost of one property read. A queued one runs when
+ * pipelining, that is every request, at the cost of two property reads. A queued one runs when
  * its response is attached, and is remembered (in the WeakMaps above) for lastResponseOn and
  * afterResponsesOn.
  */
 export function inOrder(listener: RequestListener): RequestListener {
   return (request, response) => {
-    if (response.socket !== null) {
+    const attached = response.socket
+    if (attached !== null) {
+      // The connection's last answer has been written and it is closing (Connection: close, a
+      // refusal): Node still parses the rest of what it has read, so a request sent behind that
+      // answer arrives here. It must not be served (RFC 9112 §9.6); its body is drained so that
+      // the closing connection's reading does not stall behind it.
+      if (attached.writableEnded) {
+        request.resume()
+        return
+      }
       listener(request, response)
       return
     }

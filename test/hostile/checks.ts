@@ -40,6 +40,10 @@ export function checkSigterm(r: SigtermResult, inFlight: number, boundMs: number
     Object.keys(r.load).some((s) => s.startsWith('5')) &&
       `5xx under load: ${JSON.stringify(r.load)}`,
     only(r.load, ['200']),
+    // A new connection after the listener closed is refused; any other error is a request lost
+    // on a connection that was open (a reset).
+    only(r.loadErrorCodes, ['ECONNREFUSED']) !== undefined &&
+      `load errors other than refused connections: ${JSON.stringify(r.loadErrorCodes)}`,
     r.began === 0 && 'the server logged no request',
     r.unanswered > 0 &&
       `${r.unanswered} of the ${r.began} requests the server began were never answered`,

@@ -1,3 +1,4 @@
+import http from 'node:http'
 import net from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import autocannon from 'autocannon'
@@ -93,7 +94,9 @@ export async function sigtermUnderLoad(options: {
   const first = (await (
     await fetch(`${base}/api/note`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      // Closed after the answer: a closing server keeps an idle keep-alive connection open for
+      // the keep-alive timeout (DECISION 19), and this one would make the shutdown wait for it.
+      headers: { 'content-type': 'application/json', connection: 'close' },
       body: '{}',
     })
   ).json()) as { data: { id: number } }
@@ -262,16 +265,20 @@ export async function capacityUnderLoad(options: {
       { method: 'GET', path: '/api/note', onResponse: (status) => reads.push(String(status)) },
     ],
   })
-  const list = (await (await fetch(`${base}/api/note`)).json()) as { data: { id: number }[] }
+  // Each fetch closes its connection, so that stopping the server does not wait for it.
+  const close = { connection: 'close' }
+  const list = (await (await fetch(`${base}/api/note`, { headers: close })).json()) as {
+    data: { id: number }[]
+  }
   let found = 0
   for (const note of list.data) if (ledger.get(note.id) === JSON.stringify(note)) found++
   const first = list.data[0]
   let createAfterDelete = 0
   if (first !== undefined) {
-    await fetch(`${base}/api/note/${first.id}`, { method: 'DELETE' })
+    await fetch(`${base}/api/note/${first.id}`, { method: 'DELETE', headers: close })
     const again = await fetch(`${base}/api/note`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...close },
       body: '{"after":"delete"}',
     })
     createAfterDelete = again.status
@@ -373,4 +380,135 @@ export async function stallFaults(options: {
     bad503,
     recoveredAfterMs: recoveredAt === 0 ? -1 : recoveredAt - lagEndedAt,
   }
+}
+
+/** How one looping keep-alive client ended after SIGTERM. */
+export interface KeepAliveClientEnd {
+  /** POSTs answered 200 (acknowledged), and answers by status. */
+  acknowledged: number
+  statuses: Record<string, number>
+  /** The error that stopped the loop: ECONNREFUSED on a new connection is the expected end. */
+  end: string
+  /** Whether that error came on a connection that had already served a request (a reset). */
+  onReusedConnection: boolean
+}
+
+export interface KeepAliveSigtermResult {
+  clients: KeepAliveClientEnd[]
+  /** Ends by kind, summed over the clients: {"ECONNREFUSED": 31, "ECONNRESET": 1}. */
+  ends: Record<string, number>
+  /** Statuses of every answer, summed. */
+  statuses: Record<string, number>
+  /** /readyz asked on an open keep-alive connection after SIGTERM: status and Connection header. */
+  readyz: string
+  exitCode: number | null
+  shutdownMs: number
+}
+
+/**
+ * DECISION 19's bar: `clients` keep-alive clients each loop POSTs on their own connection
+ * (node:http, an Agent with keepAlive and one socket, as a service calling another does); SIGTERM
+ * comes while they do. Every request must be answered (no reset, no 5xx), each client must end
+ * only by being refused a new connection, and the process must exit 0.
+ */
+export async function sigtermKeepAliveClients(options: {
+  clients: number
+  loadMs: number
+}): Promise<KeepAliveSigtermResult> {
+  const server = await startServer({ env: { SHUTDOWN_TIMEOUT_MS: '10000' } })
+  const { host, port } = server
+  const body = '{"keepalive":true}'
+  // A ceiling only: every loop ends once the server has gone.
+  const giveUpAt = Date.now() + options.loadMs + 30_000
+  const loops = Array.from({ length: options.clients }, async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+    const client: KeepAliveClientEnd = {
+      acknowledged: 0,
+      statuses: {},
+      end: 'none',
+      onReusedConnection: false,
+    }
+    try {
+      while (Date.now() < giveUpAt) {
+        const outcome = await postOnce(agent, host, port, body)
+        if (typeof outcome === 'number') {
+          client.statuses[outcome] = (client.statuses[outcome] ?? 0) + 1
+          if (outcome === 200) client.acknowledged++
+        } else {
+          client.end = outcome.code
+          client.onReusedConnection = outcome.reused
+          return client
+        }
+      }
+      client.end = 'still looping'
+      return client
+    } finally {
+      agent.destroy()
+    }
+  })
+  // One more connection, kept open, to ask /readyz after the signal.
+  const probe = await WireConnection.open(host, port)
+  probe.write('GET /readyz HTTP/1.1\r\nHost: t\r\n\r\n')
+  await probe.readResponse('GET', 5000)
+  await sleep(options.loadMs)
+  const signalledAt = Date.now()
+  server.child.kill('SIGTERM')
+  // Asked once the server has taken the signal (a busy machine can delay that).
+  for (let waited = 0; waited < 5000 && !server.logs.some(isShutdownLine); waited += 10) {
+    await sleep(10)
+  }
+  probe.write('GET /readyz HTTP/1.1\r\nHost: t\r\n\r\n')
+  const ready = await probe.readResponse('GET', 5000).catch((): typeof CLOSED => CLOSED)
+  probe.destroy()
+  const clients = await Promise.all(loops)
+  const exit = await server.exited
+  const statuses: Record<string, number> = {}
+  for (const client of clients)
+    for (const [status, count] of Object.entries(client.statuses))
+      statuses[status] = (statuses[status] ?? 0) + count
+  return {
+    clients,
+    ends: tally(clients.map((c) => (c.onReusedConnection ? `${c.end} (reused)` : c.end))),
+    statuses,
+    readyz:
+      ready === CLOSED ? 'closed' : `${ready.status} connection: ${header(ready, 'connection')}`,
+    exitCode: exit.code,
+    shutdownMs: exit.at - signalledAt,
+  }
+}
+
+function isShutdownLine(entry: Record<string, unknown>): boolean {
+  return entry.msg === 'shutting down: finishing requests in flight'
+}
+
+/** One POST; its status, or the error that stopped it and whether its connection was reused. */
+function postOnce(
+  agent: http.Agent,
+  host: string,
+  port: number,
+  body: string,
+): Promise<number | { code: string; reused: boolean }> {
+  return new Promise((resolve) => {
+    const req = http.request(
+      {
+        agent,
+        host,
+        port,
+        method: 'POST',
+        path: '/api/note',
+        headers: { 'content-type': 'application/json' },
+      },
+      (res) => {
+        res.resume()
+        res.on('end', () => resolve(res.statusCode ?? 0))
+        res.on('error', (err: NodeJS.ErrnoException) =>
+          resolve({ code: err.code ?? err.message, reused: req.reusedSocket }),
+        )
+      },
+    )
+    req.on('error', (err: NodeJS.ErrnoException) =>
+      resolve({ code: err.code ?? err.message, reused: req.reusedSocket }),
+    )
+    req.end(body)
+  })
 }

@@ -187,7 +187,11 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const { result, pipelinedResult } = await phase(options.durationS)
   const heapAfterSoak = await server.heapAfterGc()
 
-  const list = (await (await fetch(`${base}/api/note`)).json()) as { data: { id: number }[] }
+  // Closed after the answer: the server's stop would otherwise wait out the keep-alive timeout
+  // for this idle connection (DECISION 19).
+  const list = (await (
+    await fetch(`${base}/api/note`, { headers: { connection: 'close' } })
+  ).json()) as { data: { id: number }[] }
   let found = 0
   let changed = 0
   const seen = new Set<number>()
