@@ -243,6 +243,7 @@ describe('the OpenAPI document', () => {
       ['GET /api/openapi.json', ['429'], []],
       ['GET /metrics', ['401', '429'], undefined],
       ['GET /docs', ['429'], []],
+      ['GET /docs/static/{file}', ['429'], []],
     ])
     // Without keys and limits, none of it.
     const plain = documentFor({ metrics: true, docs: true })

@@ -265,6 +265,13 @@ function send(port: number, agent: Agent, curl: CurlRequest): Promise<Answer> {
     ...curl.headers,
   ]
   if (body !== undefined) headers.push(['Content-Length', String(body.length)])
+  // curl sends a request without -d with no body headers at all, which means no body; Node's
+  // client would send 'Transfer-Encoding: chunked' for a PUT or POST, a body of unknown size that
+  // the service answers differently (it closes the connection after an early refusal). Saying
+  // 'Content-Length: 0' means what curl's request means.
+  else if (!['GET', 'HEAD', 'DELETE', 'OPTIONS'].includes(curl.method)) {
+    headers.push(['Content-Length', '0'])
+  }
   return new Promise((resolve, reject) => {
     const req = request(
       {

@@ -1,4 +1,6 @@
+import { needsAccessKey } from '../ops/access-keys.js'
 import { DOCS_PAGE_FILE_NAMES, NO_SUCH_FILE } from '../ops/api-docs.js'
+import { RATE_LIMIT_EXEMPT } from '../ops/rate-limits.js'
 import { PROBLEM_CONTENT_TYPE, problem } from './problem.js'
 
 export interface OpenApiOptions {
@@ -66,10 +68,6 @@ const RATE_LIMITS_DESCRIPTION = `
 /** Operations a read key may call; every other guarded operation can answer 403. */
 const READ_OPERATIONS = new Set(['get', 'head'])
 
-/** Operations that need no access key and are not rate limited (the probes are neither). */
-const OPEN_PATHS = new Set(['/healthz', '/readyz', '/api/openapi.json', '/docs'])
-const UNLIMITED_PATHS = new Set(['/healthz', '/readyz'])
-
 interface Operation {
   responses: Record<string, unknown>
   security?: Record<string, string[]>[]
@@ -85,14 +83,14 @@ function addAccessAndLimits(paths: OpenApiDocument['paths'], options: OpenApiOpt
       if (typeof value !== 'object' || value === null || !('responses' in value)) continue
       const operation = value as Operation
       if (options.accessKeys === true) {
-        if (OPEN_PATHS.has(path)) {
+        if (!needsAccessKey(path)) {
           operation.security = []
         } else {
           operation.responses['401'] = response('Unauthorized')
           if (!READ_OPERATIONS.has(method)) operation.responses['403'] = response('Forbidden')
         }
       }
-      if (options.rateLimits === true && !UNLIMITED_PATHS.has(path)) {
+      if (options.rateLimits === true && !RATE_LIMIT_EXEMPT.has(path)) {
         operation.responses['429'] = response('TooManyRequests')
       }
     }

@@ -61,6 +61,11 @@ const GUARDED = /^\/(?:api|metrics)(?:\/|$)/
  */
 const OPEN_PATHS = new Set(['/api/openapi.json'])
 
+/** Whether a request to this path needs a key while keys are on: '/api/note/{id}' -> true. */
+export function needsAccessKey(path: string): boolean {
+  return GUARDED.test(path) && !OPEN_PATHS.has(path)
+}
+
 /**
  * Who may do what, when access keys are on (DECISION 28): the one decision, which the Fastify
  * hook and the fast lane both call. Every request under /api/ and /metrics needs
@@ -96,7 +101,7 @@ export class AccessKeys {
    * GET /healthz with anything -> allowed.
    */
   decide(method: string, path: string, authorizations: readonly string[]): Access {
-    const guarded = method !== 'OPTIONS' && GUARDED.test(path) && !OPEN_PATHS.has(path)
+    const guarded = method !== 'OPTIONS' && needsAccessKey(path)
     if (authorizations.length === 0) return guarded ? MISSING : OPEN
     if (authorizations.length > 1) return guarded ? DUPLICATE : OPEN
     const token = bearerToken(authorizations[0] as string)

@@ -15,7 +15,7 @@ export interface RateLimitsOptions {
 }
 
 /** Not counted, and answered without RateLimit headers: a health check must never get 429. */
-const EXEMPT = new Set(['/healthz', '/readyz'])
+export const RATE_LIMIT_EXEMPT: ReadonlySet<string> = new Set(['/healthz', '/readyz'])
 
 /**
  * At most `max` requests per `windowMs` per client (DECISION 31), counted with
@@ -55,7 +55,7 @@ export function registerRateLimits(app: FastifyInstance, options: RateLimitsOpti
       const ip = request.ip as string | undefined
       return ip === undefined ? 'address unknown' : `address ${normalizeIP(ip)}`
     },
-    allowList: (request) => EXEMPT.has(request.routeOptions.url ?? ''),
+    allowList: (request) => RATE_LIMIT_EXEMPT.has(request.routeOptions.url ?? ''),
     // Thrown, so it reaches the app's error handler, which answers it as problem JSON.
     errorResponseBuilder: (_request, context) =>
       new HttpProblem(
