@@ -4,6 +4,7 @@ import type { AddressInfo, Socket } from 'node:net'
 import { afterEach, beforeEach, describe, it } from 'node:test'
 import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
+import { inOrder, lastResponseOn } from '../src/http/pipelining.js'
 import { type Listening, listenApp } from './hostile/listen.js'
 import { CLOSED, WireConnection, type WireResponse } from './hostile/wire.js'
 import { PromisedNoteStore } from './promised-store.js'
@@ -40,6 +41,39 @@ async function postsThenGarbage(conn: WireConnection, ns: number[]): Promise<voi
   assert.deepEqual(await read(conn, 'GET'), { status: 400, body: BAD_REQUEST })
   await conn.waitForClose(5000)
 }
+
+describe('lastResponseOn, over plain node:http', () => {
+  it("finds the response under way through Node's socket._httpMessage, and none once it has closed", async () => {
+    // Graceful close and the refusal of a malformed pipelined request rely on this private field
+    // of Node's (checked on Node 20 and 24); if a Node drops it, this fails first.
+    const seen: [boolean, ServerResponse | undefined][] = []
+    const plain = createServer(
+      inOrder((request, response) => {
+        const during = lastResponseOn(request.socket) === response
+        response.once('close', () => seen.push([during, lastResponseOn(request.socket)]))
+        response.writeHead(200, { 'content-type': 'application/json', 'content-length': 2 })
+        response.end('{}')
+      }),
+    )
+    await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve))
+    const conn = await WireConnection.open('127.0.0.1', (plain.address() as AddressInfo).port)
+    try {
+      for (let i = 0; i < 2; i++) {
+        conn.write('GET /api/note HTTP/1.1\r\nHost: t\r\n\r\n')
+        assert.deepEqual(await read(conn, 'GET'), { status: 200, body: '{}' })
+      }
+      await new Promise((resolve) => setImmediate(resolve))
+      assert.deepEqual(seen, [
+        [true, undefined],
+        [true, undefined],
+      ])
+    } finally {
+      conn.destroy()
+      plain.closeAllConnections()
+      await new Promise((resolve) => plain.close(resolve))
+    }
+  })
+})
 
 describe('pipelined requests', () => {
   let server: Listening

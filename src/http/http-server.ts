@@ -112,7 +112,11 @@ interface Traffic {
   since: number
 }
 
-/** libuv's stream handle; Node's own socket timeout reads `writeQueueSize` the same way. */
+/**
+ * libuv's stream handle; Node's own socket timeout reads `writeQueueSize` the same way (in Node
+ * 20 and 24 alike). Without it, a client reading a large response slowly would be dropped:
+ * test/raw-socket.test.ts 'keeps a client that reads a large response slowly' checks it.
+ */
 type SocketWithHandle = Socket & { _handle?: { writeQueueSize?: number } | null }
 
 /**
