@@ -18,6 +18,19 @@ export interface UploadOutcome {
 
 const CHUNK = Buffer.alloc(64 * 1024, 'x')
 
+/** An upload's outcome before anything has happened. */
+function noOutcomeYet(): UploadOutcome {
+  return {
+    status: undefined,
+    connection: undefined,
+    body: '',
+    responseRead: false,
+    error: undefined,
+    errorBeforeResponse: false,
+    bytesSent: 0,
+  }
+}
+
 /**
  * POSTs `bytes` of body to /api/note on a new connection, as fast as the socket takes it, with
  * Content-Length or chunked, and reads whatever response comes back meanwhile, as an HTTP client
@@ -29,15 +42,7 @@ export function uploadLarge(
   options: { bytes: number; chunked: boolean; timeoutMs: number },
 ): Promise<UploadOutcome> {
   return new Promise((resolve) => {
-    const outcome: UploadOutcome = {
-      status: undefined,
-      connection: undefined,
-      body: '',
-      responseRead: false,
-      error: undefined,
-      errorBeforeResponse: false,
-      bytesSent: 0,
-    }
+    const outcome = noOutcomeYet()
     const headers: Record<string, string> = { 'content-type': 'application/json' }
     if (options.chunked) headers['transfer-encoding'] = 'chunked'
     else headers['content-length'] = String(options.bytes)
@@ -100,15 +105,7 @@ export function uploadWholeBody(
   options: { bytes: number; chunked: boolean; timeoutMs: number },
 ): Promise<UploadOutcome> {
   return new Promise((resolve) => {
-    const outcome: UploadOutcome = {
-      status: undefined,
-      connection: undefined,
-      body: '',
-      responseRead: false,
-      error: undefined,
-      errorBeforeResponse: false,
-      bytesSent: 0,
-    }
+    const outcome = noOutcomeYet()
     const socket = connect({ host, port, allowHalfOpen: true })
     const received: Buffer[] = []
     let settled = false
