@@ -8,6 +8,13 @@ import { MemoryNoteStore } from '../src/store/memory.js'
 import type { NoteStore } from '../src/store/types.js'
 import { operations, pickId } from './arbitraries.js'
 import { NoteModel } from './note-model.js'
+
+/** The media type each kind of update is sent as (DECISION 25). */
+const PATCH_MEDIA_TYPES = {
+  merge: 'application/json',
+  'merge-patch': 'application/merge-patch+json',
+} as const
+
 import { PromisedNoteStore } from './promised-store.js'
 
 /** How a path can spell an id: '7', '007', '%37' all name note 7. */
@@ -67,8 +74,13 @@ for (const [name, makeStore] of backends) {
                 const response = await app.inject(url)
                 assert.equal(response.body, expectBody(model.get(id)))
               } else if (op.kind === 'update') {
-                const response = await app.inject({ method: 'PATCH', url, payload: op.fields })
-                assert.equal(response.body, expectBody(model.update(id, op.fields)))
+                const response = await app.inject({
+                  method: 'PATCH',
+                  url,
+                  headers: { 'content-type': PATCH_MEDIA_TYPES[op.patch] },
+                  payload: JSON.stringify(op.fields),
+                })
+                assert.equal(response.body, expectBody(model.update(id, op.fields, op.patch)))
               } else {
                 const response = await app.inject({ method: 'DELETE', url })
                 const expected = model.delete(id) ? `"${decoded(segment)}"` : undefined

@@ -1,5 +1,5 @@
 import fc from 'fast-check'
-import type { NoteFields } from '../src/store/types.js'
+import type { NoteFields, PatchKind } from '../src/store/types.js'
 
 /** Field names that have tripped up JavaScript stores before, plus ordinary ones. */
 const fieldName = fc.oneof(
@@ -29,9 +29,40 @@ export function noteFields(nearIds: fc.Arbitrary<number>): fc.Arbitrary<NoteFiel
     )
 }
 
+/**
+ * Objects over a few shared keys, nested up to 3 levels, with nulls, arrays and scalars: creates
+ * and merge patches made of these overlap often, so RFC 7396's recursion, removals and
+ * object-over-scalar cases (and '__proto__' at depth) come up in most runs.
+ */
+export function nestedFields(): fc.Arbitrary<NoteFields> {
+  const key = fc.constantFrom('a', 'b', '__proto__', 'constructor')
+  const { tree } = fc.letrec<{ tree: unknown; leaf: unknown }>((tie) => ({
+    leaf: fc.oneof(
+      fc.constant(null),
+      fc.integer({ min: 0, max: 3 }),
+      fc.constant([null, { a: null }]),
+    ),
+    tree: fc.oneof(
+      { depthSize: 'small', maxDepth: 3 },
+      tie('leaf'),
+      fc.array(fc.tuple(key, tie('tree')), { maxLength: 3 }).map(pairsToJson),
+    ),
+  }))
+  return fc
+    .array(fc.tuple(key, tree), { maxLength: 4 })
+    .map(pairsToJson) as fc.Arbitrary<NoteFields>
+}
+
+/** [['a', 1], ['__proto__', {}]] -> JSON.parse('{"a":1,"__proto__":{}}'): own keys only, last wins. */
+function pairsToJson(pairs: [string, unknown][]): unknown {
+  return JSON.parse(
+    `{${pairs.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`).join(',')}}`,
+  )
+}
+
 export type Operation =
   | { kind: 'create'; fields: NoteFields; tick: number }
-  | { kind: 'update'; pick: number; fields: NoteFields }
+  | { kind: 'update'; pick: number; fields: NoteFields; patch: PatchKind }
   | { kind: 'delete'; pick: number }
   | { kind: 'get'; pick: number }
   | { kind: 'list' }
@@ -40,6 +71,7 @@ export type Operation =
 export function operations(): fc.Arbitrary<Operation[]> {
   const nearIds = fc.integer({ min: 990, max: 1010 })
   const pick = fc.nat({ max: 1000 })
+  const patch = fc.constantFrom<PatchKind>('merge', 'merge-patch')
   return fc.array(
     fc.oneof(
       fc.record({
@@ -47,12 +79,23 @@ export function operations(): fc.Arbitrary<Operation[]> {
         fields: noteFields(nearIds),
         tick: fc.integer({ min: 0, max: 2 }),
       }),
-      fc.record({ kind: fc.constant('update' as const), pick, fields: noteFields(nearIds) }),
-      // Moves a note onto an id near the others, to make duplicates and id collisions common.
+      fc.record({
+        kind: fc.constant('create' as const),
+        fields: nestedFields(),
+        tick: fc.integer({ min: 0, max: 2 }),
+      }),
+      fc.record({ kind: fc.constant('update' as const), pick, fields: noteFields(nearIds), patch }),
+      fc.record({ kind: fc.constant('update' as const), pick, fields: nestedFields(), patch }),
+      // Moves a note onto an id near the others, to make duplicates and id collisions common
+      // (or, as a merge patch with a null id, off every id).
       fc.record({
         kind: fc.constant('update' as const),
         pick,
-        fields: nearIds.map((id) => ({ id })),
+        fields: fc.oneof(
+          nearIds.map((id) => ({ id })),
+          fc.constant({ id: null }),
+        ),
+        patch,
       }),
       fc.record({ kind: fc.constant('delete' as const), pick }),
       fc.record({ kind: fc.constant('get' as const), pick }),

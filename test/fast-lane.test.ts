@@ -174,6 +174,15 @@ describe('the fast lane', () => {
       { method: 'POST', url: '/api/note', headers: { 'content-type': 'text/plain' }, payload: 'x' },
       { method: 'POST', url: '/api/note' },
       { method: 'DELETE', url: '/api/note/1', headers: { 'content-type': 'application/json' } },
+      // DECISION 25: a merge patch is Fastify's to parse and apply, whatever its case or charset.
+      ...['application/merge-patch+json', 'Application/Merge-Patch+JSON; charset=utf-8'].map(
+        (type) => ({
+          method: 'PATCH' as const,
+          url: '/api/note/1',
+          headers: { 'content-type': type },
+          payload: '{"a":null}',
+        }),
+      ),
       { method: 'GET', url: '/healthz' },
     ]
     for (const request of others) await viaServer(request)

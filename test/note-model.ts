@@ -27,8 +27,14 @@ interface ModelNote {
 /** What a request body should come to: its fields, or the error status it earns. */
 export type BodyOutcome = { ok: true; fields: Fields } | { ok: false; status: 400 | 413 | 415 }
 
-/** How a Content-Type header value should be treated (settled by DECISION 5). */
-export type MediaClass = 'json' | 'unsupported-media' | 'unsupported-charset'
+/**
+ * How a Content-Type header value should be treated (settled by DECISIONS 5 and 25): 'merge-patch'
+ * is application/merge-patch+json, parsed as JSON like the rest, applied by RFC 7396 on PATCH.
+ */
+export type MediaClass = 'json' | 'merge-patch' | 'unsupported-media' | 'unsupported-charset'
+
+/** How an update applies its fields: the spec's shallow merge, or RFC 7396 (DECISION 25). */
+export type ModelPatchKind = 'merge' | 'merge-patch'
 
 /**
  * The notes store as the contract and DECISIONS describe it, written the plainest way: an array
@@ -72,10 +78,10 @@ export class NoteModel {
   }
 
   /** The merged note's JSON, stored, or undefined when no note has the id (caps not applied). */
-  update(id: number, fields: Fields): string | undefined {
+  update(id: number, fields: Fields, kind: ModelPatchKind = 'merge'): string | undefined {
     const at = this.notes.findIndex((n) => n.value.id === id)
     if (at === -1) return undefined
-    const { json } = this.merged(at, fields)
+    const { json } = this.merged(at, fields, kind)
     this.replace(at, json)
     return json
   }
@@ -140,18 +146,25 @@ export class NoteModel {
     return json
   }
 
-  /** The merged note, and whether storing it passes the byte cap. */
-  merged(index: number, fields: Fields): { json: string; refused: boolean } {
+  /** The merged note (shallow, or by RFC 7396), and whether storing it passes the byte cap. */
+  merged(
+    index: number,
+    fields: Fields,
+    kind: ModelPatchKind = 'merge',
+  ): { json: string; refused: boolean } {
     const current = this.notes[index] as ModelNote
-    const note = JSON.parse(current.json) as Fields
-    for (const key of Object.keys(fields)) {
-      // defineProperty, not assignment: a '__proto__' field is data, and an existing key keeps its place.
-      Object.defineProperty(note, key, {
-        value: fields[key],
-        writable: true,
-        enumerable: true,
-        configurable: true,
-      })
+    const parsed = JSON.parse(current.json) as Fields
+    const note = kind === 'merge-patch' ? (mergePatch(parsed, fields) as Fields) : parsed
+    if (kind === 'merge') {
+      for (const key of Object.keys(fields)) {
+        // defineProperty, not assignment: a '__proto__' field is data, and an existing key keeps its place.
+        Object.defineProperty(note, key, {
+          value: fields[key],
+          writable: true,
+          enumerable: true,
+          configurable: true,
+        })
+      }
     }
     const json = JSON.stringify(note)
     const growth = Buffer.byteLength(json) - Buffer.byteLength(current.json)
@@ -173,6 +186,7 @@ export class NoteModel {
     if (media === 'absent') {
       return body.length === 0 ? { ok: true, fields: {} } : { ok: false, status: 415 }
     }
+    // 'json' and 'merge-patch' parse alike (DECISION 25: the same limits and checks).
     if (media === 'unsupported-media') return { ok: false, status: 415 }
     if (body.length > this.limits.bodyLimit) return { ok: false, status: 413 }
     if (media === 'unsupported-charset') return { ok: false, status: 415 }
@@ -191,6 +205,35 @@ export class NoteModel {
     if (depthOf(value) - 1 > this.limits.maxDepth) return { ok: false, status: 400 }
     return { ok: true, fields: value as Fields }
   }
+}
+
+/**
+ * RFC 7396 section 2's MergePatch(Target, Patch), as the RFC writes it, on fresh copies:
+ * the result shares nothing with `patch`. A non-object patch replaces the target; an object
+ * patch starts from the target if it is an object, else {}; null values remove, others recurse.
+ * Own keys only, set by defineProperty: a '__proto__' key is data like any other.
+ */
+export function mergePatch(target: unknown, patch: unknown): unknown {
+  if (!isObject(patch)) return JSON.parse(JSON.stringify(patch) ?? 'null')
+  const result: Fields = isObject(target) ? target : {}
+  for (const [name, value] of Object.entries(patch)) {
+    if (value === null) {
+      if (Object.hasOwn(result, name)) delete result[name]
+    } else {
+      const merged = mergePatch(Object.hasOwn(result, name) ? result[name] : undefined, value)
+      Object.defineProperty(result, name, {
+        value: merged,
+        writable: true,
+        enumerable: true,
+        configurable: true,
+      })
+    }
+  }
+  return result
+}
+
+function isObject(value: unknown): value is Fields {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 /** { a: [1] } -> 2, {} -> 1, 3 -> 0 */

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { MemoryNoteStore, type MemoryStoreOptions } from '../src/store/memory.js'
-import type { NoteFields, NoteStore, StoreStats } from '../src/store/types.js'
+import type { NoteFields, NoteStore, PatchKind, StoreStats } from '../src/store/types.js'
 
 /**
  * A store that answers every call with a promise, as a networked backend would, so the shared
@@ -30,9 +30,9 @@ export class PromisedNoteStore implements NoteStore {
     return this.#inner.get(id)
   }
 
-  async update(id: number, fields: NoteFields): Promise<string | undefined> {
+  async update(id: number, fields: NoteFields, kind?: PatchKind): Promise<string | undefined> {
     await Promise.resolve()
-    return this.#inner.update(id, fields)
+    return this.#inner.update(id, fields, kind)
   }
 
   async delete(id: number): Promise<boolean> {

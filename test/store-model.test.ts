@@ -21,7 +21,10 @@ describe('MemoryNoteStore against the model', () => {
               break
             case 'update': {
               const id = pickId(model.ids(), op.pick)
-              assert.equal(store.update(id, op.fields), model.update(id, op.fields))
+              assert.equal(
+                store.update(id, op.fields, op.patch),
+                model.update(id, op.fields, op.patch),
+              )
               break
             }
             case 'delete': {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { type NoteStore, StoreFullError } from '../src/store/types.js'
+import { RFC7396_EXAMPLES, withIdJson } from './merge-patch-cases.js'
 
 export interface ContractStoreOptions {
   maxNotes?: number
@@ -190,6 +191,112 @@ export function runStoreContract(
       })
       await store.delete(1)
       assert.equal((await store.stats()).bytes, 0)
+    })
+    for (const { target, patch, result } of RFC7396_EXAMPLES) {
+      it(`applies the merge patch ${patch} to ${target} as RFC 7396 does: ${result}`, async () => {
+        const store = makeStore({ now: fixedClock(1) })
+        await store.create(JSON.parse(target))
+        await store.create({ other: true })
+        const patched = await store.update(1, JSON.parse(patch), 'merge-patch')
+        assert.deepEqual(parse(patched), JSON.parse(withIdJson(result, 1)))
+        assert.deepEqual(parse(await store.list()), [
+          JSON.parse(withIdJson(result, 1)),
+          { other: true, id: 2 },
+        ])
+        assert.equal(
+          (await store.stats()).bytes,
+          Buffer.byteLength(`${patched}{"other":true,"id":2}`),
+        )
+      })
+    }
+
+    it('keeps the shallow merge by default and for kind "merge": null is a value', async () => {
+      const store = makeStore({ now: fixedClock(1) })
+      await store.create({ a: { b: 1, c: 2 }, d: 3 })
+      assert.equal(await store.update(1, { a: { b: null } }), '{"a":{"b":null},"d":3,"id":1}')
+      assert.equal(await store.update(1, { d: null }, 'merge'), '{"a":{"b":null},"d":null,"id":1}')
+    })
+
+    it('merge patch: keeps each kept key in its place and adds new ones at the end', async () => {
+      const store = makeStore({ now: fixedClock(1) })
+      await store.create({ a: 1, b: { x: 1, y: 2 }, c: 3 })
+      assert.equal(
+        await store.update(
+          1,
+          { c: null, b: { x: null, z: [null, { n: null }] }, e: 5, a: 0 },
+          'merge-patch',
+        ),
+        '{"a":0,"b":{"y":2,"z":[null,{"n":null}]},"id":1,"e":5}',
+      )
+      assert.equal(await store.update(2, { a: 1 }, 'merge-patch'), undefined)
+      assert.equal(
+        await store.update(1, {}, 'merge-patch'),
+        '{"a":0,"b":{"y":2,"z":[null,{"n":null}]},"id":1,"e":5}',
+      )
+    })
+
+    it('merge patch: __proto__ and constructor are plain data at any depth', async () => {
+      const store = makeStore({ now: fixedClock(1) })
+      await store.create(JSON.parse('{"deep":{"__proto__":{"keep":1,"drop":2}}}'))
+      const patch = JSON.parse(
+        '{"__proto__":{"polluted":true},"deep":{"__proto__":{"drop":null,"again":true},"constructor":{"prototype":{"x":1}}},"new":{"a":{"__proto__":{"b":null,"c":true}}}}',
+      )
+      const before = JSON.stringify(patch)
+      const patched = await store.update(1, patch, 'merge-patch')
+      assert.equal(
+        patched,
+        '{"deep":{"__proto__":{"keep":1,"again":true},"constructor":{"prototype":{"x":1}}},"id":1,"__proto__":{"polluted":true},"new":{"a":{"__proto__":{"c":true}}}}',
+      )
+      assert.equal(JSON.stringify(patch), before)
+      assert.equal(({} as Record<string, unknown>).polluted, undefined)
+      assert.equal(({} as Record<string, unknown>).again, undefined)
+      assert.equal(({} as Record<string, unknown>).c, undefined)
+      assert.equal(Object.getPrototypeOf(JSON.parse(patched as string).deep), Object.prototype)
+      const removed = await store.update(
+        1,
+        JSON.parse('{"__proto__":null,"deep":{"__proto__":null}}'),
+        'merge-patch',
+      )
+      assert.equal(
+        removed,
+        '{"deep":{"constructor":{"prototype":{"x":1}}},"id":1,"new":{"a":{"__proto__":{"c":true}}}}',
+      )
+    })
+
+    it('merge patch: moves the note to a patched id, and one that removes id leaves it listed but unreachable', async () => {
+      const store = makeStore({ now: fixedClock(1) })
+      await store.create({ a: 1 }) // 1
+      await store.create({ b: 1 }) // 2
+      assert.equal(await store.update(1, { id: 50 }, 'merge-patch'), '{"a":1,"id":50}')
+      assert.equal(await store.get(1), undefined)
+      assert.equal(await store.get(50), '{"a":1,"id":50}')
+      assert.equal(await store.update(50, { id: null, a: 2 }, 'merge-patch'), '{"a":2}')
+      assert.equal(await store.get(50), undefined)
+      assert.equal(await store.update(50, { id: 50 }, 'merge-patch'), undefined)
+      assert.equal(await store.delete(50), false)
+      assert.equal(await store.list(), '[{"a":2},{"b":1,"id":2}]')
+      assert.equal((await store.stats()).notes, 2)
+      // The id it held is free again for creates.
+      await store.update(2, { id: 3 }, 'merge-patch')
+      assert.equal(await store.create({}), '{"id":4}')
+    })
+
+    it('merge patch: refuses a note grown past the byte cap and changes nothing', async () => {
+      const store = makeStore({ now: fixedClock(1), maxBytes: 40 })
+      await store.create({ t: 'é', o: { a: 1 } }) // {"t":"é","o":{"a":1},"id":1} is 29 bytes
+      assert.equal((await store.stats()).bytes, 29)
+      await assert.rejects(
+        async () => store.update(1, { t: null, o: { b: 'x'.repeat(20) } }, 'merge-patch'),
+        StoreFullError,
+      )
+      assert.equal(await store.list(), '[{"t":"é","o":{"a":1},"id":1}]')
+      assert.equal((await store.stats()).bytes, 29)
+      // Removing fields makes room: the cap applies to the merged result.
+      assert.equal(
+        await store.update(1, { t: null, o: { a: null, b: 'x'.repeat(12) } }, 'merge-patch'),
+        '{"o":{"b":"xxxxxxxxxxxx"},"id":1}',
+      )
+      assert.equal((await store.stats()).bytes, 33)
     })
   })
 }

@@ -1,4 +1,4 @@
-import type { MaybePromise, NoteFields, NoteStore } from '../store/types.js'
+import type { MaybePromise, NoteFields, NoteStore, PatchKind } from '../store/types.js'
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
 
@@ -70,10 +70,17 @@ export class NoteOperations {
     return noteAnswer(json)
   }
 
-  /** PATCH /api/note/:id: the fields merged over the note, or the contract's 404. */
-  update(id: number | undefined, fields: NoteFields): MaybePromise<Answer> {
+  /**
+   * PATCH /api/note/:id: the fields merged over the note (shallow, or RFC 7396 for a merge patch:
+   * DECISION 25), or the contract's 404.
+   */
+  update(
+    id: number | undefined,
+    fields: NoteFields,
+    kind: PatchKind = 'merge',
+  ): MaybePromise<Answer> {
     if (id === undefined) return NOT_FOUND
-    const json = this.#store.update(id, fields)
+    const json = this.#store.update(id, fields, kind)
     if (json instanceof Promise) return json.then(noteAnswer)
     return noteAnswer(json)
   }

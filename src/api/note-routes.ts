@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { MaybePromise, NoteFields } from '../store/types.js'
+import type { MaybePromise, NoteFields, PatchKind } from '../store/types.js'
 import { parseNoteId } from './note-id.js'
 import type { Answer, NoteOperations } from './note-operations.js'
 
@@ -25,7 +25,14 @@ export function registerNoteRoutes(app: FastifyInstance, operations: NoteOperati
   )
 
   app.patch<{ Params: IdParams }>(NOTE_ROUTE, (request, reply) =>
-    write(reply, operations.update(parseNoteId(request.params.id), bodyFields(request))),
+    write(
+      reply,
+      operations.update(
+        parseNoteId(request.params.id),
+        bodyFields(request),
+        patchKind(request.headers['content-type']),
+      ),
+    ),
   )
 
   app.delete<{ Params: IdParams }>(NOTE_ROUTE, (request, reply) => {
@@ -38,6 +45,21 @@ export function registerNoteRoutes(app: FastifyInstance, operations: NoteOperati
 function bodyFields(request: FastifyRequest): NoteFields {
   const { body } = request
   return typeof body === 'object' && body !== null ? (body as NoteFields) : {}
+}
+
+/**
+ * DECISION 25: application/merge-patch+json is an RFC 7396 merge patch; application/json, any
+ * other +json type and no body at all keep the spec's shallow merge. The media type is compared
+ * as Fastify's parser compares it (parameters off, trimmed, case-insensitive), and the parser has
+ * already refused a charset other than UTF-8 with 415. The fast lane takes only
+ * 'application/json', so a merge patch always comes this way.
+ * 'Application/Merge-Patch+JSON; charset=utf-8' -> 'merge-patch'; 'application/json' -> 'merge'
+ */
+export function patchKind(contentType: string | undefined): PatchKind {
+  if (contentType === undefined) return 'merge'
+  const semicolon = contentType.indexOf(';')
+  const mediaType = (semicolon === -1 ? contentType : contentType.slice(0, semicolon)).trim()
+  return mediaType.toLowerCase() === 'application/merge-patch+json' ? 'merge-patch' : 'merge'
 }
 
 /** Sends the answer now, or when it settles (a rejection reaches Fastify's error handler). */

@@ -161,8 +161,8 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
         summary: 'Update a note',
         parameters: noteParameters,
         description:
-          'Merges the body fields over the note: each replaces the stored field of the same name, the others stay. An `id` in the body is merged too, and the note is then found at its new id.',
-        requestBody: ref('requestBodies', 'NoteFields'),
+          'Merges the body fields over the note: each replaces the stored field of the same name, the others stay. An `id` in the body is merged too, and the note is then found at its new id. With `Content-Type: application/merge-patch+json` the body is an RFC 7396 merge patch instead: `null` removes a field, objects merge recursively, arrays replace.',
+        requestBody: ref('requestBodies', 'NotePatch'),
         responses: {
           '200': jsonResponse('The note after the merge.', schema('NoteEnvelope')),
           '404': response('NoteNotFound'),
@@ -363,6 +363,21 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
             'A JSON object in UTF-8, as `application/json` or any `application/*+json`. No body at all counts as `{}`.',
           required: false,
           content: { 'application/json': { schema: schema('NoteFields') } },
+        },
+        NotePatch: {
+          description:
+            'A JSON object in UTF-8. No body at all counts as `{}`. As `application/json` or any other `application/*+json`: a shallow merge, each field replacing the stored one (a `null` is stored as `null`).',
+          required: false,
+          content: {
+            'application/json': { schema: schema('NoteFields') },
+            'application/merge-patch+json': {
+              schema: {
+                ...schema('NoteFields'),
+                description:
+                  'An RFC 7396 JSON Merge Patch: a `null` removes the field, an object merges recursively into the stored field (into `{}` when that is absent or not an object), any other value (an array too) replaces it. Removing `id` leaves a note that no id finds but the list still holds; `__proto__` is a plain field at any depth.',
+              },
+            },
+          },
         },
       },
       headers: {

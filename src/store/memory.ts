@@ -1,4 +1,11 @@
-import { type NoteFields, type NoteStore, StoreFullError, type StoreStats } from './types.js'
+import { mergePatchInto } from './merge-patch.js'
+import {
+  type NoteFields,
+  type NoteStore,
+  type PatchKind,
+  StoreFullError,
+  type StoreStats,
+} from './types.js'
 
 export interface MemoryStoreOptions {
   /** Most notes held at once. */
@@ -75,11 +82,13 @@ export class MemoryNoteStore implements NoteStore {
     return this.#find(id)?.json
   }
 
-  update(id: number, fields: NoteFields): string | undefined {
+  update(id: number, fields: NoteFields, kind: PatchKind = 'merge'): string | undefined {
     const entry = this.#find(id)
     if (entry === undefined) return undefined
+    // A fresh copy of the note: it is changed, measured, and only then stored or dropped.
     const note = JSON.parse(entry.json) as NoteFields
-    for (const key of Object.keys(fields)) setField(note, key, fields[key])
+    if (kind === 'merge-patch') mergePatchInto(note, fields)
+    else for (const key of Object.keys(fields)) setField(note, key, fields[key])
     const json = JSON.stringify(note)
     const bytes = Buffer.byteLength(json)
     const growth = bytes - entry.bytes

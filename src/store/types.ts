@@ -1,6 +1,12 @@
 /** The fields of a note as parsed from a JSON object: any names, any JSON values. */
 export type NoteFields = Record<string, unknown>
 
+/**
+ * How an update applies its fields: 'merge' is the spec's shallow merge (each field replaces the
+ * stored one); 'merge-patch' is RFC 7396 JSON Merge Patch (DECISION 25).
+ */
+export type PatchKind = 'merge' | 'merge-patch'
+
 export type MaybePromise<T> = T | Promise<T>
 
 /** What a store holds and how much room it has left. */
@@ -37,12 +43,19 @@ export interface NoteStore {
   /** The JSON of the note with this id, or undefined. */
   get(id: number): MaybePromise<string | undefined>
   /**
-   * Merges `fields` over the note with this id (shallow: each field replaces the stored one;
-   * an `id` field moves the note to that id) and returns the merged JSON, or undefined.
-   * The note keeps its place in the list.
-   * @throws StoreFullError when the grown note would pass the capacity; nothing changes.
+   * Applies `fields` to the note with this id, atomically, and returns the new JSON, or
+   * undefined. `kind` says how (DECISION 25):
+   * - 'merge' (the spec's PATCH): shallow, each field replaces the stored one, a null included;
+   * - 'merge-patch' (RFC 7396, for application/merge-patch+json): a null removes the field, an
+   *   object merges recursively (over {} when the stored value is absent or not an object),
+   *   anything else (arrays too) replaces; mergePatchInto in merge-patch.ts is the reference.
+   * Either way `__proto__` is a plain field at any depth, an `id` field moves the note to that
+   * id, and a merge patch that removes `id` leaves a note that no id finds but the list still
+   * holds (DECISION 4: a note is found by its `id` field only). The note keeps its place in the
+   * list. A PostgreSQL store can run 'merge-patch' in one UPDATE (a recursive jsonb function).
+   * @throws StoreFullError when the changed note would pass the capacity; nothing changes.
    */
-  update(id: number, fields: NoteFields): MaybePromise<string | undefined>
+  update(id: number, fields: NoteFields, kind?: PatchKind): MaybePromise<string | undefined>
   /** Removes the note with this id; false when there was none. */
   delete(id: number): MaybePromise<boolean>
   stats(): MaybePromise<StoreStats>

@@ -42,6 +42,8 @@ const JSON_TYPES = [
   'APPLICATION/JSON; CHARSET=UTF-8',
   'application/json; charset="utf-8"',
   'application/merge-patch+json',
+  'Application/Merge-Patch+JSON; charset=UTF-8',
+  'application/merge-patch+json;charset="utf-8"',
   'application/problem+json',
   'application/vnd.api+json; charset=utf-8',
   'application/json; foo=bar',
@@ -75,6 +77,15 @@ const BAD_CHARSET_TYPES = [
   'application/json;charset=utf-8,text/plain',
   'application/merge-patch+json; charset=ascii',
 ]
+
+/**
+ * DECISION 25: a JSON media type is a merge patch when it is application/merge-patch+json, any
+ * case, with any parameters; every other one is plain JSON. Only for the types above.
+ */
+function mediaOf(contentType: string): MediaClass {
+  const mediaType = (contentType.split(';', 1)[0] as string).trim().toLowerCase()
+  return mediaType === 'application/merge-patch+json' ? 'merge-patch' : 'json'
+}
 
 const NOT_ALLOWED_ON_COLLECTION = [
   'PUT',
@@ -263,7 +274,7 @@ function unknownPathCase(rng: Random): FuzzCase {
 function badBodyCase(rng: Random, model: NoteModel, limits: CaseLimits): FuzzCase {
   let text: Buffer
   let contentType: string | undefined = rng.pick(JSON_TYPES)
-  let media: MediaClass | 'absent' = 'json'
+  let media: MediaClass | 'absent' = mediaOf(contentType)
   const kind = rng.weighted<string>([
     [4, 'bad-json'],
     [3, 'non-object'],
@@ -321,18 +332,19 @@ function oversizeCase(rng: Random, model: NoteModel, limits: CaseLimits): FuzzCa
   const size = limits.bodyLimit + rng.pick([1, 2, 100, limits.bodyLimit])
   const body = Buffer.from(`{"big":"${'x'.repeat(size - 10)}"}`)
   const contentType = rng.pick(JSON_TYPES)
+  const media = mediaOf(contentType)
   if (rng.chance(0.6)) {
     return request(rng, 'oversize', 'POST', collectionPath(rng), {
       contentType,
       body,
-      expect: { type: 'create', body, media: 'json' },
+      expect: { type: 'create', body, media },
     })
   }
   const { raw, segment } = idSegment(rng, model)
   return request(rng, 'oversize', 'PATCH', notePath(rng, raw), {
     contentType,
     body,
-    expect: { type: 'patch', segment, body, media: 'json' },
+    expect: { type: 'patch', segment, body, media },
   })
 }
 
@@ -492,7 +504,7 @@ function goodBody(
   if (rng.chance(0.04)) {
     return rng.chance(0.5)
       ? { body: Buffer.alloc(0), media: 'absent', contentType: undefined }
-      : { body: Buffer.alloc(0), media: 'json', contentType: rng.pick(JSON_TYPES) }
+      : jsonTyped(Buffer.alloc(0), rng.pick(JSON_TYPES))
   }
   let text: string
   if (rng.chance(0.02)) {
@@ -510,7 +522,14 @@ function goodBody(
       noIdKey: forPatch && rng.chance(0.95),
     })
   }
-  return { body: Buffer.from(text), media: 'json', contentType: rng.pick(JSON_TYPES) }
+  return jsonTyped(Buffer.from(text), rng.pick(JSON_TYPES))
+}
+
+function jsonTyped(
+  body: Buffer,
+  contentType: string,
+): { body: Buffer; media: MediaClass; contentType: string } {
+  return { body, media: mediaOf(contentType), contentType }
 }
 
 function invalidUtf8(rng: Random): Buffer {

@@ -252,7 +252,9 @@ function check(
       if (!outcome.ok) return problemMismatch(response, outcome.status, method)
       const at = model.find(expect.segment)
       if (at === -1) return emptyNotFoundMismatch(response)
-      const merged = model.merged(at, outcome.fields)
+      // DECISION 25: only a PATCH as application/merge-patch+json is an RFC 7396 merge patch.
+      const kind = expect.media === 'merge-patch' ? 'merge-patch' : 'merge'
+      const merged = model.merged(at, outcome.fields, kind)
       if (merged.refused) return problemMismatch(response, 507, method)
       const mismatch = dataMismatch(response, method, merged.json)
       if (mismatch === undefined) model.replace(at, merged.json)
