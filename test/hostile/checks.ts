@@ -28,8 +28,9 @@ export function checkSoak(r: SoakResult): string[] {
     r.missing > 0 && `${r.missing} confirmed notes are missing`,
     r.changed > 0 && `${r.changed} notes changed`,
     r.unexpected > 0 && `${r.unexpected} notes nobody created`,
-    Math.abs(growth) > 0.1 &&
-      `heap after a forced GC moved ${(growth * 100).toFixed(1)}% (limit 10%)`,
+    // A leak grows the heap; a smaller heap after the soak than after the warm-up is V8 dropping
+    // what the warm-up left (Node 24 flushes unused bytecode: -10.8% seen in a 10 s soak).
+    growth > 0.1 && `heap after a forced GC grew ${(growth * 100).toFixed(1)}% (limit 10%)`,
     only(r.pipelined.byStatus, ['404']),
     r.pipelined.errors > 0 && `${r.pipelined.errors} pipelined errors`,
   )
