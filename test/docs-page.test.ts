@@ -151,7 +151,7 @@ describe('the /docs page', () => {
       assert.equal(deleted.requestUrl, `${origin}/api/note/${id}`)
       assert.equal(deleted.status, '200')
       assert.deepEqual(JSON.parse(deleted.body), { data: id })
-      assert.equal(await store.list(), '[]')
+      assert.equal((await store.list()).json, '[]')
 
       assert.deepEqual(elsewhere, [])
       assert.deepEqual(

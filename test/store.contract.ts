@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { type NoteStore, StoreFullError } from '../src/store/types.js'
+import {
+  type NoteFields,
+  type NoteRecord,
+  type NoteStore,
+  type PatchKind,
+  PreconditionFailed,
+  StoreFullError,
+} from '../src/store/types.js'
 import { RFC7396_EXAMPLES, withIdJson } from './merge-patch-cases.js'
 
 export interface ContractStoreOptions {
@@ -15,8 +22,9 @@ export interface ContractStoreOptions {
  */
 export function runStoreContract(
   name: string,
-  makeStore: (options: ContractStoreOptions) => NoteStore,
+  makeRawStore: (options: ContractStoreOptions) => NoteStore,
 ): void {
+  const makeStore = (options: ContractStoreOptions) => textView(makeRawStore(options))
   const fixedClock = (t: number) => () => t
   const parse = (json: string | undefined): unknown =>
     json === undefined ? undefined : JSON.parse(json)
@@ -299,4 +307,24 @@ export function runStoreContract(
       assert.equal((await store.stats()).bytes, 33)
     })
   })
+}
+
+/**
+ * The store's notes as JSON text, which is what the contract's first tests compare: create, get
+ * and update answer the note's JSON, list the array's.
+ */
+function textView(store: NoteStore) {
+  const text = (note: NoteRecord | undefined | PreconditionFailed): string | undefined => {
+    if (note instanceof PreconditionFailed) throw new Error('unexpected PreconditionFailed')
+    return note?.json
+  }
+  return {
+    create: async (fields: NoteFields) => (await store.create(fields)).json,
+    list: async () => (await store.list()).json,
+    get: async (id: number) => text(await store.get(id)),
+    update: async (id: number, fields: NoteFields, kind?: PatchKind) =>
+      text(await store.update(id, fields, kind)),
+    delete: async (id: number) => store.delete(id),
+    stats: async () => store.stats(),
+  }
 }
