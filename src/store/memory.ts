@@ -114,7 +114,8 @@ export class MemoryNoteStore implements NoteStore {
     if (this.#alive >= this.#maxNotes) {
       throw new StoreFullError(`The store holds its maximum of ${this.#maxNotes} notes.`)
     }
-    const id = this.#nextId()
+    const now = this.#now()
+    const id = this.#nextId(now)
     const json = serializeWithId(fields, id)
     const bytes = Buffer.byteLength(json)
     this.#reserve(bytes)
@@ -123,7 +124,7 @@ export class MemoryNoteStore implements NoteStore {
       id,
       json,
       etag: JSON.stringify(this.#version),
-      modified: this.#now(),
+      modified: now,
       bytes,
       position: sequence,
       alive: true,
@@ -340,8 +341,8 @@ export class MemoryNoteStore implements NoteStore {
   }
 
   /** max(now, last id + 1), stepping over ids that PATCHed notes already hold. */
-  #nextId(): number {
-    let id = Math.max(this.#now(), this.#lastId + 1)
+  #nextId(now: number): number {
+    let id = Math.max(now, this.#lastId + 1)
     // Above every id ever indexed, nothing can hold it: no lookup in the (large) index.
     if (id > this.#highestId) return id
     while (this.#byId.has(id)) id++
