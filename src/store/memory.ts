@@ -139,9 +139,8 @@ export class MemoryNoteStore implements NoteStore {
   }
 
   createOnce(key: string, fingerprint: string, fields: NoteFields): IdempotentCreate {
-    const now = this.#now()
     const known = this.#keys.get(key)
-    if (known !== undefined && known.expires > now) {
+    if (known !== undefined && known.expires > this.#now()) {
       if (known.fingerprint !== fingerprint) {
         throw new IdempotencyKeyReusedError(
           'This Idempotency-Key was already used with a different request body.',
@@ -150,8 +149,9 @@ export class MemoryNoteStore implements NoteStore {
       return { note: known.note, replayed: true }
     }
     const entry = this.create(fields)
+    const now = entry.modified
     // A snapshot: a later PATCH changes the entry, not the answer a repeat gets.
-    const note: NoteRecord = { json: entry.json, etag: entry.etag, modified: entry.modified }
+    const note = snapshot(entry)
     this.#keys.delete(key)
     this.#keys.set(key, { fingerprint, note, expires: now + this.#keyTtlMs })
     // Oldest first: drop the expired ones and those beyond the bound.
