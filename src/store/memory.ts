@@ -428,7 +428,7 @@ function meets(entry: Entry, { ifMatch, ifUnmodifiedSince }: Preconditions): boo
 }
 
 /** The entry's current values, apart from the entry that later writes change in place. */
-function snapshot(entry: Entry): NoteRecord {
+function snapshot(entry: NoteRecord): NoteRecord {
   return { json: entry.json, etag: entry.etag, modified: entry.modified }
 }
 
