@@ -123,9 +123,10 @@ describe('the OpenAPI document', () => {
     ])
     assert.deepEqual(statuses('/api/note/{id}', 'delete'), ['200', '400', '404', '412'])
     const names = (path: string, method: string) =>
-      ((document.paths[path]?.[method] as { parameters: { $ref: string }[] }).parameters ?? []).map(
-        (parameter) => parameter.$ref.replace('#/components/parameters/', ''),
-      )
+      (
+        (document.paths[path]?.[method] as { parameters?: { $ref: string }[] } | undefined)
+          ?.parameters ?? []
+      ).map((parameter) => parameter.$ref.replace('#/components/parameters/', ''))
     assert.deepEqual(names('/api/note', 'get'), [
       'Limit',
       'After',
