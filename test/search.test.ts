@@ -27,6 +27,8 @@ describe('matchesText (DECISION 23: q)', () => {
     ['\\', { k: 'a\\b' }, true],
     ['\\', { 'a\\b': 'x' }, false],
     ['a-b', { t: 'A-B' }, true],
+    ['😀', { '😀': 1, t: 'x' }, false],
+    ['😀', { '😀': '😀' }, true],
     ['/(x)', { t: '/(X)' }, true],
     ['deep', { a: [{ b: { c: ['so DEEP'] } }] }, true],
     ['é', { t: 'CAFÉ' }, true],
