@@ -585,11 +585,20 @@ async function main(): Promise<void> {
           `${ratios.length > 1 ? ` of rounds ${ratios.map((r) => fixed(r, 2)).join(' ')}` : ''}` +
           `; target ${wanted}: ${goal.why}) ${verdictText}`,
       )
+      // The same comparison by CPU per response, which moves less when other work takes the CPU.
+      const cpu = median(
+        (runs[goal.of] ?? []).flatMap((m, i) => {
+          const r = runs[goal.over]?.[i]
+          return r === undefined ? [] : [r.cpuUsPerRequest / m.cpuUsPerRequest]
+        }),
+      )
+      say(`  CPU-cost ratio (${goal.over}'s CPU us/req / ${goal.of}'s): ${fixed(cpu, 2)}`)
       relativeRows.push([
         workload.id,
         `${goal.of}/${goal.over}`,
         `${fixed(value, 2)} ${verdictText}`,
         wanted,
+        fixed(cpu, 2),
       ])
     }
     say('')
@@ -650,7 +659,7 @@ async function main(): Promise<void> {
   if (relativeRows.length > 0) {
     say('')
     say('The service against its own figures (same rounds, interleaved slices)')
-    say(table(['workload', 'ratio', 'value', 'target'], relativeRows))
+    say(table(['workload', 'ratio', 'value', 'target', 'CPU-cost ratio'], relativeRows))
   }
   const w6 = results.W6
   if (w6 !== undefined) {
