@@ -136,9 +136,9 @@ export class NoteOperations {
     const choice = this.#compression.choose(headers['accept-encoding'])
     const note = this.#store.get(id)
     if (note instanceof Promise) {
-      return note.then((settled) => this.#encoded(readAnswer(settled, headers, choice), choice))
+      return note.then((settled) => this.#readEncoded(settled, headers, choice))
     }
-    return this.#encoded(readAnswer(note, headers, choice), choice)
+    return this.#readEncoded(note, headers, choice)
   }
 
   /**
@@ -342,6 +342,16 @@ export class NoteOperations {
     const answer = encodedAnswer(identity, coding, compressed)
     encodings[coding] = answer
     return answer
+  }
+
+  /** readAnswer, compressed when it should be (readAnswer has set Vary already). */
+  #readEncoded(
+    note: NoteRecord | undefined,
+    headers: RequestHeaders,
+    choice: CodingChoice | undefined,
+  ): MaybePromise<Answer> {
+    const answer = readAnswer(note, headers, choice)
+    return choice === undefined ? answer : this.#encoded(answer, choice)
   }
 
   /**
