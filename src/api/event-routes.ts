@@ -73,8 +73,13 @@ export function registerEventRoutes(app: FastifyInstance, feed: ChangeFeed): voi
       ...EVENT_STREAM_HEADERS,
     })
     // HEAD: the head a GET would get (no Content-Length: a stream has none), and no stream.
-    if (request.method === 'HEAD') reply.raw.end()
-    else feed.open(reply.raw, start.since)
+    if (request.method === 'HEAD') {
+      reply.raw.end()
+    } else {
+      // The feed writes on the socket itself, after the head.
+      reply.raw.flushHeaders()
+      feed.open(reply.raw, start.since)
+    }
     return reply
   })
   app.addHook('preClose', (done) => {
