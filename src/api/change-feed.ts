@@ -212,6 +212,13 @@ export class ChangeFeed {
 
   /** A change from the store: formatted once, held by the streams catching up, flushed soon. */
   #receive(change: Change): void {
+    if (this.size === 0) {
+      // Nobody to tell: only where the store stands is kept (a batch must stay consecutive).
+      this.#pending = []
+      this.#lastSequence = change.sequence
+      this.#lastVersion = change.version
+      return
+    }
     const last = this.#lastSequence
     if (last !== undefined) {
       if (change.sequence <= last) return
