@@ -7,13 +7,14 @@ import type { FastifyInstance } from 'fastify'
 import { type AppOptions, buildApp } from '../src/app.js'
 import { type Config, DEFAULT_CONFIG } from '../src/config/config.js'
 import { MemoryNoteStore, type MemoryStoreOptions } from '../src/store/memory.js'
-import type { Change } from '../src/store/types.js'
+import type { Change, NoteStore } from '../src/store/types.js'
 import { TEST_EPOCH } from './helpers.js'
+import { PromisedNoteStore } from './promised-store.js'
 import { type SseClient as Client, SseClient, type SseMessage } from './sse-client.js'
 
 interface Feed {
   app: FastifyInstance
-  store: MemoryNoteStore
+  store: NoteStore
   port: number
   base: string
 }
@@ -23,15 +24,14 @@ async function listenFeed(
   t: TestContext,
   config: Partial<Config> = {},
   feed: AppOptions['feed'] = {},
-  storeOptions: Partial<MemoryStoreOptions> = {},
+  makeStore: (options: MemoryStoreOptions) => NoteStore = (options) => new MemoryNoteStore(options),
 ): Promise<Feed> {
   const settings = { ...DEFAULT_CONFIG, ...config }
-  const store = new MemoryNoteStore({
+  const store = makeStore({
     maxNotes: settings.maxNotes,
     maxBytes: settings.maxStoreBytes,
     historyLimit: settings.changeHistory,
     epoch: TEST_EPOCH,
-    ...storeOptions,
   })
   const app = buildApp({ store, config: settings, feed })
   await app.listen({ port: 0, host: '127.0.0.1' })
@@ -98,9 +98,38 @@ async function create(base: string, body: unknown): Promise<{ id: number }> {
 }
 
 /** The messages a store's history says a stream started after `since` must get. */
-function expectedAfter(store: MemoryNoteStore, since: string): SseMessage[] {
-  const changes = store.changesSince(since, 1_000_000) as readonly Change[]
+async function expectedAfter(store: NoteStore, since: string): Promise<SseMessage[]> {
+  const changes = (await store.changesSince(since, 1_000_000)) as readonly Change[]
   return changes.map(asMessage)
+}
+
+/** Every call, and every change reported, come late, as from a database across a network. */
+class LateNoteStore extends PromisedNoteStore {
+  #seed = 7
+
+  /** 0 to `max` ms, from a fixed sequence (a linear congruential generator). */
+  #delay(max: number): number {
+    this.#seed = (this.#seed * 1_103_515_245 + 12_345) % 2_147_483_648
+    return this.#seed % (max + 1)
+  }
+
+  override subscribe(listener: (change: Change) => void): () => void {
+    let queue = Promise.resolve()
+    return super.subscribe((change) => {
+      // In order, each after its own delay: a change may be reported after a read that has it.
+      const delay = this.#delay(8)
+      queue = queue.then(() => sleep(delay)).then(() => listener(change))
+    })
+  }
+
+  override async changesSince(
+    since: string,
+    limit: number,
+  ): Promise<readonly Change[] | undefined> {
+    const changes = await super.changesSince(since, limit)
+    await sleep(this.#delay(3))
+    return changes
+  }
 }
 
 function asMessage(change: Change): SseMessage {
@@ -159,19 +188,19 @@ describe('GET /api/events', () => {
     const bySince = await openStream(t, port, '/api/events?since=e.2')
     const byHeader = await openStream(t, port, '/api/events', { 'last-event-id': 'e.3' })
     const both = await openStream(t, port, '/api/events?since=e.1', { 'last-event-id': 'e.4' })
-    assert.deepEqual(await bySince.events(3), expectedAfter(store, 'e.2'))
-    assert.deepEqual(await byHeader.events(2), expectedAfter(store, 'e.3'))
-    assert.deepEqual(await both.events(1), expectedAfter(store, 'e.4'))
+    assert.deepEqual(await bySince.events(3), await expectedAfter(store, 'e.2'))
+    assert.deepEqual(await byHeader.events(2), await expectedAfter(store, 'e.3'))
+    assert.deepEqual(await both.events(1), await expectedAfter(store, 'e.4'))
     // No id line at the start: the client already has its token.
     assert.ok(bySince.text.startsWith('retry: 2000\n\nevent: created\nid: e.3\n'))
     // Then live, without a gap or a repeat.
     await create(base, { n: 6 })
-    assert.deepEqual(await bySince.events(4), expectedAfter(store, 'e.2'))
-    assert.deepEqual(await byHeader.events(3), expectedAfter(store, 'e.3'))
+    assert.deepEqual(await bySince.events(4), await expectedAfter(store, 'e.2'))
+    assert.deepEqual(await byHeader.events(3), await expectedAfter(store, 'e.3'))
     // The current version: nothing to replay, live from there.
-    const current = await openStream(t, port, `/api/events?since=${store.version()}`)
+    const current = await openStream(t, port, `/api/events?since=${await store.version()}`)
     await create(base, { n: 7 })
-    assert.deepEqual(await current.events(1), expectedAfter(store, 'e.6'))
+    assert.deepEqual(await current.events(1), await expectedAfter(store, 'e.6'))
   })
 
   for (const [name, token] of [
@@ -206,7 +235,7 @@ describe('GET /api/events', () => {
     assert.deepEqual(await tooOld.events(1), [
       { event: 'reset', id: 'e.8', data: '{"version":"e.4"}', retry: undefined },
     ])
-    assert.deepEqual(await kept.events(3), expectedAfter(store, 'e.5'))
+    assert.deepEqual(await kept.events(3), await expectedAfter(store, 'e.5'))
   })
 
   for (const [what, path, headers, detail] of [
@@ -250,59 +279,72 @@ describe('GET /api/events', () => {
     })
   }
 
-  it('sends every change after Notes-Version exactly once, in order, to clients that join during concurrent writes', async (t) => {
-    const { port, base, store } = await listenFeed(t)
-    const ids: number[] = []
-    for (let n = 0; n < 20; n++) ids.push((await create(base, { n })).id)
-    let written = 0
-    const writer = async (seed: number): Promise<void> => {
-      for (let i = 0; i < 60; i++) {
-        const pick = ids[(seed * 7 + i * 13) % ids.length] as number
-        const op = (seed + i) % 3
-        if (op === 0) ids.push((await create(base, { seed, i })).id)
-        const answer =
-          op === 0
-            ? { status: 200 }
-            : op === 1
-              ? await call(base, 'PATCH', `/api/note/${pick}`, { seed, i })
-              : await call(base, 'DELETE', `/api/note/${pick}`)
-        // A note deleted by another writer answers 404 and changes nothing.
-        if (answer.status === 200) written++
+  for (const [kind, makeStore, tuning] of [
+    ['the memory store', undefined, {}],
+    [
+      'a store that answers late and reports changes late (history read 7 at a time)',
+      (options: MemoryStoreOptions) => new LateNoteStore(options),
+      { historyPage: 7 },
+    ],
+  ] as const) {
+    it(`sends every change after Notes-Version exactly once, in order, to clients that join during concurrent writes, with ${kind}`, async (t) => {
+      const { port, base, store } = await listenFeed(t, {}, tuning, makeStore)
+      const ids: number[] = []
+      for (let n = 0; n < 20; n++) ids.push((await create(base, { n })).id)
+      let written = 0
+      const writer = async (seed: number): Promise<void> => {
+        for (let i = 0; i < 60; i++) {
+          const pick = ids[(seed * 7 + i * 13) % ids.length] as number
+          const op = (seed + i) % 3
+          if (op === 0) ids.push((await create(base, { seed, i })).id)
+          const answer =
+            op === 0
+              ? { status: 200 }
+              : op === 1
+                ? await call(base, 'PATCH', `/api/note/${pick}`, { seed, i })
+                : await call(base, 'DELETE', `/api/note/${pick}`)
+          // A note deleted by another writer answers 404 and changes nothing.
+          if (answer.status === 200) written++
+        }
       }
-    }
-    const readers: { since: string; client: Client }[] = []
-    const reader = async (delayMs: number, how: 'since' | 'header'): Promise<void> => {
-      await sleep(delayMs)
-      const list = await call(base, 'GET', '/api/note')
-      const since = list.headers['notes-version'] as string
-      const client =
-        how === 'since'
-          ? await openStream(t, port, `/api/events?since=${since}`)
-          : await openStream(t, port, '/api/events', { 'last-event-id': since })
-      readers.push({ since, client })
-    }
-    const first = await openStream(t, port)
-    await first.until((c) => c.messages.length === 1)
-    await Promise.all([
-      writer(1),
-      writer(2),
-      writer(3),
-      writer(4),
-      reader(0, 'since'),
-      reader(20, 'header'),
-      reader(40, 'since'),
-      reader(80, 'header'),
-      reader(120, 'since'),
-    ])
-    const final = store.version()
-    const all = [{ since: first.messages[0]?.id as string, client: first }, ...readers]
-    for (const { since, client } of all) {
-      await client.until((c) => eventsOf(c).at(-1)?.id === final || since === final)
-      assert.deepEqual(eventsOf(client), expectedAfter(store, since), `stream since ${since}`)
-    }
-    assert.equal(eventsOf(first).length, written)
-    assert.ok(written > 150, `only ${written} writes succeeded`)
-  })
+      const readers: { since: string; client: Client }[] = []
+      const reader = async (delayMs: number, how: 'since' | 'header'): Promise<void> => {
+        await sleep(delayMs)
+        const list = await call(base, 'GET', '/api/note')
+        const since = list.headers['notes-version'] as string
+        const client =
+          how === 'since'
+            ? await openStream(t, port, `/api/events?since=${since}`)
+            : await openStream(t, port, '/api/events', { 'last-event-id': since })
+        readers.push({ since, client })
+      }
+      const first = await openStream(t, port)
+      await first.until((c) => c.messages.length === 1)
+      await Promise.all([
+        writer(1),
+        writer(2),
+        writer(3),
+        writer(4),
+        reader(0, 'since'),
+        reader(20, 'header'),
+        reader(40, 'since'),
+        reader(80, 'header'),
+        reader(120, 'since'),
+      ])
+      const final = await store.version()
+      const all = [{ since: first.messages[0]?.id as string, client: first }, ...readers]
+      for (const { since, client } of all) {
+        await client.until((c) => eventsOf(c).at(-1)?.id === final || since === final)
+        assert.deepEqual(
+          eventsOf(client),
+          await expectedAfter(store, since),
+          `stream since ${since}`,
+        )
+      }
+      assert.equal(eventsOf(first).length, written)
+      assert.ok(written > 150, `only ${written} writes succeeded`)
+    })
+  }
 
   it('sends a comment every heartbeat interval', async (t) => {
     const { port } = await listenFeed(t, {}, { heartbeatMs: 30 })
@@ -352,13 +394,13 @@ describe('GET /api/events', () => {
     const lastId = received.at(-1)?.id ?? since
     const resumed = await openStream(t, port, '/api/events', { 'last-event-id': lastId })
     await resumed.events(100 - received.length)
-    assert.deepEqual([...received, ...eventsOf(resumed)], expectedAfter(store, since))
+    assert.deepEqual([...received, ...eventsOf(resumed)], await expectedAfter(store, since))
   })
 
   it('ends every stream at once when the app closes, so the shutdown is not held up', async (t) => {
     const { app, port, store } = await listenFeed(t)
     const clients = [await openStream(t, port), await openStream(t, port, '/api/events?since=e.0')]
-    store.create({ n: 1 })
+    await store.create({ n: 1 })
     for (const client of clients) await client.events(1)
     await app.close()
     for (const client of clients) {
