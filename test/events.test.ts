@@ -122,6 +122,12 @@ class LateNoteStore extends PromisedNoteStore {
     })
   }
 
+  override async version(): Promise<string> {
+    const version = await super.version()
+    await sleep(this.#delay(3))
+    return version
+  }
+
   override async changesSince(
     since: string,
     limit: number,
@@ -308,8 +314,15 @@ describe('GET /api/events', () => {
         }
       }
       const readers: { since: string; client: Client }[] = []
-      const reader = async (delayMs: number, how: 'since' | 'header'): Promise<void> => {
+      const reader = async (delayMs: number, how: 'since' | 'header' | 'none'): Promise<void> => {
         await sleep(delayMs)
+        if (how === 'none') {
+          // From the next change: the opening message names the version it starts after.
+          const client = await openStream(t, port)
+          await client.until((c) => c.messages.length > 0)
+          readers.push({ since: client.messages[0]?.id as string, client })
+          return
+        }
         const list = await call(base, 'GET', '/api/note')
         const since = list.headers['notes-version'] as string
         const client =
@@ -330,6 +343,9 @@ describe('GET /api/events', () => {
         reader(40, 'since'),
         reader(80, 'header'),
         reader(120, 'since'),
+        reader(10, 'none'),
+        reader(60, 'none'),
+        reader(100, 'none'),
       ])
       const final = await store.version()
       const all = [{ since: first.messages[0]?.id as string, client: first }, ...readers]

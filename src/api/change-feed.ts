@@ -197,6 +197,8 @@ export class ChangeFeed {
   }
 
   async #begin(stream: EventStream, since: string | undefined): Promise<void> {
+    // A change that arrives meanwhile is held, and must not start a read from a token not known.
+    stream.reading = true
     let opening = `retry: ${RETRY_MS}\n\n`
     if (since === undefined) {
       // From the next change: the stream starts after the current version, which it is told
