@@ -259,6 +259,7 @@ describe('the OpenAPI document', () => {
       ['GET /api/note/{id}', ['401', '429'], undefined],
       ['PATCH /api/note/{id}', ['401', '403', '429'], undefined],
       ['DELETE /api/note/{id}', ['401', '403', '429'], undefined],
+      ['GET /api/events', ['401', '429'], undefined],
       ['GET /healthz', [], []],
       ['GET /readyz', [], []],
       ['GET /api/openapi.json', ['429'], []],

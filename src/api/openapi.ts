@@ -1,6 +1,7 @@
 import { needsAccessKey } from '../ops/access-keys.js'
 import { DOCS_PAGE_FILE_NAMES, NO_SUCH_FILE } from '../ops/api-docs.js'
 import { RATE_LIMIT_EXEMPT } from '../ops/rate-limits.js'
+import { eventsPathItem } from './openapi-events.js'
 import { PROBLEM_CONTENT_TYPE, problem } from './problem.js'
 
 export interface OpenApiOptions {
@@ -236,6 +237,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
         },
       },
     },
+    '/api/events': eventsPathItem(),
     '/healthz': {
       get: {
         tags: ['operations'],
