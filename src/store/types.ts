@@ -197,3 +197,18 @@ export class IdempotencyKeyReusedError extends Error {
     this.name = 'IdempotencyKeyReusedError'
   }
 }
+
+/**
+ * The store's backend cannot be reached (a database down, restarting, or too slow): nothing is
+ * known to have changed. Answered with 503 and Retry-After (DECISION 27).
+ */
+export class StoreUnavailableError extends Error {
+  constructor(
+    message: string,
+    /** Seconds after which a retry may succeed. */
+    readonly retryAfterSeconds = 1,
+  ) {
+    super(message)
+    this.name = 'StoreUnavailableError'
+  }
+}
