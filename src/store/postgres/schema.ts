@@ -185,9 +185,7 @@ export async function migrate(client: pg.ClientBase, schema: string): Promise<bo
     await client.query(
       'CREATE TABLE IF NOT EXISTS notes_migrations (version integer PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now())',
     )
-    const { rows } = await client.query<{ version: number }>(
-      'SELECT version FROM notes_migrations',
-    )
+    const { rows } = await client.query<{ version: number }>('SELECT version FROM notes_migrations')
     const applied = new Set(rows.map((row) => row.version))
     for (const migration of MIGRATIONS) {
       if (applied.has(migration.version)) continue

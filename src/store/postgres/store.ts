@@ -158,7 +158,11 @@ export class PostgresNoteStore implements NoteStore {
     return (await this.#create(fields, null, null)).note
   }
 
-  async createOnce(key: string, fingerprint: string, fields: NoteFields): Promise<IdempotentCreate> {
+  async createOnce(
+    key: string,
+    fingerprint: string,
+    fields: NoteFields,
+  ): Promise<IdempotentCreate> {
     const created = await this.#create(fields, key, fingerprint)
     if (created.replayed && created.fingerprint !== fingerprint) {
       throw new IdempotencyKeyReusedError(
@@ -216,7 +220,8 @@ export class PostgresNoteStore implements NoteStore {
       json: `[${sent.map((row) => row.json).join(',')}]`,
       version: this.#token(at),
       total: Number(first.notes),
-      next: notes.length > limit ? Number((sent.at(-1) as { position: string }).position) : undefined,
+      next:
+        notes.length > limit ? Number((sent.at(-1) as { position: string }).position) : undefined,
     }
   }
 
@@ -525,7 +530,19 @@ export class PostgresNoteStore implements NoteStore {
    * nothing and repeats nothing.
    */
   #startListening(): void {
-    this.#cursor = this.#epoch === '' ? undefined : this.#known
+    this.#cursor = undefined
+    if (this.#epoch === '') {
+      // "From now on" is from the version the store opens at: writes wait for the same opening.
+      void this.open().then(
+        () => {
+          this.#cursor ??= this.#known
+          this.#pump()
+        },
+        () => {},
+      )
+    } else {
+      this.#cursor = this.#known
+    }
     this.#poll = setInterval(() => this.#pump(), this.#pollMs)
     this.#poll.unref()
     void this.#connectListener()
@@ -579,7 +596,10 @@ export class PostgresNoteStore implements NoteStore {
 
   async #drain(): Promise<void> {
     try {
-      if (this.#cursor === undefined) this.#cursor = await this.#sequence()
+      if (this.#cursor === undefined) {
+        if (this.#epoch === '') return
+        this.#cursor = this.#known
+      }
       for (;;) {
         const { rows } = await this.#query<{ sequence: string; type: ChangeType; data: string }>(
           'SELECT sequence, type, data FROM notes_changes WHERE sequence > $1 ORDER BY sequence LIMIT 1000',
@@ -644,7 +664,12 @@ function splitAroundId(fields: NoteFields): [string, string, string] {
 /** `note[key] = value`, except that '__proto__' becomes a plain field instead of a prototype. */
 function setField(note: NoteFields, key: string, value: unknown): void {
   if (key === '__proto__') {
-    Object.defineProperty(note, key, { value, writable: true, enumerable: true, configurable: true })
+    Object.defineProperty(note, key, {
+      value,
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    })
   } else {
     note[key] = value
   }
