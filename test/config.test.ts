@@ -29,6 +29,11 @@ describe('loadConfig', () => {
       apiReadKeys: [],
       rateLimit: 0,
       rateLimitWindowMs: 60_000,
+      databaseUrl: '',
+      databasePoolSize: 10,
+      databaseStatementTimeoutMs: 5000,
+      databaseConnectTimeoutMs: 30_000,
+      databaseConnectRetryMs: 500,
     })
     assert.deepEqual(loadConfig({}, []), DEFAULT_CONFIG)
   })
@@ -57,6 +62,11 @@ describe('loadConfig', () => {
         API_READ_KEYS: 'read-1',
         RATE_LIMIT: '100',
         RATE_LIMIT_WINDOW_MS: '1000',
+        DATABASE_URL: 'postgres://notes:pw@db.example:5432/notes',
+        DATABASE_POOL_SIZE: '20',
+        DATABASE_STATEMENT_TIMEOUT_MS: '2000',
+        DATABASE_CONNECT_TIMEOUT_MS: '0',
+        DATABASE_CONNECT_RETRY_MS: '100',
       },
       [],
     )
@@ -82,6 +92,11 @@ describe('loadConfig', () => {
       apiReadKeys: ['read-1'],
       rateLimit: 100,
       rateLimitWindowMs: 1000,
+      databaseUrl: 'postgres://notes:pw@db.example:5432/notes',
+      databasePoolSize: 20,
+      databaseStatementTimeoutMs: 2000,
+      databaseConnectTimeoutMs: 0,
+      databaseConnectRetryMs: 100,
     })
   })
 

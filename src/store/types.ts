@@ -180,6 +180,11 @@ export interface NoteStore {
    */
   subscribe(listener: (change: Change) => void): () => void
   stats(): MaybePromise<StoreStats>
+  /**
+   * Whether the store's backend answers now; /readyz is 503 while it does not (DECISION 27).
+   * A store without a backend to lose (memory) leaves it out.
+   */
+  available?(): MaybePromise<boolean>
 }
 
 /** A write refused because the store is at capacity. Nothing was changed. */

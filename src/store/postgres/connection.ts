@@ -33,9 +33,7 @@ export function isUnavailable(err: unknown): boolean {
 /** Rethrows a connection failure as StoreUnavailableError, anything else as it is. */
 export function unavailableOr(err: unknown): never {
   if (isUnavailable(err)) {
-    throw new StoreUnavailableError(
-      'The database cannot be reached right now; nothing was changed by this request unless a retry shows it.',
-    )
+    throw new StoreUnavailableError('The database cannot be reached right now.')
   }
   throw err
 }
