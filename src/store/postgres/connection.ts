@@ -68,7 +68,7 @@ export function createPool({ url, poolSize, statementTimeoutMs, schema }: PoolOp
     max: poolSize,
     statement_timeout: statementTimeoutMs,
     query_timeout: statementTimeoutMs + 1000,
-    connectionTimeoutMillis: Math.min(statementTimeoutMs + 1000, 10_000),
+    connectionTimeoutMillis: Math.min(statementTimeoutMs + 1000, 2000),
     idleTimeoutMillis: 30_000,
     options: `-c search_path=${schema},public`,
   })
