@@ -414,6 +414,27 @@ export function runStoreContract(
         assert.equal((await store.page(page({ q: 'id' }))).total, 0)
       })
 
+      it('stores creates that arrive together in arrival order, up to the note cap', async () => {
+        const store = makeRawStore({ now: fixedClock(1), maxNotes: 5 })
+        const results = await Promise.allSettled(
+          Array.from({ length: 8 }, async (_, n) => store.create({ n })),
+        )
+        assert.deepEqual(
+          results.map((r) => (r.status === 'fulfilled' ? r.value.json : r.reason.name)),
+          [
+            '{"n":0,"id":1}',
+            '{"n":1,"id":2}',
+            '{"n":2,"id":3}',
+            '{"n":3,"id":4}',
+            '{"n":4,"id":5}',
+            'StoreFullError',
+            'StoreFullError',
+            'StoreFullError',
+          ],
+        )
+        assert.equal((await store.list()).count, 5)
+      })
+
       it('creates once per idempotency key, and refuses the key with another body', async () => {
         const store = raw(7)
         const first = await store.createOnce('k1', 'body-a', { a: 1 })

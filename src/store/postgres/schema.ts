@@ -168,6 +168,53 @@ BEGIN
 END $$;
 `,
   },
+  {
+    // Group commit: the creates that arrive while another is being committed go in one statement,
+    // one transaction, one flush (notes_create without the idempotency key, for each in turn). A
+    // note past a cap gets its message in r_full; the others are stored.
+    version: 2,
+    sql: `
+CREATE FUNCTION notes_create_many(
+  p_now bigint[], p_prefix text[], p_suffix text[], p_search text[],
+  p_max_notes bigint, p_max_bytes bigint, p_history bigint)
+RETURNS TABLE (r_json text, r_written bigint, r_modified bigint, r_full text)
+LANGUAGE plpgsql AS $$
+DECLARE
+  c notes_clock%ROWTYPE;
+  v_id bigint;
+  v_json text;
+  v_bytes bigint;
+BEGIN
+  SELECT * INTO c FROM notes_clock FOR UPDATE;
+  FOR i IN 1 .. coalesce(array_length(p_now, 1), 0) LOOP
+    IF c.notes >= p_max_notes THEN
+      RETURN QUERY SELECT NULL::text, NULL::bigint, NULL::bigint,
+        format('The store holds its maximum of %s notes.', p_max_notes);
+      CONTINUE;
+    END IF;
+    v_id := greatest(p_now[i], c.last_id + 1);
+    WHILE EXISTS (SELECT 1 FROM notes WHERE id = v_id) LOOP
+      v_id := v_id + 1;
+    END LOOP;
+    v_json := p_prefix[i] || v_id::text || p_suffix[i];
+    v_bytes := octet_length(v_json);
+    IF c.bytes + v_bytes > p_max_bytes THEN
+      RETURN QUERY SELECT NULL::text, NULL::bigint, NULL::bigint,
+        format('The store holds its maximum of %s bytes of notes.', p_max_bytes);
+      CONTINUE;
+    END IF;
+    c.sequence := c.sequence + 1;
+    c.last_id := v_id;
+    c.notes := c.notes + 1;
+    c.bytes := c.bytes + v_bytes;
+    INSERT INTO notes VALUES (c.sequence, v_id, v_json, c.sequence, p_now[i], p_search[i]);
+    PERFORM notes_record_change(c.sequence, 'created', v_json, p_history);
+    RETURN QUERY SELECT v_json, c.sequence, p_now[i], NULL::text;
+  END LOOP;
+  UPDATE notes_clock SET sequence = c.sequence, last_id = c.last_id, notes = c.notes, bytes = c.bytes;
+END $$;
+`,
+  },
 ]
 
 /** Any fixed number: the advisory lock that start-up migrations hold ("notes" in ASCII). */

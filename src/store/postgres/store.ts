@@ -47,6 +47,15 @@ export interface PostgresStoreOptions {
   pollMs?: number
 }
 
+interface QueuedCreate {
+  now: number
+  prefix: string
+  suffix: string
+  search: string
+  resolve: (note: NoteRecord) => void
+  reject: (err: unknown) => void
+}
+
 interface NoteRow {
   position: string
   json: string
@@ -61,6 +70,8 @@ interface Search {
 }
 
 const MAX_CACHED_SEARCHES = 16
+/** Creates stored by one statement at most (group commit). */
+const MAX_CREATES_PER_STATEMENT = 64
 /** A conditional write that keeps losing to other writers gives up after this many reads. */
 const MAX_WRITE_ATTEMPTS = 100
 const FIND_SQL =
@@ -92,6 +103,9 @@ export class PostgresNoteStore implements NoteStore {
   #cursor: number | undefined
   #listener: pg.Client | undefined
   #poll: NodeJS.Timeout | undefined
+  /** Creates waiting for the statement in flight to commit (group commit). */
+  #queued: QueuedCreate[] = []
+  #committing = false
   #pumping = false
   #pumpAgain = false
   #closed = false
@@ -154,8 +168,12 @@ export class PostgresNoteStore implements NoteStore {
     await this.#pool.end()
   }
 
-  async create(fields: NoteFields): Promise<NoteRecord> {
-    return (await this.#create(fields, null, null)).note
+  create(fields: NoteFields): Promise<NoteRecord> {
+    const [prefix, suffix, search] = splitAroundId(fields)
+    return new Promise((resolve, reject) => {
+      this.#queued.push({ now: Math.trunc(this.#now()), prefix, suffix, search, resolve, reject })
+      if (!this.#committing) void this.#commitQueued()
+    })
   }
 
   async createOnce(
@@ -382,6 +400,47 @@ export class PostgresNoteStore implements NoteStore {
       ? this.#recordOf(row.r_json, Number(row.r_written), Number(row.r_modified))
       : this.#written(row.r_json, Number(row.r_written), Number(row.r_modified))
     return { note, replayed: row.r_replayed, fingerprint: row.r_fingerprint }
+  }
+
+  /**
+   * Group commit: one statement at a time stores every create queued so far (up to
+   * MAX_CREATES_PER_STATEMENT), in arrival order, in one transaction and one flush to disk. A lone
+   * create goes at once; the ones that arrive meanwhile wait for it and then go together.
+   */
+  async #commitQueued(): Promise<void> {
+    this.#committing = true
+    while (this.#queued.length > 0) {
+      const batch = this.#queued.splice(0, MAX_CREATES_PER_STATEMENT)
+      try {
+        const { rows } = await this.#query<{
+          r_json: string | null
+          r_written: string | null
+          r_modified: string | null
+          r_full: string | null
+        }>('SELECT * FROM notes_create_many($1, $2, $3, $4, $5, $6, $7)', [
+          batch.map((create) => create.now),
+          batch.map((create) => create.prefix),
+          batch.map((create) => create.suffix),
+          batch.map((create) => create.search),
+          this.#options.maxNotes,
+          this.#options.maxBytes,
+          this.#historyLimit,
+        ])
+        for (const [i, create] of batch.entries()) {
+          const row = rows[i]
+          if (row === undefined) create.reject(new Error('notes_create_many answered too few rows'))
+          else if (row.r_full !== null) create.reject(new StoreFullError(row.r_full))
+          else {
+            create.resolve(
+              this.#written(row.r_json as string, Number(row.r_written), Number(row.r_modified)),
+            )
+          }
+        }
+      } catch (err) {
+        for (const create of batch) create.reject(err)
+      }
+    }
+    this.#committing = false
   }
 
   async #searchPage(
