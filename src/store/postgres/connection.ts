@@ -93,7 +93,7 @@ export async function retryUntilConnected<T>(
     try {
       return await attempt()
     } catch (err) {
-      if (!isUnavailable(err) || Date.now() + retryMs > deadline) throw err
+      if (!isUnavailable(err) || Date.now() + retryMs >= deadline) throw err
       onRetry(err as Error)
       await sleep(retryMs)
     }
