@@ -13,7 +13,7 @@ if (postgresAvailable('PostgresNoteStore contract')) {
   })
   runStoreContract(
     'PostgresNoteStore',
-    ({ maxNotes = 1_000_000, maxBytes = 1 << 28, now }: ContractStoreOptions) => {
+    ({ maxNotes = 1_000_000, maxBytes = 1 << 28, now, historyLimit }: ContractStoreOptions) => {
       const store = new PostgresNoteStore({
         url,
         schema: `contract_${stores.length + 1}`,
@@ -21,6 +21,7 @@ if (postgresAvailable('PostgresNoteStore contract')) {
         maxBytes,
         poolSize: 2,
         ...(now === undefined ? {} : { now }),
+        ...(historyLimit === undefined ? {} : { historyLimit }),
       })
       stores.push(store)
       return store

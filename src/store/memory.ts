@@ -317,7 +317,9 @@ export class MemoryNoteStore implements NoteStore {
     const change: Change = { type, version: this.#version, sequence, data }
     if (this.#historyLimit > 0) {
       this.#history.push(change)
-      if (this.#history.length >= 2 * this.#historyLimit) {
+      // Trimmed in steps of an eighth, so the history holds 1 to 1.125 times its limit: a heap
+      // that a soak watches stays level once the history is full.
+      if (this.#history.length >= this.#historyLimit + Math.max(64, this.#historyLimit >> 3)) {
         const drop = this.#history.length - this.#historyLimit
         this.#history = this.#history.slice(drop)
         this.#historyStart += drop
