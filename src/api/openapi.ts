@@ -1,5 +1,6 @@
 import { needsAccessKey } from '../ops/access-keys.js'
 import { DOCS_PAGE_FILE_NAMES, NO_SUCH_FILE } from '../ops/api-docs.js'
+import { NO_SUCH_PAGE_FILE } from '../ops/notes-page.js'
 import { RATE_LIMIT_EXEMPT } from '../ops/rate-limits.js'
 import { PROBLEM_CONTENT_TYPE, problem } from './problem.js'
 
@@ -10,6 +11,8 @@ export interface OpenApiOptions {
   metrics: boolean
   /** Whether `/docs` is served. */
   docs: boolean
+  /** Whether the notes page is served at `/`. */
+  ui?: boolean
   /** Whether access keys are on (API_KEYS, API_READ_KEYS): adds the security scheme, 401 and 403. */
   accessKeys?: boolean
   /** Whether rate limits are on (RATE_LIMIT): adds 429. */
@@ -277,6 +280,50 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
     }
   }
 
+  if (options.ui === true) {
+    paths['/'] = {
+      get: {
+        tags: ['operations'],
+        operationId: 'showNotesPage',
+        summary: 'The notes page',
+        description:
+          'A page for people that lists, creates, edits and deletes notes and follows changes live, through this API. Its files are under `/ui/`; it loads nothing from another host.',
+        responses: {
+          '200': fixedFileResponse('An HTML page.', {
+            'text/html': { schema: { type: 'string' } },
+          }),
+          '304': response('NotModified'),
+        },
+      },
+    }
+    paths['/ui/{file}'] = {
+      get: {
+        tags: ['operations'],
+        operationId: 'getNotesPageFile',
+        summary: 'A file of the notes page',
+        description:
+          'The scripts, style and icon of the notes page, brotli- or gzip-compressed when the client accepts it.',
+        parameters: [
+          {
+            name: 'file',
+            in: 'path',
+            required: true,
+            description: 'The name of the file, as the page links it.',
+            schema: { type: 'string', examples: ['main.js', 'style.css'] },
+          },
+        ],
+        responses: {
+          '200': fixedFileResponse('The file.', {
+            'text/css': { schema: { type: 'string' } },
+            'text/javascript': { schema: { type: 'string' } },
+            'image/svg+xml': { schema: { type: 'string' } },
+          }),
+          '304': response('NotModified'),
+          '404': problemResponse('The page has no file of this name.', 404, NO_SUCH_PAGE_FILE),
+        },
+      },
+    }
+  }
   addAccessAndLimits(paths, options)
   const document: OpenApiDocument = {
     openapi: '3.1.0',
