@@ -7,7 +7,7 @@ import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
 import { FailureLog } from '../src/ops/failure-log.js'
 import { MemoryNoteStore } from '../src/store/memory.js'
-import { StoreFullError } from '../src/store/types.js'
+import { type NoteRecord, StoreFullError } from '../src/store/types.js'
 import { describeEachLane, inLane, JSON_HEADERS } from './helpers.js'
 import { waitFor } from './socket.js'
 
@@ -23,7 +23,7 @@ interface LogLine {
 
 /** A store whose creates fail with a bug (a plain Error), as a broken backend would. */
 class BrokenStore extends MemoryNoteStore {
-  override create(): string {
+  override create(): NoteRecord {
     throw new Error('the disk is on fire')
   }
 }

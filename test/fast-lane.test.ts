@@ -151,6 +151,8 @@ describe('the fast lane', () => {
     const everyday: InjectOptions[] = [
       { method: 'POST', url: '/api/note', headers: json, payload: '{"title":"a"}' },
       { method: 'GET', url: '/api/note' },
+      { method: 'GET', url: '/api/note?limit=1&order=desc' },
+      { method: 'GET', url: '/api/note', headers: { 'if-none-match': '"e.1"' } },
       { method: 'GET', url: '/api/note/1000' },
       { method: 'GET', url: '/api/note/424242' },
       { method: 'PATCH', url: '/api/note/1000', headers: json, payload: '{"body":"b"}' },
@@ -167,7 +169,7 @@ describe('the fast lane', () => {
       { method: 'HEAD', url: '/api/note' },
       { method: 'OPTIONS', url: '/api/note/1' },
       { method: 'GET', url: '/api/note/' },
-      { method: 'GET', url: '/api/note?limit=1' },
+      { method: 'GET', url: '/api/note/?limit=1' },
       { method: 'GET', url: '/api/note/%31' },
       { method: 'GET', url: '/api/note/abc' },
       { method: 'PUT', url: '/api/note/1' },

@@ -4,22 +4,26 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import inject, { type InjectOptions } from 'light-my-request'
 import { buildApp } from '../src/app.js'
 import { type Config, DEFAULT_CONFIG } from '../src/config/config.js'
-import { MemoryNoteStore } from '../src/store/memory.js'
+import { MemoryNoteStore, type MemoryStoreOptions } from '../src/store/memory.js'
 
 export interface TestApp {
   app: FastifyInstance
   store: MemoryNoteStore
 }
 
+/** The version epoch of test stores: ETags read '"e.1"', '"e.2"', ... */
+export const TEST_EPOCH = 'e'
+
 /** A fresh app and store with the shipped defaults, overridable per test. */
 export function buildTestApp(
   overrides: Partial<Config> = {},
-  storeOptions: { now?: () => number } = {},
+  storeOptions: Partial<MemoryStoreOptions> = {},
 ): TestApp {
   const config = { ...DEFAULT_CONFIG, ...overrides }
   const store = new MemoryNoteStore({
     maxNotes: config.maxNotes,
     maxBytes: config.maxStoreBytes,
+    epoch: TEST_EPOCH,
     ...storeOptions,
   })
   return { app: inLane(buildApp({ store, config })), store }

@@ -3,6 +3,7 @@ import { it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
+import { MemoryNoteStore } from '../src/store/memory.js'
 import type { NoteStore } from '../src/store/types.js'
 import { buildTestApp, describeEachLane, fakeClock, inLane, postNote } from './helpers.js'
 import { PromisedNoteStore } from './promised-store.js'
@@ -330,16 +331,12 @@ describeEachLane('capacity', () => {
 })
 
 describeEachLane('server errors', () => {
-  const failing: NoteStore = {
+  const failing: NoteStore = Object.assign(new MemoryNoteStore({ maxNotes: 1, maxBytes: 1 }), {
     create: () => {
       throw new Error('database password is hunter2')
     },
     list: () => Promise.reject(new Error('secret internals')),
-    get: () => undefined,
-    update: () => undefined,
-    delete: () => false,
-    stats: () => ({ notes: 0, bytes: 0, maxNotes: 0, maxBytes: 0 }),
-  }
+  })
 
   it('answers 500 problem JSON without revealing the error, thrown or rejected', async () => {
     const app = inLane(buildApp({ store: failing, config: DEFAULT_CONFIG }))

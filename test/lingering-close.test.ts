@@ -101,7 +101,7 @@ describe('closing a connection after an early answer (lingering close)', () => {
     await closed
     // Everything the client sent was read (the headers, then the whole body) before the close.
     assert.equal(socket.bytesRead, upload(4_000_000).length + 4_000_000)
-    assert.equal(server.store.list(), '[]')
+    assert.equal(server.store.list().json, '[]')
   })
 
   it('does not serve a request sent behind a refused body', async () => {
@@ -115,7 +115,7 @@ describe('closing a connection after an early answer (lingering close)', () => {
     await client.closed
     assert.equal(client.response().status, 'HTTP/1.1 413 Payload Too Large')
     assert.equal(client.response().body, TOO_LARGE)
-    assert.equal(server.store.list(), '[]')
+    assert.equal(server.store.list().json, '[]')
   })
 
   it('reads a 400 for a malformed chunk, not a reset, while the client goes on sending', async () => {

@@ -22,7 +22,12 @@ const UNBOUNDED: ModelLimits = {
 interface ModelNote {
   value: Fields
   json: string
+  /** The store's change sequence at the note's last write: its ETag's number (DECISION 22). */
+  version: number
 }
+
+/** What GET /api/note?<query> should answer (DECISION 23): the page's JSON and total, or a 400. */
+export type PageOutcome = { ok: true; json: string; total: number } | { ok: false; status: 400 }
 
 /** What a request body should come to: its fields, or the error status it earns. */
 export type BodyOutcome = { ok: true; fields: Fields } | { ok: false; status: 400 | 413 | 415 }
@@ -49,6 +54,12 @@ export class NoteModel {
   readonly notes: ModelNote[] = []
   /** The last id the service gave a created note (DECISION 1). */
   lastId = 0
+  /** Writes so far: the store's version number (DECISION 21). */
+  version = 0
+  /** The first part of the service's version tokens, once an answer has shown it. */
+  epoch: string | undefined
+  /** Idempotency keys (DECISION 30): the fields' JSON and the first answer's note and version. */
+  readonly keys = new Map<string, { fields: string; json: string; version: number }>()
   readonly #now: () => number
   #listBody: Buffer | undefined
 
@@ -140,10 +151,55 @@ export class NoteModel {
     const note = withId(fields, id)
     const json = JSON.stringify(note)
     // The note is what the store serves back: 1e400 became Infinity and is stored as null.
-    this.notes.push({ value: JSON.parse(json) as Fields, json })
+    this.version++
+    this.notes.push({ value: JSON.parse(json) as Fields, json, version: this.version })
     this.#listBody = undefined
     this.lastId = id
     return json
+  }
+
+  /** The ETag of the note at `index` ('"<epoch>.<version base 36>"'), once the epoch is known. */
+  etagOf(index: number): string | undefined {
+    const note = this.notes[index]
+    return note === undefined || this.epoch === undefined
+      ? undefined
+      : `"${this.epoch}.${note.version.toString(36)}"`
+  }
+
+  /** The version token now, once the epoch is known. */
+  token(): string | undefined {
+    return this.epoch === undefined ? undefined : `${this.epoch}.${this.version.toString(36)}`
+  }
+
+  /**
+   * DECISION 23 for a query without `after`, written plainly: filter by q (a string value at any
+   * depth containing it, Unicode case folding), reverse for order=desc, then the first `limit`.
+   */
+  page(search: string): PageOutcome {
+    const params = new URLSearchParams(search)
+    const limit = params.get('limit')
+    const order = params.get('order')
+    const q = params.get('q')
+    if (params.get('after') !== null) return { ok: false, status: 400 }
+    if (limit !== null && !(/^[0-9]{1,4}$/.test(limit) && +limit >= 1 && +limit <= 1000)) {
+      return { ok: false, status: 400 }
+    }
+    if (order !== null && order !== 'asc' && order !== 'desc') return { ok: false, status: 400 }
+    if (q !== null && ([...q].length === 0 || [...q].length > 256)) {
+      return { ok: false, status: 400 }
+    }
+    let notes = this.notes
+    if (q !== null) {
+      const folded = new RegExp(q.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&'), 'iu')
+      const hasText = (value: unknown): boolean =>
+        typeof value === 'string'
+          ? folded.test(value)
+          : typeof value === 'object' && value !== null && Object.values(value).some(hasText)
+      notes = notes.filter((note) => hasText(note.value))
+    }
+    const ordered = order === 'desc' ? [...notes].reverse() : notes
+    const page = limit === null ? ordered : ordered.slice(0, Number(limit))
+    return { ok: true, json: `[${page.map((n) => n.json).join(',')}]`, total: notes.length }
   }
 
   /** The merged note (shallow, or by RFC 7396), and whether storing it passes the byte cap. */
@@ -172,11 +228,13 @@ export class NoteModel {
   }
 
   replace(index: number, json: string): void {
-    this.notes[index] = { value: JSON.parse(json) as Fields, json }
+    this.version++
+    this.notes[index] = { value: JSON.parse(json) as Fields, json, version: this.version }
     this.#listBody = undefined
   }
 
   remove(index: number): void {
+    this.version++
     this.notes.splice(index, 1)
     this.#listBody = undefined
   }

@@ -84,13 +84,18 @@ describe('NoteOperations: one change to an operation reaches both lanes', () => 
   })
 
   it('keeps the contract answers when nothing is changed', async () => {
-    const store = new MemoryNoteStore({ maxNotes: 10, maxBytes: 10_000, now: fakeClock(7, 1) })
+    const store = new MemoryNoteStore({
+      maxNotes: 10,
+      maxBytes: 10_000,
+      now: fakeClock(7, 1),
+      epoch: 'e',
+    })
     const operations = new NoteOperations(store)
     assert.deepEqual(operations.get(undefined), new Answer(404, undefined, undefined))
     const created = operations.create({ a: 1 }) as Answer
     assert.deepEqual(
       [created.status, created.contentType, created.body, created.headers],
-      [200, 'application/json; charset=utf-8', '{"data":{"a":1,"id":7}}', []],
+      [200, 'application/json; charset=utf-8', '{"data":{"a":1,"id":7}}', ['etag', '"e.1"']],
     )
     const listed = operations.list() as Answer
     assert.equal(listed.body?.toString(), '{"data":[{"a":1,"id":7}]}')

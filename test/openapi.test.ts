@@ -106,24 +106,44 @@ describe('the OpenAPI document', () => {
     })
   }
 
-  it('lists the five note operations with their envelopes and errors', () => {
+  it('lists the five note operations with their envelopes, conditions and errors', () => {
     const document = documentFor({})
     const statuses = (path: string, method: string) =>
       Object.keys(
         (document.paths[path]?.[method] as { responses: object } | undefined)?.responses ?? {},
       )
-    assert.deepEqual(statuses('/api/note', 'get'), ['200'])
-    assert.deepEqual(statuses('/api/note', 'post'), ['200', '400', '413', '415', '507'])
-    assert.deepEqual(statuses('/api/note/{id}', 'get'), ['200', '400', '404'])
+    assert.deepEqual(statuses('/api/note', 'get'), ['200', '304', '400'])
+    assert.deepEqual(statuses('/api/note', 'post'), ['200', '400', '413', '415', '422', '507'])
+    assert.deepEqual(statuses('/api/note/{id}', 'get'), ['200', '304', '400', '404'])
     assert.deepEqual(statuses('/api/note/{id}', 'patch'), [
       '200',
       '400',
       '404',
+      '412',
       '413',
       '415',
       '507',
     ])
-    assert.deepEqual(statuses('/api/note/{id}', 'delete'), ['200', '400', '404'])
+    assert.deepEqual(statuses('/api/note/{id}', 'delete'), ['200', '400', '404', '412'])
+    const names = (path: string, method: string) =>
+      ((document.paths[path]?.[method] as { parameters: { $ref: string }[] }).parameters ?? []).map(
+        (parameter) => parameter.$ref.replace('#/components/parameters/', ''),
+      )
+    assert.deepEqual(names('/api/note', 'get'), [
+      'Limit',
+      'After',
+      'Order',
+      'Q',
+      'IfNoneMatch',
+      'RequestId',
+    ])
+    assert.deepEqual(names('/api/note', 'post'), ['RequestId', 'IdempotencyKey'])
+    assert.deepEqual(names('/api/note/{id}', 'patch'), [
+      'NoteId',
+      'RequestId',
+      'IfMatch',
+      'IfUnmodifiedSince',
+    ])
     assert.deepEqual(document.components.responses?.NoteNotFound, {
       description: 'No note has this id. The body is empty: Content-Length 0, no Content-Type.',
       headers: { 'X-Request-Id': { $ref: '#/components/headers/RequestId' } },

@@ -14,6 +14,7 @@ export function buildOpsApp(
   const store = new MemoryNoteStore({
     maxNotes: config.maxNotes,
     maxBytes: config.maxStoreBytes,
+    epoch: 'e',
     ...(now === undefined ? {} : { now }),
   })
   return { app: buildApp({ store, config, ...(logger ? { logger } : {}) }), store }

@@ -90,7 +90,7 @@ describe('pipelined requests', () => {
   })
 
   it('runs them in the order sent: a DELETE after a PATCH of the same note waits for it', async () => {
-    const id = (JSON.parse(server.store.list()) as { id: number }[])[0]?.id as number
+    const id = (JSON.parse(server.store.list().json) as { id: number }[])[0]?.id as number
     conn.write(
       `PATCH /api/note/${id} HTTP/1.1\r\n${JSON_HEADERS}Content-Length: 7\r\n\r\n{"b":2}` +
         `DELETE /api/note/${id} HTTP/1.1\r\nHost: t\r\n\r\n` +
@@ -112,7 +112,7 @@ describe('pipelined requests', () => {
     assert.equal(created.status, 200)
     assert.deepEqual(await read(conn, 'GET'), {
       status: 200,
-      body: `{"data":${server.store.list()}}`,
+      body: `{"data":${server.store.list().json}}`,
     })
     assert.equal(server.store.stats().notes, 2)
   })
@@ -125,7 +125,7 @@ describe('pipelined requests', () => {
     assert.equal(created.status, 200)
     assert.equal(
       created.body,
-      `{"data":${JSON.stringify((JSON.parse(server.store.list()) as unknown[])[1])}}`,
+      `{"data":${JSON.stringify((JSON.parse(server.store.list().json) as unknown[])[1])}}`,
     )
     assert.deepEqual(await read(conn, 'GET'), { status: 400, body: BAD_REQUEST })
     await conn.waitForClose(5000)

@@ -1,6 +1,19 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { MemoryNoteStore, type MemoryStoreOptions } from '../src/store/memory.js'
-import type { NoteFields, NoteStore, PatchKind, StoreStats } from '../src/store/types.js'
+import type {
+  Change,
+  IdempotentCreate,
+  ListRecord,
+  NoteFields,
+  NoteRecord,
+  NoteStore,
+  PageQuery,
+  PageRecord,
+  PatchKind,
+  PreconditionFailed,
+  Preconditions,
+  StoreStats,
+} from '../src/store/types.js'
 
 /**
  * A store that answers every call with a promise, as a networked backend would, so the shared
@@ -16,30 +29,67 @@ export class PromisedNoteStore implements NoteStore {
     this.#createDelayMs = options.createDelayMs ?? 0
   }
 
-  async create(fields: NoteFields): Promise<string> {
+  async create(fields: NoteFields): Promise<NoteRecord> {
     if (this.#createDelayMs > 0) await sleep(this.#createDelayMs)
     else await Promise.resolve()
-    return this.#inner.create(fields)
+    return copy(this.#inner.create(fields))
   }
 
-  async list(): Promise<string> {
+  async createOnce(
+    key: string,
+    fingerprint: string,
+    fields: NoteFields,
+  ): Promise<IdempotentCreate> {
+    await Promise.resolve()
+    return this.#inner.createOnce(key, fingerprint, fields)
+  }
+
+  async list(): Promise<ListRecord> {
     return this.#inner.list()
   }
 
-  async get(id: number): Promise<string | undefined> {
-    return this.#inner.get(id)
+  async page(query: PageQuery): Promise<PageRecord> {
+    return this.#inner.page(query)
   }
 
-  async update(id: number, fields: NoteFields, kind?: PatchKind): Promise<string | undefined> {
+  async get(id: number): Promise<NoteRecord | undefined> {
+    const note = this.#inner.get(id)
+    return note === undefined ? undefined : copy(note)
+  }
+
+  async update(
+    id: number,
+    fields: NoteFields,
+    kind?: PatchKind,
+    conditions?: Preconditions,
+  ): Promise<NoteRecord | undefined | PreconditionFailed> {
     await Promise.resolve()
-    return this.#inner.update(id, fields, kind)
+    const note = this.#inner.update(id, fields, kind, conditions)
+    return note === undefined || !('json' in note) ? note : copy(note)
   }
 
-  async delete(id: number): Promise<boolean> {
-    return this.#inner.delete(id)
+  async delete(id: number, conditions?: Preconditions): Promise<boolean | PreconditionFailed> {
+    return this.#inner.delete(id, conditions)
+  }
+
+  async version(): Promise<string> {
+    return this.#inner.version()
+  }
+
+  async changesSince(since: string, limit: number): Promise<readonly Change[] | undefined> {
+    return this.#inner.changesSince(since, limit)
+  }
+
+  subscribe(listener: (change: Change) => void): () => void {
+    return this.#inner.subscribe(listener)
   }
 
   async stats(): Promise<StoreStats> {
     return this.#inner.stats()
   }
+}
+
+/** As a networked store answers: a record of its own, not the stored one. */
+function copy({ json, etag, modified }: NoteRecord): NoteRecord {
+  return { json, etag, modified }
 }

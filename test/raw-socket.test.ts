@@ -114,7 +114,7 @@ describe('raw-socket abuse', () => {
   })
 
   it('answers 408 to a body that stops half way, within the request timeout, and stores nothing', async () => {
-    const before = server.store.list()
+    const before = server.store.list().json
     const conn = await open()
     const started = Date.now()
     conn.write(
@@ -128,11 +128,11 @@ describe('raw-socket abuse', () => {
       elapsed <= TIMEOUTS.requestTimeoutMs + CHECK_INTERVAL_MS + SLACK_MS,
       `408 after ${elapsed} ms`,
     )
-    assert.equal(server.store.list(), before)
+    assert.equal(server.store.list().json, before)
   })
 
   it('answers 400 to a body cut off by the client closing its side, and stores nothing', async () => {
-    const before = server.store.list()
+    const before = server.store.list().json
     const conn = await open()
     conn.write(
       'POST /api/note HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":',
@@ -143,7 +143,7 @@ describe('raw-socket abuse', () => {
       body: BAD_REQUEST,
     })
     await conn.waitForClose(5000)
-    assert.equal(server.store.list(), before)
+    assert.equal(server.store.list().json, before)
   })
 
   it('closes slowloris connections trickling headers with 408 while serving others', async () => {
@@ -230,7 +230,7 @@ describe('raw-socket abuse', () => {
     // the socket timeout, so the server's write queue drains steadily all that time.
     const filler = 'y'.repeat(100_000)
     for (let i = 0; i < 400; i++) server.store.create({ filler })
-    const expected = Buffer.byteLength(`{"data":${server.store.list()}}`)
+    const expected = Buffer.byteLength(`{"data":${server.store.list().json}}`)
     const conn = await open()
     const socket = conn.socket
     socket.removeAllListeners('data')

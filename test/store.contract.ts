@@ -1,12 +1,31 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { type NoteStore, StoreFullError } from '../src/store/types.js'
+import {
+  type Change,
+  IdempotencyKeyReusedError,
+  type NoteFields,
+  type NoteRecord,
+  type NoteStore,
+  type PatchKind,
+  PreconditionFailed,
+  StoreFullError,
+} from '../src/store/types.js'
 import { RFC7396_EXAMPLES, withIdJson } from './merge-patch-cases.js'
 
 export interface ContractStoreOptions {
   maxNotes?: number
   maxBytes?: number
   now?: () => number
+  /** Changes kept for replay (CHANGE_HISTORY). */
+  historyLimit?: number
+}
+
+/** Resolves once `ready()` holds (a store may deliver its changes asynchronously); 2 s at most. */
+async function waitUntil(ready: () => boolean): Promise<void> {
+  for (let waited = 0; !ready(); waited += 5) {
+    if (waited > 2000) throw new Error('timed out waiting for the store')
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
 }
 
 /**
@@ -15,8 +34,9 @@ export interface ContractStoreOptions {
  */
 export function runStoreContract(
   name: string,
-  makeStore: (options: ContractStoreOptions) => NoteStore,
+  makeRawStore: (options: ContractStoreOptions) => NoteStore,
 ): void {
+  const makeStore = (options: ContractStoreOptions) => textView(makeRawStore(options))
   const fixedClock = (t: number) => () => t
   const parse = (json: string | undefined): unknown =>
     json === undefined ? undefined : JSON.parse(json)
@@ -298,5 +318,209 @@ export function runStoreContract(
       )
       assert.equal((await store.stats()).bytes, 33)
     })
+
+    describe('versions, conditions, pages, idempotency and history (DECISIONS 21-24, 30)', () => {
+      const raw = (options: ContractStoreOptions = {}) =>
+        makeRawStore({ now: fixedClock(1), ...options })
+      const ids = (json: string) => (JSON.parse(json) as { id: number }[]).map((note) => note.id)
+
+      it('advances the version on every write and gives each written note that version as its ETag', async () => {
+        const store = raw()
+        const start = await store.version()
+        const created = await store.create({ a: 1 })
+        const afterCreate = await store.version()
+        assert.notEqual(afterCreate, start)
+        assert.equal(created.etag, JSON.stringify(afterCreate))
+        assert.equal(created.modified, 1)
+        assert.equal((await store.get(1))?.etag, created.etag)
+        const list = await store.list()
+        assert.equal(list.version, afterCreate)
+        assert.equal(list.count, 1)
+        const updated = await store.update(1, { b: 2 })
+        assert.ok(updated !== undefined && !(updated instanceof PreconditionFailed))
+        const afterUpdate = await store.version()
+        assert.equal(updated.etag, JSON.stringify(afterUpdate))
+        assert.notEqual(afterUpdate, afterCreate)
+        assert.equal(await store.delete(1), true)
+        assert.notEqual(await store.version(), afterUpdate)
+        // A read or a refused write changes nothing.
+        const now = await store.version()
+        await store.get(1)
+        await store.list()
+        assert.equal(await store.delete(1), false)
+        assert.equal(await store.version(), now)
+      })
+
+      it('applies If-Match and If-Unmodified-Since atomically, and answers the current note when they fail', async () => {
+        let t = 5000
+        const store = raw({ now: () => t })
+        const first = await store.create({ a: 1 }) // id 5000, modified 5000
+        const etag = first.etag
+        const failed = await store.update(5000, { a: 2 }, 'merge', { ifMatch: ['"nope"'] })
+        assert.ok(failed instanceof PreconditionFailed)
+        assert.equal(failed.current.json, '{"a":1,"id":5000}')
+        assert.equal(failed.current.etag, etag)
+        assert.equal((await store.get(5000))?.json, '{"a":1,"id":5000}')
+        t = 9000
+        const done = await store.update(5000, { a: 2 }, 'merge', { ifMatch: ['"x"', etag] })
+        assert.ok(done !== undefined && !(done instanceof PreconditionFailed))
+        assert.equal(done.json, '{"a":2,"id":5000}')
+        assert.equal(done.modified, 9000)
+        // The old ETag no longer matches; '*' matches any note; a missing note is undefined/false.
+        assert.ok((await store.delete(5000, { ifMatch: [etag] })) instanceof PreconditionFailed)
+        assert.equal(await store.update(1, { a: 3 }, 'merge', { ifMatch: '*' }), undefined)
+        assert.equal(await store.delete(1, { ifMatch: '*' }), false)
+        // If-Unmodified-Since: written at 9.000 s, so 8 s fails and 9 s passes.
+        assert.ok(
+          (await store.update(5000, { a: 3 }, 'merge', { ifUnmodifiedSince: 8000 })) instanceof
+            PreconditionFailed,
+        )
+        assert.equal(await store.delete(5000, { ifUnmodifiedSince: 9000 }), true)
+      })
+
+      it('pages by keyset in both orders, with totals and a next position while more follow', async () => {
+        let t = 100
+        const store = raw({ now: () => t++ })
+        for (let i = 0; i < 5; i++) await store.create({ n: i }) // ids 100-104
+        const asc = await store.page({ limit: 2, order: 'asc', after: undefined, q: undefined })
+        assert.deepEqual(ids(asc.json), [100, 101])
+        assert.equal(asc.total, 5)
+        assert.equal(asc.version, await store.version())
+        assert.notEqual(asc.next, undefined)
+        const asc2 = await store.page({ limit: 2, order: 'asc', after: asc.next, q: undefined })
+        assert.deepEqual(ids(asc2.json), [102, 103])
+        const asc3 = await store.page({ limit: 2, order: 'asc', after: asc2.next, q: undefined })
+        assert.deepEqual(ids(asc3.json), [104])
+        assert.equal(asc3.next, undefined)
+        const desc = await store.page({ limit: 3, order: 'desc', after: undefined, q: undefined })
+        assert.deepEqual(ids(desc.json), [104, 103, 102])
+        // A note deleted at the cursor, and one created meanwhile: the walk goes on from its place.
+        await store.delete(102)
+        await store.create({ n: 5 }) // 105
+        const desc2 = await store.page({ limit: 3, order: 'desc', after: desc.next, q: undefined })
+        assert.deepEqual(ids(desc2.json), [101, 100])
+        assert.equal(desc2.next, undefined)
+        assert.equal(desc2.total, 5)
+        const exact = await store.page({ limit: 5, order: 'asc', after: undefined, q: undefined })
+        assert.deepEqual(ids(exact.json), [100, 101, 103, 104, 105])
+        assert.equal(exact.next, undefined)
+        const empty = await store.page({
+          limit: 5,
+          order: 'asc',
+          after: exact.next ?? 1e9,
+          q: undefined,
+        })
+        assert.equal(empty.json, '[]')
+      })
+
+      it('searches string values at any depth, case-insensitively, never keys, and pages the matches', async () => {
+        let t = 1
+        const store = raw({ now: () => t++ })
+        await store.create({ title: 'Buy BREAD' }) // 1
+        await store.create({ bread: 'key only' }) // 2
+        await store.create({ deep: [{ x: ['wholebread'] }] }) // 3
+        await store.create({ n: 5, t: true, q: 'say "bread"\n' }) // 4
+        await store.create({ title: 'bréad' }) // 5
+        const all = await store.page({ limit: 10, order: 'asc', after: undefined, q: 'BrEaD' })
+        assert.deepEqual(ids(all.json), [1, 3, 4])
+        assert.equal(all.total, 3)
+        const first = await store.page({ limit: 2, order: 'desc', after: undefined, q: 'bread' })
+        assert.deepEqual(ids(first.json), [4, 3])
+        const rest = await store.page({ limit: 2, order: 'desc', after: first.next, q: 'bread' })
+        assert.deepEqual(ids(rest.json), [1])
+        assert.equal(rest.total, 3)
+        const quoted = await store.page({
+          limit: 10,
+          order: 'asc',
+          after: undefined,
+          q: '"bread"\n',
+        })
+        assert.deepEqual(ids(quoted.json), [4])
+        const accent = await store.page({ limit: 10, order: 'asc', after: undefined, q: 'BRÉ' })
+        assert.deepEqual(ids(accent.json), [5])
+        const none = await store.page({ limit: 10, order: 'asc', after: undefined, q: 'title' })
+        assert.equal(none.json, '[]')
+        assert.equal(none.total, 0)
+      })
+
+      it('creates once per idempotency key, replays the first note, and refuses the key with another body', async () => {
+        let t = 10
+        const store = raw({ now: () => t++ })
+        const first = await store.createOnce('k-1', 'print-a', { a: 1 })
+        assert.equal(first.replayed, false)
+        assert.equal(first.note.json, '{"a":1,"id":10}')
+        await store.update(10, { a: 2 })
+        const again = await store.createOnce('k-1', 'print-a', { a: 1 })
+        assert.equal(again.replayed, true)
+        assert.equal(again.note.json, '{"a":1,"id":10}')
+        assert.equal(again.note.etag, first.note.etag)
+        await assert.rejects(
+          async () => store.createOnce('k-1', 'print-b', { a: 9 }),
+          IdempotencyKeyReusedError,
+        )
+        assert.equal((await store.stats()).notes, 1)
+        const other = await store.createOnce('k-2', 'print-a', { a: 1 })
+        assert.equal(other.replayed, false)
+        assert.equal((await store.stats()).notes, 2)
+      })
+
+      it('keeps a history of changes that replays from any version it still holds', async () => {
+        const store = raw({ now: fixedClock(1), historyLimit: 3 })
+        const seen: Change[] = []
+        const stop = store.subscribe((change) => seen.push(change))
+        const v0 = await store.version()
+        await store.create({ a: 1 }) // 1
+        const v1 = await store.version()
+        await store.update(1, { b: 2 })
+        await store.create({ c: 3 }) // 2
+        await store.delete(1)
+        const v4 = await store.version()
+        await waitUntil(() => seen.length === 4)
+        stop()
+        assert.deepEqual(
+          seen.map((change) => [change.type, change.data]),
+          [
+            ['created', '{"a":1,"id":1}'],
+            ['updated', '{"a":1,"id":1,"b":2}'],
+            ['created', '{"c":3,"id":2}'],
+            ['deleted', '{"id":1}'],
+          ],
+        )
+        assert.equal(seen.at(-1)?.version, v4)
+        assert.equal(seen[0]?.version, v1)
+        for (let i = 1; i < seen.length; i++) {
+          assert.equal((seen[i] as Change).sequence, (seen[i - 1] as Change).sequence + 1)
+        }
+        assert.deepEqual(await store.changesSince(v1, 10), seen.slice(1))
+        assert.deepEqual(await store.changesSince(v1, 1), seen.slice(1, 2))
+        assert.deepEqual(await store.changesSince(v4, 10), [])
+        // Four changes, three kept: v0 is too old; garbage and other stores' tokens are unknown.
+        assert.equal(await store.changesSince(v0, 10), undefined)
+        assert.equal(await store.changesSince('nonsense', 10), undefined)
+        assert.equal(await store.changesSince(`${v4}0`, 10), undefined)
+        await store.create({ d: 4 })
+        assert.equal(seen.length, 4, 'stopped listeners hear nothing')
+      })
+    })
   })
+}
+
+/**
+ * The store's notes as JSON text, which is what the contract's first tests compare: create, get
+ * and update answer the note's JSON, list the array's.
+ */
+function textView(store: NoteStore) {
+  const text = (note: NoteRecord | undefined | PreconditionFailed): string | undefined => {
+    if (note instanceof PreconditionFailed) throw new Error('unexpected PreconditionFailed')
+    return note?.json
+  }
+  return {
+    create: async (fields: NoteFields) => (await store.create(fields)).json,
+    list: async () => (await store.list()).json,
+    get: async (id: number) => text(await store.get(id)),
+    update: async (id: number, fields: NoteFields, kind?: PatchKind) =>
+      text(await store.update(id, fields, kind)),
+    delete: async (id: number) => store.delete(id),
+    stats: async () => store.stats(),
+  }
 }

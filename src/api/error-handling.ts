@@ -4,7 +4,7 @@ import { closeLingering, isLingering, lingerOnClose } from '../http/lingering-cl
 import { afterResponsesOn } from '../http/pipelining.js'
 import type { FailureLog } from '../ops/failure-log.js'
 import { REQUEST_ID_HEADER } from '../ops/request-id.js'
-import { StoreFullError } from '../store/types.js'
+import { IdempotencyKeyReusedError, StoreFullError } from '../store/types.js'
 import { PROBLEM_CONTENT_TYPE, problem, sendProblem } from './problem.js'
 
 export interface ErrorHandlingOptions {
@@ -71,6 +71,12 @@ export function problemForError(
 ): { status: number; detail: string } {
   if (error instanceof StoreFullError) {
     return { status: 507, detail: `${error.message} Delete notes to make room.` }
+  }
+  if (error instanceof IdempotencyKeyReusedError) {
+    return {
+      status: 422,
+      detail: `${error.message} Send a new key for a new note, or the same body to repeat the first request.`,
+    }
   }
   const status = statusOf(error)
   if (status >= 500) {

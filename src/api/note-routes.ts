@@ -16,12 +16,16 @@ interface IdParams {
  * calls it, and writes its Answer. What an operation answers is decided in NoteOperations.
  */
 export function registerNoteRoutes(app: FastifyInstance, operations: NoteOperations): void {
-  app.post(NOTES_ROUTE, (request, reply) => write(reply, operations.create(bodyFields(request))))
+  app.post(NOTES_ROUTE, (request, reply) =>
+    write(reply, operations.create(bodyFields(request), request.headers)),
+  )
 
-  app.get(NOTES_ROUTE, (_request, reply) => write(reply, operations.list()))
+  app.get(NOTES_ROUTE, (request, reply) =>
+    write(reply, operations.list(queryOf(request.url), request.headers)),
+  )
 
   app.get<{ Params: IdParams }>(NOTE_ROUTE, (request, reply) =>
-    write(reply, operations.get(parseNoteId(request.params.id))),
+    write(reply, operations.get(parseNoteId(request.params.id), request.headers)),
   )
 
   app.patch<{ Params: IdParams }>(NOTE_ROUTE, (request, reply) =>
@@ -31,14 +35,21 @@ export function registerNoteRoutes(app: FastifyInstance, operations: NoteOperati
         parseNoteId(request.params.id),
         bodyFields(request),
         patchKind(request.headers['content-type']),
+        request.headers,
       ),
     ),
   )
 
   app.delete<{ Params: IdParams }>(NOTE_ROUTE, (request, reply) => {
     const segment = request.params.id
-    return write(reply, operations.delete(parseNoteId(segment), segment))
+    return write(reply, operations.delete(parseNoteId(segment), segment, request.headers))
   })
+}
+
+/** '/api/note?limit=2' -> 'limit=2'; '/api/note' -> '' */
+export function queryOf(url: string): string {
+  const mark = url.indexOf('?')
+  return mark === -1 ? '' : url.slice(mark + 1)
 }
 
 /** The body parser only lets JSON objects through; a request with no body at all means `{}`. */
@@ -71,6 +82,8 @@ function write(reply: FastifyReply, answer: MaybePromise<Answer>): undefined | P
 
 function send(reply: FastifyReply, answer: Answer): void {
   reply.code(answer.status)
+  // A 304 has no body: Fastify would otherwise send 'Content-Length: 0' with it.
+  if (answer.status === 304) reply.removeHeader('content-length')
   if (answer.contentType !== undefined) reply.header('content-type', answer.contentType)
   const { headers } = answer
   for (let i = 0; i + 1 < headers.length; i += 2) {

@@ -110,6 +110,29 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
   // OpenAPI 3.1 document as nameless inputs and sends '/api/note/{id}' literally.
   const noteParameters = [ref('parameters', 'NoteId'), ref('parameters', 'RequestId')]
   const listParameters = [ref('parameters', 'RequestId')]
+  const pageParameters = [
+    ref('parameters', 'Limit'),
+    ref('parameters', 'After'),
+    ref('parameters', 'Order'),
+    ref('parameters', 'Q'),
+    ref('parameters', 'IfNoneMatch'),
+    ...listParameters,
+  ]
+  const readParameters = [
+    ...noteParameters,
+    ref('parameters', 'IfNoneMatch'),
+    ref('parameters', 'IfModifiedSince'),
+  ]
+  const writeParameters = [
+    ...noteParameters,
+    ref('parameters', 'IfMatch'),
+    ref('parameters', 'IfUnmodifiedSince'),
+  ]
+  const readHeaders = {
+    ...requestIdHeader,
+    ETag: ref('headers', 'ETag'),
+    'Cache-Control': ref('headers', 'CacheControl'),
+  }
   const bodyErrors = {
     '400': response('BadRequest'),
     '413': response('PayloadTooLarge'),
@@ -124,23 +147,42 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
         tags: ['notes'],
         operationId: 'listNotes',
         summary: 'List notes',
-        parameters: listParameters,
-        description: 'Every stored note, oldest first; `data` is `[]` when there are none.',
+        parameters: pageParameters,
+        description:
+          'Every stored note, oldest first; `data` is `[]` when there are none. With `limit` (or `after`), one page: keyset paging on list position, so a walk that follows `Link: rel="next"` visits every note that exists throughout it exactly once, whatever is written meanwhile. `order=desc` walks from the newest; `q` keeps the notes with a string value (at any depth, keys excluded) containing the text, case-insensitively. Other query parameters are ignored.',
         responses: {
-          '200': jsonResponse('The notes.', schema('NoteListEnvelope')),
+          '200': {
+            ...jsonResponse('The notes, or one page of them.', schema('NoteListEnvelope')),
+            headers: {
+              ...readHeaders,
+              'Notes-Version': ref('headers', 'NotesVersion'),
+              'X-Total-Count': ref('headers', 'TotalCount'),
+              Link: ref('headers', 'Link'),
+            },
+          },
+          '304': response('NotModified'),
+          '400': response('BadPageQuery'),
         },
       },
       post: {
         tags: ['notes'],
         operationId: 'createNote',
         summary: 'Create a note',
-        parameters: listParameters,
+        parameters: [...listParameters, ref('parameters', 'IdempotencyKey')],
         description:
           'Stores the body fields plus a new `id`: the time in ms since the Unix epoch, raised when needed so that no two notes share one. An `id` in the body is replaced.',
         requestBody: ref('requestBodies', 'NoteFields'),
         responses: {
-          '200': jsonResponse('The note as stored.', schema('NoteEnvelope')),
+          '200': {
+            ...jsonResponse('The note as stored.', schema('NoteEnvelope')),
+            headers: {
+              ...requestIdHeader,
+              ETag: ref('headers', 'ETag'),
+              'Idempotent-Replayed': ref('headers', 'IdempotentReplayed'),
+            },
+          },
           ...bodyErrors,
+          '422': response('IdempotencyKeyReused'),
         },
       },
     },
@@ -151,9 +193,13 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
         tags: ['notes'],
         operationId: 'getNote',
         summary: 'Get a note',
-        parameters: noteParameters,
+        parameters: readParameters,
         responses: {
-          '200': jsonResponse('The note.', schema('NoteEnvelope')),
+          '200': {
+            ...jsonResponse('The note.', schema('NoteEnvelope')),
+            headers: { ...readHeaders, 'Last-Modified': ref('headers', 'LastModified') },
+          },
+          '304': response('NotModified'),
           '400': response('BadUrl'),
           '404': response('NoteNotFound'),
         },
@@ -162,13 +208,17 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
         tags: ['notes'],
         operationId: 'updateNote',
         summary: 'Update a note',
-        parameters: noteParameters,
+        parameters: writeParameters,
         description:
           'Merges the body fields over the note: each replaces the stored field of the same name, the others stay. An `id` in the body is merged too, and the note is then found at its new id. With `Content-Type: application/merge-patch+json` the body is an RFC 7396 merge patch instead: `null` removes a field, objects merge recursively, arrays replace.',
         requestBody: ref('requestBodies', 'NotePatch'),
         responses: {
-          '200': jsonResponse('The note after the merge.', schema('NoteEnvelope')),
+          '200': {
+            ...jsonResponse('The note after the merge.', schema('NoteEnvelope')),
+            headers: { ...requestIdHeader, ETag: ref('headers', 'ETag') },
+          },
           '404': response('NoteNotFound'),
+          '412': response('PreconditionFailed'),
           ...bodyErrors,
         },
       },
@@ -176,7 +226,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
         tags: ['notes'],
         operationId: 'deleteNote',
         summary: 'Delete a note',
-        parameters: noteParameters,
+        parameters: writeParameters,
         responses: {
           '200': jsonResponse(
             'The note was deleted; `data` is the `id` path segment as sent, a string.',
@@ -184,6 +234,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
           ),
           '400': response('BadUrl'),
           '404': response('NoteNotFound'),
+          '412': response('PreconditionFailed'),
         },
       },
     },
@@ -395,6 +446,76 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
           schema: { type: 'string' },
           example: '1767225600000',
         },
+        Limit: {
+          name: 'limit',
+          in: 'query',
+          required: false,
+          description:
+            'Answer one page of at most this many notes, with `Link: rel="next"` while more follow.',
+          schema: { type: 'integer', minimum: 1, maximum: 1000 },
+        },
+        After: {
+          name: 'after',
+          in: 'query',
+          required: false,
+          description:
+            'The opaque cursor from a `Link: rel="next"` URL: the page starts after the last note of the one before. Alone, pages by 100. A cursor that is not one of ours is a 400.',
+          schema: { type: 'string' },
+        },
+        Order: {
+          name: 'order',
+          in: 'query',
+          required: false,
+          description: '`desc` walks from the newest note; alone, it reverses the whole list.',
+          schema: { type: 'string', enum: ['asc', 'desc'] },
+        },
+        Q: {
+          name: 'q',
+          in: 'query',
+          required: false,
+          description:
+            'Keep only the notes with a string value, at any depth (keys excluded), that contains this text, compared case-insensitively. X-Total-Count then counts the matches.',
+          schema: { type: 'string', minLength: 1, maxLength: 256 },
+        },
+        IfNoneMatch: {
+          name: 'If-None-Match',
+          in: 'header',
+          required: false,
+          description: 'ETags the client holds (or `*`): 304 with no body while one is current.',
+          schema: { type: 'string' },
+        },
+        IfModifiedSince: {
+          name: 'If-Modified-Since',
+          in: 'header',
+          required: false,
+          description:
+            'An HTTP date: 304 when the note was not written after it (ignored with If-None-Match).',
+          schema: { type: 'string' },
+        },
+        IfMatch: {
+          name: 'If-Match',
+          in: 'header',
+          required: false,
+          description:
+            'Write only if the note still has one of these ETags (or any, with `*`); else 412 and nothing changes. Of two writes with the same If-Match, exactly one succeeds.',
+          schema: { type: 'string' },
+        },
+        IfUnmodifiedSince: {
+          name: 'If-Unmodified-Since',
+          in: 'header',
+          required: false,
+          description:
+            'An HTTP date: write only if the note was not written after it; else 412 (ignored with If-Match).',
+          schema: { type: 'string' },
+        },
+        IdempotencyKey: {
+          name: 'Idempotency-Key',
+          in: 'header',
+          required: false,
+          description:
+            'Apply this create at most once: a repeat with the same key and body within 24 hours answers the first answer again (with `Idempotent-Replayed: true`) and creates nothing; the same key with another body is a 422. 1 to 255 visible ASCII characters.',
+          schema: { type: 'string', minLength: 1, maxLength: 255 },
+        },
         RequestId: {
           name: 'X-Request-Id',
           in: 'header',
@@ -438,6 +559,33 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
             'A strong validator of the content: send it back in If-None-Match to get a 304 while it is unchanged.',
           schema: { type: 'string' },
         },
+        CacheControl: {
+          description:
+            '`no-cache`: a client may keep the answer but must revalidate it (If-None-Match).',
+          schema: { type: 'string', const: 'no-cache' },
+        },
+        LastModified: {
+          description: 'When the note was last written (If-Modified-Since, If-Unmodified-Since).',
+          schema: { type: 'string' },
+        },
+        NotesVersion: {
+          description:
+            "The store's version this answer is at: changes on every write, on every instance. Open `/api/events?since=<it>` to hear every later change.",
+          schema: { type: 'string' },
+        },
+        TotalCount: {
+          description: 'Notes stored, or notes matching `q`.',
+          schema: { type: 'integer' },
+        },
+        Link: {
+          description: 'While more follow: `</api/note?...&after=...>; rel="next"`, the next page.',
+          schema: { type: 'string' },
+        },
+        IdempotentReplayed: {
+          description:
+            '`true` when this answer repeats the first answer to the same Idempotency-Key.',
+          schema: { type: 'string', const: 'true' },
+        },
         Allow: {
           description: 'The methods the path accepts.',
           schema: { type: 'string', examples: ['DELETE, GET, HEAD, OPTIONS, PATCH'] },
@@ -457,6 +605,24 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
           'The body is not valid UTF-8, not valid JSON, not a JSON object, or nested too deep; or the URL has a malformed percent-encoding.',
           400,
           'The request body must be a JSON object, not an array.',
+        ),
+        BadPageQuery: problemResponse(
+          'A bad `limit`, `after`, `order` or `q`: the detail names it and what it accepts.',
+          400,
+          'limit must be a whole number from 1 to 1000; got "0".',
+        ),
+        PreconditionFailed: {
+          ...problemResponse(
+            'If-Match or If-Unmodified-Since does not hold: the note was changed meanwhile, and nothing was written. ETag is the current one.',
+            412,
+            'The note has changed since the version your If-Match or If-Unmodified-Since names; its ETag is now "k2x9q1.7". GET it, and send that ETag in If-Match to write over it.',
+          ),
+          headers: { ...requestIdHeader, ETag: ref('headers', 'ETag') },
+        },
+        IdempotencyKeyReused: problemResponse(
+          'The Idempotency-Key was used before with a different body; nothing was created.',
+          422,
+          'This Idempotency-Key was already used with a different request body. Send a new key for a new note, or the same body to repeat the first request.',
         ),
         BadUrl: problemResponse(
           'The URL has a malformed percent-encoding.',

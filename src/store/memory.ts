@@ -1,8 +1,19 @@
+import { randomBytes } from 'node:crypto'
 import { mergePatchInto } from './merge-patch.js'
+import { matchesText } from './search.js'
 import {
+  type Change,
+  IdempotencyKeyReusedError,
+  type IdempotentCreate,
+  type ListRecord,
   type NoteFields,
+  type NoteRecord,
   type NoteStore,
+  type PageQuery,
+  type PageRecord,
   type PatchKind,
+  PreconditionFailed,
+  type Preconditions,
   StoreFullError,
   type StoreStats,
 } from './types.js'
@@ -12,79 +23,205 @@ export interface MemoryStoreOptions {
   maxNotes: number
   /** Most UTF-8 bytes of note JSON held at once. */
   maxBytes: number
-  /** Clock for ids, in ms since the epoch; tests pass a fake one. */
+  /** Clock for ids and Last-Modified, in ms since the epoch; tests pass a fake one. */
   now?: () => number
+  /** Changes kept for the change feed to replay (CHANGE_HISTORY); default 10,000. */
+  historyLimit?: number
+  /** Idempotency keys remembered (DECISION 30); default 100,000. */
+  maxIdempotencyKeys?: number
+  /** How long an idempotency key is remembered, in ms; default 24 h. */
+  idempotencyTtlMs?: number
+  /**
+   * The first part of every version token; default random. Two stores (or one restarted) must
+   * not share it, or their tokens and ETags could repeat for different contents (DECISION 21).
+   */
+  epoch?: string
 }
 
-interface Entry {
+interface Entry extends NoteRecord {
   /** The note's `id` field: a number unless a PATCH made it something else. */
   id: unknown
-  /** The note serialized, written once per create or update. */
   json: string
+  etag: string
+  modified: number
   /** UTF-8 length of `json`, counted against maxBytes. */
   bytes: number
-  /** Creation order, to keep duplicate ids in list order. */
-  readonly seq: number
+  /** The note's place in the list: the change sequence of its create, never reused. */
+  readonly position: number
+  /** False once deleted: the slot stays in the list array until the next compaction. */
+  alive: boolean
 }
 
+interface RememberedKey {
+  readonly fingerprint: string
+  readonly note: NoteRecord
+  readonly expires: number
+}
+
+/** The per-version answers that are worth keeping until the next write. */
+interface VersionCache {
+  list: ListRecord | undefined
+  /** q -> the notes matching it, in list order. */
+  readonly matches: Map<string, Entry[]>
+}
+
+const MAX_CACHED_SEARCHES = 16
+
 /**
- * Notes in a Set (insertion order, O(1) delete) plus an index from numeric id to entry,
- * so get, update and delete cost O(1) whatever the number of notes.
+ * Notes in an array in list order (deleted ones left as dead slots until there are as many dead as
+ * alive, then compacted) plus an index from numeric id to entry, so get, update and delete cost
+ * O(1), and a page O(log n + limit), whatever the number of notes.
  */
 export class MemoryNoteStore implements NoteStore {
   readonly #maxNotes: number
   readonly #maxBytes: number
   readonly #now: () => number
-  readonly #entries = new Set<Entry>()
+  readonly #epoch: string
+  readonly #historyLimit: number
+  readonly #maxKeys: number
+  readonly #keyTtlMs: number
+  /** Every note in list order; positions increase strictly along it. */
+  #entries: Entry[] = []
+  #alive = 0
   /** id -> the entry holding it, or its holders in list order when a PATCH duplicated it. */
   readonly #byId = new Map<number, Entry | Entry[]>()
   #lastId = 0
   /** The highest id ever indexed (by a create or a PATCH): any id above it is free. */
   #highestId = 0
-  #seq = 0
+  /** The number of changes so far: the version (DECISION 21). */
+  #sequence = 0
+  #version: string
   #bytes = 0
-  #listJson: string | undefined
+  #cache: VersionCache = { list: undefined, matches: new Map() }
+  /** The last changes, oldest first; at most historyLimit. */
+  #history: Change[] = []
+  #historyStart = 0
+  readonly #listeners = new Set<(change: Change) => void>()
+  readonly #keys = new Map<string, RememberedKey>()
 
   constructor(options: MemoryStoreOptions) {
     this.#maxNotes = options.maxNotes
     this.#maxBytes = options.maxBytes
     this.#now = options.now ?? Date.now
+    this.#epoch = options.epoch ?? randomBytes(6).readUIntBE(0, 6).toString(36)
+    this.#historyLimit = options.historyLimit ?? 10_000
+    this.#maxKeys = options.maxIdempotencyKeys ?? 100_000
+    this.#keyTtlMs = options.idempotencyTtlMs ?? 24 * 60 * 60 * 1000
+    this.#version = this.#token(0)
   }
 
-  create(fields: NoteFields): string {
-    if (this.#entries.size >= this.#maxNotes) {
+  create(fields: NoteFields): NoteRecord {
+    if (this.#alive >= this.#maxNotes) {
       throw new StoreFullError(`The store holds its maximum of ${this.#maxNotes} notes.`)
     }
-    const id = this.#nextId()
+    const now = this.#now()
+    const id = this.#nextId(now)
     const json = serializeWithId(fields, id)
     const bytes = Buffer.byteLength(json)
     this.#reserve(bytes)
-    const entry: Entry = { id, json, bytes, seq: this.#seq++ }
+    const sequence = this.#advance()
+    const entry: Entry = {
+      id,
+      json,
+      etag: JSON.stringify(this.#version),
+      modified: now,
+      bytes,
+      position: sequence,
+      alive: true,
+    }
     this.#lastId = id
-    this.#entries.add(entry)
+    this.#entries.push(entry)
+    this.#alive++
     this.#index(entry)
     this.#bytes += bytes
-    this.#listJson = undefined
-    return json
+    this.#emit('created', sequence, json)
+    return entry
   }
 
-  list(): string {
-    if (this.#listJson === undefined) {
-      const parts: string[] = new Array(this.#entries.size)
-      let i = 0
-      for (const entry of this.#entries) parts[i++] = entry.json
-      this.#listJson = `[${parts.join(',')}]`
+  createOnce(key: string, fingerprint: string, fields: NoteFields): IdempotentCreate {
+    const known = this.#keys.get(key)
+    if (known !== undefined && known.expires > this.#now()) {
+      if (known.fingerprint !== fingerprint) {
+        throw new IdempotencyKeyReusedError(
+          'This Idempotency-Key was already used with a different request body.',
+        )
+      }
+      return { note: known.note, replayed: true }
     }
-    return this.#listJson
+    const entry = this.create(fields)
+    const now = entry.modified
+    // A snapshot: a later PATCH changes the entry, not the answer a repeat gets.
+    const note = snapshot(entry)
+    this.#keys.delete(key)
+    this.#keys.set(key, { fingerprint, note, expires: now + this.#keyTtlMs })
+    // Oldest first: drop the expired ones and those beyond the bound.
+    for (const [oldKey, remembered] of this.#keys) {
+      if (this.#keys.size <= this.#maxKeys && remembered.expires > now) break
+      this.#keys.delete(oldKey)
+    }
+    return { note, replayed: false }
   }
 
-  get(id: number): string | undefined {
-    return this.#find(id)?.json
+  list(): ListRecord {
+    let list = this.#cache.list
+    if (list === undefined) {
+      const parts: string[] = new Array(this.#alive)
+      let i = 0
+      for (const entry of this.#entries) if (entry.alive) parts[i++] = entry.json
+      list = { json: `[${parts.join(',')}]`, version: this.#version, count: this.#alive }
+      this.#cache.list = list
+    }
+    return list
   }
 
-  update(id: number, fields: NoteFields, kind: PatchKind = 'merge'): string | undefined {
+  page({ limit, order, after, q }: PageQuery): PageRecord {
+    const notes = q === undefined ? this.#entries : this.#matching(q)
+    const total = q === undefined ? this.#alive : notes.length
+    const parts: string[] = []
+    let next: number | undefined
+    if (order === 'asc') {
+      let i = after === undefined ? 0 : firstAfter(notes, after)
+      for (; i < notes.length; i++) {
+        const entry = notes[i] as Entry
+        if (!entry.alive) continue
+        if (parts.length === limit) {
+          next = lastSentPosition(notes, i)
+          break
+        }
+        parts.push(entry.json)
+      }
+    } else {
+      let i = after === undefined ? notes.length - 1 : firstAfter(notes, after) - 1
+      // firstAfter finds the first position above `after`; walking down, `after` itself is skipped.
+      if (after !== undefined && i >= 0 && (notes[i] as Entry).position === after) i--
+      for (; i >= 0; i--) {
+        const entry = notes[i] as Entry
+        if (!entry.alive) continue
+        if (parts.length === limit) {
+          next = lastSentPositionDown(notes, i)
+          break
+        }
+        parts.push(entry.json)
+      }
+    }
+    return { json: `[${parts.join(',')}]`, version: this.#version, total, next }
+  }
+
+  get(id: number): NoteRecord | undefined {
+    return this.#find(id)
+  }
+
+  update(
+    id: number,
+    fields: NoteFields,
+    kind: PatchKind = 'merge',
+    conditions?: Preconditions,
+  ): NoteRecord | undefined | PreconditionFailed {
     const entry = this.#find(id)
     if (entry === undefined) return undefined
+    if (conditions !== undefined && !meets(entry, conditions)) {
+      return new PreconditionFailed(snapshot(entry))
+    }
     // A fresh copy of the note: it is changed, measured, and only then stored or dropped.
     const note = JSON.parse(entry.json) as NoteFields
     if (kind === 'merge-patch') mergePatchInto(note, fields)
@@ -98,35 +235,114 @@ export class MemoryNoteStore implements NoteStore {
       entry.id = note.id
       this.#index(entry)
     }
+    const sequence = this.#advance()
     entry.json = json
     entry.bytes = bytes
+    entry.etag = JSON.stringify(this.#version)
+    entry.modified = this.#now()
     this.#bytes += growth
-    this.#listJson = undefined
-    return json
+    this.#emit('updated', sequence, json)
+    return entry
   }
 
-  delete(id: number): boolean {
+  delete(id: number, conditions?: Preconditions): boolean | PreconditionFailed {
     const entry = this.#find(id)
     if (entry === undefined) return false
-    this.#entries.delete(entry)
+    if (conditions !== undefined && !meets(entry, conditions)) {
+      return new PreconditionFailed(snapshot(entry))
+    }
+    entry.alive = false
+    this.#alive--
     this.#unindex(entry)
     this.#bytes -= entry.bytes
-    this.#listJson = undefined
+    if (this.#entries.length - this.#alive > Math.max(1024, this.#alive)) {
+      this.#entries = this.#entries.filter((kept) => kept.alive)
+    }
+    const sequence = this.#advance()
+    this.#emit('deleted', sequence, `{"id":${JSON.stringify(id)}}`)
     return true
+  }
+
+  version(): string {
+    return this.#version
+  }
+
+  changesSince(since: string, limit: number): readonly Change[] | undefined {
+    const dot = since.lastIndexOf('.')
+    if (dot === -1 || since.slice(0, dot) !== this.#epoch) return undefined
+    const digits = since.slice(dot + 1)
+    const sequence = Number.parseInt(digits, 36)
+    if (!/^[0-9a-z]{1,11}$/.test(digits) || sequence > this.#sequence) return undefined
+    // The history holds changes historyStart+1 ... sequence (and at least the last historyLimit).
+    if (sequence < Math.max(this.#historyStart, this.#sequence - this.#historyLimit))
+      return undefined
+    const from = sequence - this.#historyStart
+    return this.#history.slice(from, from + limit)
+  }
+
+  subscribe(listener: (change: Change) => void): () => void {
+    // A wrapper, so that one function subscribed twice is called twice and removed once.
+    const subscription = (change: Change) => listener(change)
+    this.#listeners.add(subscription)
+    return () => {
+      this.#listeners.delete(subscription)
+    }
   }
 
   stats(): StoreStats {
     return {
-      notes: this.#entries.size,
+      notes: this.#alive,
       bytes: this.#bytes,
       maxNotes: this.#maxNotes,
       maxBytes: this.#maxBytes,
     }
   }
 
+  /** 'k2x9q1' and 5 -> 'k2x9q1.5' */
+  #token(sequence: number): string {
+    return `${this.#epoch}.${sequence.toString(36)}`
+  }
+
+  /** One more change: a new version, and every per-version cache dropped. */
+  #advance(): number {
+    const sequence = ++this.#sequence
+    this.#version = this.#token(sequence)
+    if (this.#cache.list !== undefined || this.#cache.matches.size > 0) {
+      this.#cache = { list: undefined, matches: new Map() }
+    }
+    return sequence
+  }
+
+  #emit(type: Change['type'], sequence: number, data: string): void {
+    const change: Change = { type, version: this.#version, sequence, data }
+    if (this.#historyLimit > 0) {
+      this.#history.push(change)
+      if (this.#history.length >= 2 * this.#historyLimit) {
+        const drop = this.#history.length - this.#historyLimit
+        this.#history = this.#history.slice(drop)
+        this.#historyStart += drop
+      }
+    } else {
+      this.#historyStart = sequence
+    }
+    for (const listener of this.#listeners) listener(change)
+  }
+
+  /** The notes matching q, in list order, kept for this version (paging through a search). */
+  #matching(q: string): Entry[] {
+    const cached = this.#cache.matches.get(q)
+    if (cached !== undefined) return cached
+    const matches = matchesText(q)
+    const found: Entry[] = []
+    for (const entry of this.#entries) if (entry.alive && matches(entry.json)) found.push(entry)
+    if (this.#cache.matches.size >= MAX_CACHED_SEARCHES) this.#cache.matches.clear()
+    this.#cache.matches.set(q, found)
+    return found
+  }
+
   /** max(now, last id + 1), stepping over ids that PATCHed notes already hold. */
-  #nextId(): number {
-    let id = Math.max(this.#now(), this.#lastId + 1)
+  #nextId(now: number): number {
+    let id = Math.max(now, this.#lastId + 1)
     // Above every id ever indexed, nothing can hold it: no lookup in the (large) index.
     if (id > this.#highestId) return id
     while (this.#byId.has(id)) id++
@@ -160,7 +376,7 @@ export class MemoryNoteStore implements NoteStore {
     }
     const holders = Array.isArray(found) ? found : [found]
     let at = holders.length
-    while (at > 0 && (holders[at - 1] as Entry).seq > entry.seq) at--
+    while (at > 0 && (holders[at - 1] as Entry).position > entry.position) at--
     holders.splice(at, 0, entry)
     if (holders !== found) this.#byId.set(id, holders)
   }
@@ -176,6 +392,44 @@ export class MemoryNoteStore implements NoteStore {
     found.splice(found.indexOf(entry), 1)
     if (found.length === 1) this.#byId.set(id, found[0] as Entry)
   }
+}
+
+/** The index of the first entry whose position is above `after` (binary search). */
+function firstAfter(entries: readonly Entry[], after: number): number {
+  let low = 0
+  let high = entries.length
+  while (low < high) {
+    const middle = (low + high) >>> 1
+    if ((entries[middle] as Entry).position <= after) low = middle + 1
+    else high = middle
+  }
+  return low
+}
+
+/** Walking up, the page ended before index `i`: the position of the last alive note before it. */
+function lastSentPosition(entries: readonly Entry[], i: number): number {
+  let at = i - 1
+  while (!(entries[at] as Entry).alive) at--
+  return (entries[at] as Entry).position
+}
+
+/** Walking down, the page ended before index `i`: the last alive note sent is above it. */
+function lastSentPositionDown(entries: readonly Entry[], i: number): number {
+  let at = i + 1
+  while (!(entries[at] as Entry).alive) at++
+  return (entries[at] as Entry).position
+}
+
+/** DECISION 22: If-Match (strong comparison, or '*') and If-Unmodified-Since. */
+function meets(entry: Entry, { ifMatch, ifUnmodifiedSince }: Preconditions): boolean {
+  if (ifMatch !== undefined && ifMatch !== '*' && !ifMatch.includes(entry.etag)) return false
+  if (ifUnmodifiedSince !== undefined && entry.modified >= ifUnmodifiedSince + 1000) return false
+  return true
+}
+
+/** The entry's current values, apart from the entry that later writes change in place. */
+function snapshot(entry: NoteRecord): NoteRecord {
+  return { json: entry.json, etag: entry.etag, modified: entry.modified }
 }
 
 /**

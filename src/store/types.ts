@@ -22,28 +22,130 @@ export interface StoreStats {
 }
 
 /**
+ * A note as the store holds it. `etag` and `modified` are set when the note is written, next to its
+ * JSON, so a conditional read costs nothing more than a plain one.
+ */
+export interface NoteRecord {
+  /** The note serialized, exactly as GET answers it inside `data`. */
+  readonly json: string
+  /**
+   * The strong validator of this content, quoted: '"k2x9q1.5t"'. It is the version token of the
+   * write that produced this content (DECISION 21), so the same ETag means the same bytes on every
+   * instance of the store, and a restarted memory store (a new epoch) never repeats one.
+   */
+  readonly etag: string
+  /** When the note was last written, in ms since the epoch (Last-Modified, DECISION 22). */
+  readonly modified: number
+}
+
+/** The whole list at one version. The same object is returned until a write. */
+export interface ListRecord {
+  /** The JSON array of every note in list order. */
+  readonly json: string
+  /** The version token (DECISION 21) this list is at. */
+  readonly version: string
+  /** Notes in the list. */
+  readonly count: number
+}
+
+/** One page of the list (DECISION 23): a keyset walk over list positions. */
+export interface PageQuery {
+  /** Most notes in the page, 1-1000. */
+  readonly limit: number
+  /** 'asc' walks from the oldest note (list order), 'desc' from the newest. */
+  readonly order: 'asc' | 'desc'
+  /** Start after this list position (exclusive); undefined starts at the first (or last) note. */
+  readonly after: number | undefined
+  /** Keep only notes with a string value, at any depth, that contains this text (any case). */
+  readonly q: string | undefined
+}
+
+export interface PageRecord {
+  /** The JSON array of the page's notes, in walk order. */
+  readonly json: string
+  readonly version: string
+  /** Notes stored, or notes matching `q` when it is given. */
+  readonly total: number
+  /** The list position of the page's last note when more notes follow it; else undefined. */
+  readonly next: number | undefined
+}
+
+/** Conditions a write applies atomically with itself (DECISION 22). */
+export interface Preconditions {
+  /** The note's etag must be one of these ('"..."', as NoteRecord.etag), or '*' for any note. */
+  readonly ifMatch?: readonly string[] | '*' | undefined
+  /** The note must not have been written after this second (ms, a multiple of 1000). */
+  readonly ifUnmodifiedSince?: number | undefined
+}
+
+/** A conditional write refused: the note exists but does not meet the preconditions. */
+export class PreconditionFailed {
+  constructor(
+    /** The note as it is now, so that a client can be shown the newer version. */
+    readonly current: NoteRecord,
+  ) {}
+}
+
+/** A create under an Idempotency-Key (DECISION 30). */
+export interface IdempotentCreate {
+  /** The note as the first request created it (not as it may have changed since). */
+  readonly note: NoteRecord
+  /** True when this is a repeat: nothing was created now. */
+  readonly replayed: boolean
+}
+
+export type ChangeType = 'created' | 'updated' | 'deleted'
+
+/** One write, as the change feed (DECISION 24) sends it. */
+export interface Change {
+  readonly type: ChangeType
+  /** The version token after this change: the SSE event id. */
+  readonly version: string
+  /** The store's order of changes: strictly increasing, without gaps, within one store. */
+  readonly sequence: number
+  /** The note's JSON after the change; for 'deleted', '{"id":<id>}'. */
+  readonly data: string
+}
+
+/**
  * Where notes live. The HTTP layer talks only to this interface, so another backend can be
  * added without touching the routes. Methods may answer synchronously or with a promise;
  * a networked backend will return promises.
+ *
+ * A record that a synchronous store returns may be the store's own, changed in place by its next
+ * write: read it before writing again.
  *
  * Notes cross this interface as JSON text: each note is serialized once, when it is written,
  * and reads hand back that text. Ids compare by strict equality (`7` never finds `"7"`).
  * When several notes share an id (a PATCH can cause that), the first in list order is the one
  * that get, update and delete act on.
+ *
+ * Every write advances the store's version (DECISION 21): one change sequence per store, shared by
+ * every instance of it, kept as a bounded history that the change feed replays (`changesSince`).
  */
 export interface NoteStore {
   /**
    * Stores `fields` plus a fresh time-based `id` that no stored note holds, at the end of the
-   * list, and returns the note's JSON. The caller's object is not modified.
+   * list, and returns the note. The caller's object is not modified.
    * @throws StoreFullError when the note would pass the store's capacity; nothing changes.
    */
-  create(fields: NoteFields): MaybePromise<string>
-  /** The JSON array of every note in list order. The same string is returned until a write. */
-  list(): MaybePromise<string>
-  /** The JSON of the note with this id, or undefined. */
-  get(id: number): MaybePromise<string | undefined>
+  create(fields: NoteFields): MaybePromise<NoteRecord>
   /**
-   * Applies `fields` to the note with this id, atomically, and returns the new JSON, or
+   * create() applied at most once per `key` (DECISION 30): a repeat with the same `fingerprint`
+   * (of the request body) within the retention answers the first note with `replayed: true`.
+   * Keys are remembered only for creates that succeeded.
+   * @throws IdempotencyKeyReusedError when the key was used with another fingerprint.
+   * @throws StoreFullError as create does.
+   */
+  createOnce(key: string, fingerprint: string, fields: NoteFields): MaybePromise<IdempotentCreate>
+  /** Every note in list order. The same record is returned until a write. */
+  list(): MaybePromise<ListRecord>
+  /** A page of the list (DECISION 23). Costs O(limit), not O(notes), without `q`. */
+  page(query: PageQuery): MaybePromise<PageRecord>
+  /** The note with this id, or undefined. */
+  get(id: number): MaybePromise<NoteRecord | undefined>
+  /**
+   * Applies `fields` to the note with this id, atomically, and returns the new note, or
    * undefined. `kind` says how (DECISION 25):
    * - 'merge' (the spec's PATCH): shallow, each field replaces the stored one, a null included;
    * - 'merge-patch' (RFC 7396, for application/merge-patch+json): a null removes the field, an
@@ -52,12 +154,31 @@ export interface NoteStore {
    * Either way `__proto__` is a plain field at any depth, an `id` field moves the note to that
    * id, and a merge patch that removes `id` leaves a note that no id finds but the list still
    * holds (DECISION 4: a note is found by its `id` field only). The note keeps its place in the
-   * list. A PostgreSQL store can run 'merge-patch' in one UPDATE (a recursive jsonb function).
+   * list. With `conditions`, a note that does not meet them is left as it is and answered as
+   * PreconditionFailed, checked and written as one step.
    * @throws StoreFullError when the changed note would pass the capacity; nothing changes.
    */
-  update(id: number, fields: NoteFields, kind?: PatchKind): MaybePromise<string | undefined>
-  /** Removes the note with this id; false when there was none. */
-  delete(id: number): MaybePromise<boolean>
+  update(
+    id: number,
+    fields: NoteFields,
+    kind?: PatchKind,
+    conditions?: Preconditions,
+  ): MaybePromise<NoteRecord | undefined | PreconditionFailed>
+  /** Removes the note with this id; false when there was none. Conditions as for update. */
+  delete(id: number, conditions?: Preconditions): MaybePromise<boolean | PreconditionFailed>
+  /** The current version token. */
+  version(): MaybePromise<string>
+  /**
+   * The changes after the one whose version token is `since`, oldest first, at most `limit` of
+   * them; undefined when `since` is not a version of this store or is older than the history
+   * kept (the client must reload: an SSE 'reset').
+   */
+  changesSince(since: string, limit: number): MaybePromise<readonly Change[] | undefined>
+  /**
+   * Calls `listener` with every change from now on, in sequence order, and returns the function
+   * that stops it. A store shared by several processes also reports the other processes' changes.
+   */
+  subscribe(listener: (change: Change) => void): () => void
   stats(): MaybePromise<StoreStats>
 }
 
@@ -66,5 +187,13 @@ export class StoreFullError extends Error {
   constructor(message: string) {
     super(message)
     this.name = 'StoreFullError'
+  }
+}
+
+/** An Idempotency-Key sent again with a different body (DECISION 30). Nothing was created. */
+export class IdempotencyKeyReusedError extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'IdempotencyKeyReusedError'
   }
 }

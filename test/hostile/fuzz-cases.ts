@@ -5,11 +5,19 @@ import type { Random } from './prng.js'
 /** What a request should get, decided from the model before it is sent. */
 export type Expectation =
   /** A create or an update whose body is good; the model decides 200 or 404 or 507. */
-  | { type: 'create'; body: Buffer; media: MediaClass | 'absent' }
-  | { type: 'list' }
-  | { type: 'get'; segment: string }
-  | { type: 'patch'; segment: string; body: Buffer; media: MediaClass | 'absent' }
-  | { type: 'delete'; segment: string }
+  | { type: 'create'; body: Buffer; media: MediaClass | 'absent'; key?: string }
+  /** `query`: the query string without '?' (pages and search, DECISION 23). */
+  | { type: 'list'; query: string }
+  /** `condition`: an If-None-Match with the note's ETag, or with an old one (DECISION 22). */
+  | { type: 'get'; segment: string; condition?: Condition }
+  | {
+      type: 'patch'
+      segment: string
+      body: Buffer
+      media: MediaClass | 'absent'
+      condition?: Condition
+    }
+  | { type: 'delete'; segment: string; condition?: Condition }
   | { type: 'options'; allow: string }
   /** A problem JSON answer with this status, store unchanged. */
   | { type: 'problem'; status: number; allow?: string }
@@ -17,6 +25,9 @@ export type Expectation =
   | { type: 'reject'; status: 400 | 431; problemBody: boolean }
   /** The body stops half way and the client half-closes: a 400, or a close; store unchanged. */
   | { type: 'truncated' }
+
+/** A conditional header naming the note's current ETag, or one it no longer has. */
+export type Condition = 'current' | 'stale'
 
 export interface FuzzCase {
   /** A label for the statistics: 'create', 'bad-json', 'cl-te-conflict'... */
@@ -160,7 +171,7 @@ export interface CaseLimits {
 export function nextCase(rng: Random, model: NoteModel, limits: CaseLimits): FuzzCase {
   return rng.weighted<() => FuzzCase>([
     [14, () => createCase(rng, limits)],
-    [6, () => listCase(rng)],
+    [6, () => listCase(rng, model)],
     [10, () => getCase(rng, model)],
     [10, () => patchCase(rng, model, limits)],
     [12, () => deleteCase(rng, model)],
@@ -180,6 +191,19 @@ export function nextCase(rng: Random, model: NoteModel, limits: CaseLimits): Fuz
 
 function createCase(rng: Random, limits: CaseLimits): FuzzCase {
   const { body, media, contentType } = goodBody(rng, limits)
+  if (rng.chance(0.12)) {
+    // DECISION 30: a few keys, reused, so that repeats and conflicts happen; some malformed.
+    const key = rng.weighted([
+      [10, `key-${rng.int(6)}`],
+      [1, rng.pick(['', 'has space', 'x'.repeat(256), '\u00e9'])],
+    ])
+    return request(rng, 'create-idempotent', 'POST', collectionPath(rng), {
+      contentType,
+      body,
+      headers: [['Idempotency-Key', key]],
+      expect: { type: 'create', body, media, key },
+    })
+  }
   return request(rng, 'create', 'POST', collectionPath(rng), {
     contentType,
     body,
@@ -187,18 +211,73 @@ function createCase(rng: Random, limits: CaseLimits): FuzzCase {
   })
 }
 
-function listCase(rng: Random): FuzzCase {
+function listCase(rng: Random, model: NoteModel): FuzzCase {
   const method = rng.chance(0.8) ? 'GET' : 'HEAD'
-  return request(rng, method === 'GET' ? 'list' : 'head-list', method, collectionPath(rng), {
-    expect: { type: 'list' },
+  const path = collectionParts(rng)
+  const search = rng.chance(0.4) ? pageQuery(rng, model) : ''
+  const query = search === '' ? path.query : search
+  return request(rng, method === 'GET' ? 'list' : 'head-list', method, `${path.base}?${query}`, {
+    expect: { type: 'list', query },
   })
+}
+
+/** A page or search query (DECISION 23), good or bad: limit, order, q, a garbage after. */
+function pageQuery(rng: Random, model: NoteModel): string {
+  const parts: string[] = []
+  if (rng.chance(0.6)) {
+    parts.push(
+      `limit=${rng.weighted([
+        [8, String(rng.between(1, 20))],
+        [1, rng.pick(['0', '1001', '1000', '-1', 'x', '', '1.5', '01', '99999'])],
+      ])}`,
+    )
+  }
+  if (rng.chance(0.4))
+    parts.push(
+      `order=${rng.weighted([
+        [8, 'desc'],
+        [2, 'asc'],
+        [1, 'DESC'],
+      ])}`,
+    )
+  if (rng.chance(0.4)) {
+    // Text from a stored note's values mostly, so that searches find something.
+    const words = model.notes.flatMap((n) => stringsIn(n.value)).filter((w) => w.length > 0)
+    const text: string =
+      words.length > 0 && rng.chance(0.7)
+        ? sliceOf(rng, rng.pick(words))
+        : rng.pick(['a', 'E', 'é', '€', '"', '\\', 'x'.repeat(257), '', ' ', '😀', 'İ'])
+    // Every byte percent-encoded: a lone surrogate in a note goes as U+FFFD, as UTF-8 must.
+    parts.push(
+      `q=${[...Buffer.from(text)].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('')}`,
+    )
+  }
+  if (rng.chance(0.05)) parts.push(`after=${rng.pick(['garbage', 'a1.2', '', 'a0.0'])}`)
+  if (rng.chance(0.1)) parts.push('other=1')
+  return parts.join('&')
+}
+
+function stringsIn(value: unknown): string[] {
+  if (typeof value === 'string') return [value]
+  if (typeof value !== 'object' || value === null) return []
+  return Object.values(value).flatMap(stringsIn)
+}
+
+/** A piece of the text, sometimes with its case changed. */
+function sliceOf(rng: Random, text: string): string {
+  const chars = [...text]
+  const start = rng.int(chars.length)
+  const piece = chars.slice(start, start + rng.between(1, 6)).join('')
+  return rng.chance(0.3) ? piece.toUpperCase() : piece
 }
 
 function getCase(rng: Random, model: NoteModel): FuzzCase {
   const { raw, segment } = idSegment(rng, model)
   const method = rng.chance(0.85) ? 'GET' : 'HEAD'
+  const { condition, headers } = conditionFor(rng, model, segment, 'If-None-Match')
   return request(rng, method === 'GET' ? 'get' : 'head-note', method, notePath(rng, raw), {
-    expect: { type: 'get', segment },
+    headers,
+    expect: { type: 'get', segment, ...(condition === undefined ? {} : { condition }) },
   })
 }
 
@@ -222,17 +301,27 @@ function patchCase(rng: Random, model: NoteModel, limits: CaseLimits): FuzzCase 
     media = 'json'
     contentType = 'application/json'
   }
+  const { condition, headers } = conditionFor(rng, model, segment, 'If-Match')
   return request(rng, 'patch', 'PATCH', notePath(rng, raw), {
     contentType,
     body,
-    expect: { type: 'patch', segment, body, media },
+    headers,
+    expect: {
+      type: 'patch',
+      segment,
+      body,
+      media,
+      ...(condition === undefined ? {} : { condition }),
+    },
   })
 }
 
 function deleteCase(rng: Random, model: NoteModel): FuzzCase {
   const { raw, segment } = idSegment(rng, model)
+  const { condition, headers } = conditionFor(rng, model, segment, 'If-Match')
   return request(rng, 'delete', 'DELETE', notePath(rng, raw), {
-    expect: { type: 'delete', segment },
+    headers,
+    expect: { type: 'delete', segment, ...(condition === undefined ? {} : { condition }) },
   })
 }
 
@@ -546,13 +635,22 @@ function invalidUtf8(rng: Random): Buffer {
 }
 
 function collectionPath(rng: Random): string {
+  const path = collectionParts(rng)
+  return path.query === '' ? path.base : `${path.base}?${path.query}`
+}
+
+/** A spelling of the collection's path, and noise for its query (none of it a page query). */
+function collectionParts(rng: Random): { base: string; query: string } {
   const base = rng.weighted([
     [10, '/api/note'],
     [3, '/api/note/'],
     [1, '/api/%6eote'],
     [1, '/%61pi/note'],
   ])
-  return base + query(rng)
+  const query = rng.chance(0.85)
+    ? ''
+    : rng.pick(['', 'a=1', 'a=1&a=2', 'x=%zz', '%', 'id=5', 'qq=1', 'q'.repeat(2000)])
+  return { base, query }
 }
 
 function notePath(rng: Random, rawSegment: string): string {
@@ -579,6 +677,25 @@ function query(rng: Random): string {
  * A raw :id segment and what it decodes to: an existing note's id in one of its spellings
  * ('007', '%37', '-3'), a free integer, or something that is not a decimal integer at all.
  */
+/**
+ * Sometimes a conditional header (DECISION 22) naming the note's ETag or an old one, once the
+ * model knows the service's version epoch.
+ */
+function conditionFor(
+  rng: Random,
+  model: NoteModel,
+  segment: string,
+  name: 'If-None-Match' | 'If-Match',
+): { condition?: Condition; headers: [string, string][] } {
+  const at = model.find(segment)
+  const etag = model.etagOf(at)
+  if (etag === undefined || !rng.chance(0.2)) return { headers: [] }
+  if (rng.chance(0.5))
+    return { condition: 'current', headers: [[name, rng.pick([etag, `"x", ${etag}`])]] }
+  const stale = `"${model.epoch}.${(model.version + 1).toString(36)}"`
+  return { condition: 'stale', headers: [[name, rng.pick([stale, 'W/"x"', '"x"'])]] }
+}
+
 function idSegment(rng: Random, model: NoteModel): { raw: string; segment: string } {
   const ids = model.notes
     .map((n) => n.value.id)
@@ -649,6 +766,8 @@ function encodeSegment(rng: Random, segment: string, mustEncodeOnly: boolean): s
 interface RequestParts {
   contentType?: string | undefined
   body?: Buffer
+  /** Further headers: conditions, an Idempotency-Key. */
+  headers?: [string, string][]
   expect: Expectation
 }
 
@@ -667,6 +786,7 @@ function request(
   const headers: [string, string][] = [[rng.chance(0.9) ? 'Host' : 'host', '127.0.0.1']]
   if (parts.contentType !== undefined)
     headers.push([rng.chance(0.8) ? 'Content-Type' : 'content-TYPE', parts.contentType])
+  if (parts.headers !== undefined) headers.push(...parts.headers)
   // Long values only while the head stays well under Node's 16 KiB header limit.
   const long = target.length < 8000 ? 'z'.repeat(rng.int(4000)) : 'z'
   if (rng.chance(0.3)) headers.push(['X-Fuzz', rng.pick(['1', 'a b', 'é', '\u00ff', '', long])])

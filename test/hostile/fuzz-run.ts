@@ -215,17 +215,32 @@ function check(
       return header(response, 'allow') === expect.allow
         ? undefined
         : `Allow should be "${expect.allow}"`
-    case 'list':
-      return dataMismatch(response, method, model.listJson())
+    case 'list': {
+      const page = model.page(expect.query)
+      if (!page.ok) return problemMismatch(response, 400, method)
+      const mismatch = dataMismatch(response, method, page.json)
+      if (mismatch !== undefined) return mismatch
+      if (header(response, 'x-total-count') !== String(page.total))
+        return `X-Total-Count ${header(response, 'x-total-count')}, the model counts ${page.total}`
+      return versionMismatch(response, model, 'notes-version')
+    }
     case 'get': {
       const at = model.find(expect.segment)
-      return at === -1
-        ? emptyNotFoundMismatch(response)
-        : dataMismatch(response, method, model.notes[at]?.json ?? '')
+      if (at === -1) return emptyNotFoundMismatch(response)
+      if (expect.condition === 'current') {
+        if (response.status !== 304)
+          return `expected 304 for the current ETag, got ${response.status}`
+        return response.body.length === 0 ? undefined : 'a 304 with a body'
+      }
+      return (
+        dataMismatch(response, method, model.notes[at]?.json ?? '') ??
+        etagMismatch(response, model.etagOf(at))
+      )
     }
     case 'delete': {
       const at = model.find(expect.segment)
       if (at === -1) return emptyNotFoundMismatch(response)
+      if (expect.condition === 'stale') return preconditionMismatch(response, method, model, at)
       const mismatch = dataMismatch(response, method, JSON.stringify(expect.segment))
       if (mismatch === undefined) model.remove(at)
       return mismatch
@@ -233,6 +248,22 @@ function check(
     case 'create': {
       const outcome = model.bodyOutcome(expect.media, expect.body)
       if (!outcome.ok) return problemMismatch(response, outcome.status, method)
+      const { key } = expect
+      if (key !== undefined) {
+        if (!/^[\x21-\x7e]{1,255}$/.test(key)) return problemMismatch(response, 400, method)
+        const known = model.keys.get(key)
+        if (known !== undefined) {
+          if (known.fields !== JSON.stringify(outcome.fields)) {
+            return problemMismatch(response, 422, method)
+          }
+          if (header(response, 'idempotent-replayed') !== 'true')
+            return 'a repeated Idempotency-Key without Idempotent-Replayed: true'
+          return (
+            dataMismatch(response, method, known.json) ??
+            etagMismatch(response, `"${model.epoch}.${known.version.toString(36)}"`)
+          )
+        }
+      }
       if (model.createRefusal(outcome.fields) === 507) return problemMismatch(response, 507, method)
       if (response.status !== 200) return `expected 200, got ${response.status}`
       const id = createdId(response)
@@ -245,22 +276,65 @@ function check(
       if (model.holds(id)) return `id ${id} is already held by a stored note (DECISION 1)`
       const json = model.create(outcome.fields, id)
       stats.notesCreated++
-      return dataMismatch(response, method, json)
+      if (key !== undefined) {
+        model.keys.set(key, {
+          fields: JSON.stringify(outcome.fields),
+          json,
+          version: model.version,
+        })
+      }
+      return dataMismatch(response, method, json) ?? versionMismatch(response, model, 'etag')
     }
     case 'patch': {
       const outcome = model.bodyOutcome(expect.media, expect.body)
       if (!outcome.ok) return problemMismatch(response, outcome.status, method)
       const at = model.find(expect.segment)
       if (at === -1) return emptyNotFoundMismatch(response)
+      if (expect.condition === 'stale') return preconditionMismatch(response, method, model, at)
       // DECISION 25: only a PATCH as application/merge-patch+json is an RFC 7396 merge patch.
       const kind = expect.media === 'merge-patch' ? 'merge-patch' : 'merge'
       const merged = model.merged(at, outcome.fields, kind)
       if (merged.refused) return problemMismatch(response, 507, method)
       const mismatch = dataMismatch(response, method, merged.json)
-      if (mismatch === undefined) model.replace(at, merged.json)
-      return mismatch
+      if (mismatch !== undefined) return mismatch
+      model.replace(at, merged.json)
+      return versionMismatch(response, model, 'etag')
     }
   }
+}
+
+/**
+ * DECISION 21: the answer's version (`Notes-Version`, or a written note's ETag) is the model's:
+ * every write advanced it by exactly one. The first answer teaches the model the epoch.
+ */
+function versionMismatch(
+  response: WireResponse,
+  model: NoteModel,
+  name: 'notes-version' | 'etag',
+): string | undefined {
+  const value = header(response, name)
+  const token = name === 'etag' ? /^"(.*)"$/.exec(value ?? '')?.[1] : value
+  const match = /^([0-9a-z]+)\.([0-9a-z]+)$/.exec(token ?? '')
+  if (match === null) return `${name} ${value} is not a version token`
+  model.epoch ??= match[1]
+  return token === model.token() ? undefined : `${name} ${value}, the model is at ${model.token()}`
+}
+
+function etagMismatch(response: WireResponse, etag: string | undefined): string | undefined {
+  if (etag === undefined) return undefined
+  return header(response, 'etag') === etag
+    ? undefined
+    : `ETag ${header(response, 'etag')}, not ${etag}`
+}
+
+/** DECISION 22: a stale If-Match gets 412 with the note's current ETag, and changes nothing. */
+function preconditionMismatch(
+  response: WireResponse,
+  method: string,
+  model: NoteModel,
+  at: number,
+): string | undefined {
+  return problemMismatch(response, 412, method) ?? etagMismatch(response, model.etagOf(at))
 }
 
 function createdId(response: WireResponse): unknown {
