@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
 import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
 import { type ServerProcess, startServer } from './hostile/server-process.js'
@@ -72,13 +74,48 @@ interface Watched {
 let browser: Browser | undefined
 const servers: ServerProcess[] = []
 
-async function serve(env: Record<string, string> = {}, port?: number): Promise<string> {
-  const server = await startServer({
-    env,
-    ...(port === undefined ? {} : { port }),
-  })
+/** Starts the service (`node dist/src/server.js`) and answers its origin. */
+async function serve(env: Record<string, string> = {}): Promise<string> {
+  return originOf(await startService(env))
+}
+
+async function startService(env: Record<string, string>, port?: number): Promise<ServerProcess> {
+  const server = await startServer({ env, ...(port === undefined ? {} : { port }) })
   servers.push(server)
-  return `http://127.0.0.1:${server.port}`
+  return server
+}
+
+const originOf = (server: { port: number }): string => `http://127.0.0.1:${server.port}`
+
+/**
+ * A TCP proxy in front of the service whose connections the test can cut, as a network drop
+ * would: the service and its change history stay.
+ */
+async function cuttableProxy(
+  target: number,
+): Promise<{ port: number; cut(): void; close(): void }> {
+  const sockets = new Set<Socket>()
+  const proxy = createServer((client) => {
+    const upstream = connect(target, '127.0.0.1')
+    for (const socket of [client, upstream]) {
+      sockets.add(socket)
+      socket.on('close', () => sockets.delete(socket))
+      socket.on('error', () => {})
+    }
+    client.pipe(upstream).pipe(client)
+  })
+  proxy.listen(0, '127.0.0.1')
+  await once(proxy, 'listening')
+  return {
+    port: (proxy.address() as AddressInfo).port,
+    cut: () => {
+      for (const socket of sockets) socket.destroy()
+    },
+    close: () => {
+      for (const socket of sockets) socket.destroy()
+      proxy.close()
+    },
+  }
 }
 
 async function open(
@@ -344,6 +381,204 @@ describe('the notes page in Chromium', { skip: SKIP, concurrency: false }, () =>
     await other.getByRole('dialog', { name: 'Access key' }).waitFor()
     clean(watched)
     await context.close()
+  })
+
+  it('pages through 10,000 notes newest first, 50 at a time, as the person scrolls', {
+    timeout: 120_000,
+  }, async () => {
+    const origin = await serve()
+    const count = 10_000
+    let made = 0
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (made < count) {
+          const n = made++
+          await create(origin, { title: `Note ${n}` })
+        }
+      }),
+    )
+    const watched = await open(origin)
+    const { page } = watched
+    await loaded(page)
+    assert.equal(await page.locator('#total').textContent(), '10,000 notes')
+    assert.equal(await page.locator('#list-status').textContent(), 'Showing 50 of 10,000 notes.')
+    // Does what a person does (scrolls to the end, or presses the button) and waits for the list
+    // to grow, in the page: a Playwright locator polling 10,000 elements would be the slow part.
+    const grow = (action: string) => `new Promise((resolve) => {
+      const list = document.getElementById('notes')
+      const before = list.children.length
+      const grown = new MutationObserver(() => {
+        if (list.children.length === before) return
+        grown.disconnect()
+        resolve(list.children.length)
+      })
+      grown.observe(list, { childList: true })
+      setTimeout(() => resolve(list.children.length), 10000)
+      ${action}
+    })`
+    const scroll = grow('window.scrollTo(0, document.documentElement.scrollHeight)')
+    const press = grow("document.getElementById('more').click()")
+    for (let shown = 50; shown < count; ) {
+      const now = await inPage<number>(page, shown < 200 ? scroll : press)
+      // One page per scroll or press: the end of the list is out of view once it grew.
+      assert.equal(now, shown + 50)
+      shown = now
+    }
+    await page.locator('#list-status', { hasText: 'All 10,000 notes shown.' }).waitFor()
+    assert.equal(await page.locator('#more').isVisible(), false)
+    // Every note once, newest first.
+    const titles = await page.locator('#notes h3').allTextContents()
+    assert.equal(titles.length, count)
+    assert.equal(new Set(titles).size, count)
+    const ids = await inPage<number[]>(
+      page,
+      `[...document.querySelectorAll('#notes .meta')].map((p) => Number(/^id (\\d+)/.exec(p.textContent)[1]))`,
+    )
+    assert.equal(new Set(ids).size, count)
+    assert.ok(
+      ids.every((id, i) => i === 0 || id < (ids[i - 1] as number)),
+      'ids fall, newest first',
+    )
+    // One request per page: the first, then 199 that follow Link.
+    const pages = watched.requested.filter((r) => r.startsWith('GET /api/note?'))
+    assert.equal(pages.length, count / 50)
+    assert.equal(pages[0], 'GET /api/note?limit=50&order=desc')
+    assert.ok(pages.slice(1).every((r) => /^GET \/api\/note\?limit=50&order=desc&after=/.test(r)))
+    clean(watched)
+    await watched.context.close()
+  })
+
+  it('on a 412 shows the version a second client saved, and overwrites it only when asked', async () => {
+    const origin = await serve()
+    const note = await create(origin, { title: 'Plan', body: 'draft 1' })
+    const path = `/api/note/${String(note.id)}`
+    const watched = await open(origin)
+    const { page } = watched
+    await loaded(page)
+    const editor = page.locator('form.editor')
+
+    await item(page, 'Plan').getByRole('button', { name: 'Edit' }).click()
+    await editor.getByLabel('Body').fill('mine')
+    assert.equal((await api(origin, 'PATCH', path, { body: 'theirs' })).status, 200)
+    await editor.getByRole('button', { name: 'Save' }).click()
+    const conflict = editor.locator('.conflict')
+    await conflict.waitFor()
+    assert.equal(
+      await conflict.locator('p').textContent(),
+      'Not saved: someone changed this note after you opened it. Their version:',
+    )
+    assert.equal(
+      await conflict.locator('pre').textContent(),
+      JSON.stringify({ ...note, body: 'theirs' }, null, 2),
+    )
+    assert.equal(((await api(origin, 'GET', path)).json?.data as Json).body, 'theirs')
+    await conflict.getByRole('button', { name: 'Save mine over theirs' }).click()
+    await item(page, 'Plan').locator('.body', { hasText: 'mine' }).waitFor()
+    assert.deepEqual((await api(origin, 'GET', path)).json?.data, { ...note, body: 'mine' })
+
+    // Again, and this time take their version.
+    await item(page, 'Plan').getByRole('button', { name: 'Edit' }).click()
+    await editor.getByLabel('Body').fill('mine again')
+    assert.equal((await api(origin, 'PATCH', path, { body: 'theirs again' })).status, 200)
+    await editor.getByRole('button', { name: 'Save' }).click()
+    await conflict.getByRole('button', { name: 'Edit their version (drop mine)' }).click()
+    assert.equal(await editor.getByLabel('Body').inputValue(), 'theirs again')
+    await editor.getByRole('button', { name: 'Cancel' }).click()
+    await item(page, 'Plan').locator('.body', { hasText: 'theirs again' }).waitFor()
+    assert.deepEqual((await api(origin, 'GET', path)).json?.data, { ...note, body: 'theirs again' })
+    clean(watched)
+    await watched.context.close()
+  })
+
+  it('shows what another page creates, edits and deletes within a second', async () => {
+    const origin = await serve()
+    const a = await open(origin)
+    const b = await open(origin)
+    await loaded(a.page)
+    await loaded(b.page)
+    const soon = { timeout: 1_000 }
+
+    await a.page.locator('#create-title').fill('From A')
+    await a.page.getByRole('button', { name: 'Create note' }).click()
+    await item(a.page, 'From A').waitFor()
+    await item(b.page, 'From A').waitFor(soon)
+    assert.equal(await b.page.locator('#total').textContent(), '1 note')
+
+    await item(b.page, 'From A').getByRole('button', { name: 'Edit' }).click()
+    await b.page.locator('form.editor').getByLabel('Body').fill('edited in B')
+    await b.page.locator('form.editor').getByRole('button', { name: 'Save' }).click()
+    await item(b.page, 'From A').locator('.body', { hasText: 'edited in B' }).waitFor()
+    await item(a.page, 'From A').locator('.body', { hasText: 'edited in B' }).waitFor(soon)
+
+    await create(origin, { title: 'From curl' })
+    await item(a.page, 'From curl').waitFor(soon)
+    await item(b.page, 'From curl').waitFor(soon)
+
+    await item(a.page, 'From A').getByRole('button', { name: 'Delete' }).click()
+    await item(a.page, 'From A').getByRole('button', { name: 'Yes, delete it' }).click()
+    await item(a.page, 'From A').waitFor({ state: 'detached' })
+    await item(b.page, 'From A').waitFor({ state: 'detached', ...soon })
+    for (const { page } of [a, b]) {
+      assert.deepEqual(await page.locator('#notes h3').allTextContents(), ['From curl'])
+      assert.equal(await page.locator('#total').textContent(), '1 note')
+    }
+    clean(a)
+    clean(b)
+    await a.context.close()
+    await b.context.close()
+  })
+
+  it('resumes from its last event after a network drop, missing nothing and reloading nothing', async () => {
+    const server = await startService({})
+    const origin = originOf(server)
+    const proxy = await cuttableProxy(server.port)
+    try {
+      const watched = await open(`http://127.0.0.1:${proxy.port}`)
+      const { page } = watched
+      await loaded(page)
+      await create(origin, { title: 'Before the drop' })
+      await item(page, 'Before the drop').waitFor()
+      proxy.cut()
+      await page.locator('#feed-status:not([data-state="live"])').waitFor()
+      await create(origin, { title: 'During the drop' })
+      await loaded(page)
+      await item(page, 'During the drop').waitFor()
+      assert.deepEqual(await page.locator('#notes h3').allTextContents(), [
+        'During the drop',
+        'Before the drop',
+      ])
+      assert.equal(await page.locator('#total').textContent(), '2 notes')
+      // The list was loaded once; the feed was asked again, from where it was.
+      assert.equal(watched.requested.filter((r) => r.startsWith('GET /api/note?')).length, 1)
+      assert.equal(watched.requested.filter((r) => r === 'GET /api/events').length, 2)
+      clean(watched)
+      await watched.context.close()
+    } finally {
+      proxy.close()
+    }
+  })
+
+  it('resumes after the server restarts, and reloads the list when the feed says reset', {
+    timeout: 60_000,
+  }, async () => {
+    const first = await startService({})
+    const origin = originOf(first)
+    const watched = await open(origin)
+    const { page } = watched
+    await loaded(page)
+    await create(origin, { title: 'Before the restart' })
+    await item(page, 'Before the restart').waitFor()
+    await first.stop()
+    await page.locator('#feed-status[data-state="retrying"]').waitFor()
+    // The memory store starts empty: the page's last event id means nothing to it (reset).
+    await startService({}, first.port)
+    await create(origin, { title: 'After the restart' })
+    await item(page, 'After the restart').waitFor({ timeout: 15_000 })
+    await loaded(page)
+    assert.deepEqual(await page.locator('#notes h3').allTextContents(), ['After the restart'])
+    assert.equal(await page.locator('#total').textContent(), '1 note')
+    clean(watched)
+    await watched.context.close()
   })
 
   it('has no serious or critical accessibility violations (axe-core), and fits 360 px', async () => {

@@ -267,6 +267,8 @@ describe('the OpenAPI document', () => {
       ['GET /metrics', ['401', '429'], undefined],
       ['GET /docs', ['429'], []],
       ['GET /docs/static/{file}', ['429'], []],
+      ['GET /', ['429'], []],
+      ['GET /ui/{file}', ['429'], []],
     ])
     // Without keys and limits, none of it.
     const plain = documentFor({ metrics: true, docs: true })

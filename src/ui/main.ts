@@ -137,6 +137,7 @@ async function reload(): Promise<void> {
   total = Number(answer.headers.get('x-total-count') ?? notes.length)
   showCounts()
   feed.start(answer.headers.get('notes-version') ?? '')
+  if (nearEnd()) void loadMore()
 }
 
 async function loadMore(): Promise<void> {
@@ -160,10 +161,8 @@ async function loadMore(): Promise<void> {
   const counted = Number(answer.headers.get('x-total-count'))
   if (Number.isSafeInteger(counted)) total = counted
   showCounts()
-  // The observer fires on a change only: keep going while the end is still in view.
-  if (next !== undefined && moreButton.getBoundingClientRect().top < innerHeight + 600) {
-    void loadMore()
-  }
+  // A tall window may still show the end: fill it.
+  if (nearEnd()) void loadMore()
 }
 
 function onEvent(event: SseEvent): void {
@@ -340,12 +339,24 @@ async function create(): Promise<void> {
 
 // More notes as the end of the list comes into view, or on the button.
 moreButton.addEventListener('click', () => void loadMore())
-new IntersectionObserver(
-  (entries) => {
-    if (entries.some((entry) => entry.isIntersecting)) void loadMore()
+let scrollCheck = false
+addEventListener(
+  'scroll',
+  () => {
+    if (scrollCheck) return
+    scrollCheck = true
+    requestAnimationFrame(() => {
+      scrollCheck = false
+      if (nearEnd()) void loadMore()
+    })
   },
-  { rootMargin: '600px 0px' },
-).observe(moreButton)
+  { passive: true },
+)
+
+/** Whether the end of the list is in view, or nearly (600 px below it). */
+function nearEnd(): boolean {
+  return !moreButton.hidden && moreButton.getBoundingClientRect().top < innerHeight + 600
+}
 
 showKeyButtons()
 void reload()

@@ -30,6 +30,9 @@ function withoutId(note: Note): Fields {
   return fields
 }
 
+/** One formatter for every note: toLocaleString() would build one per call. */
+const DATE_TIME = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' })
+
 /** 1795531269679 -> a <time> for 2026-11-24T14:41:09.679Z, when the id looks like a creation time. */
 function createdAt(id: unknown): HTMLTimeElement | undefined {
   // 2001-09-09 to 2286-11-20: ids outside are not times (a PATCH can set any id).
@@ -37,7 +40,7 @@ function createdAt(id: unknown): HTMLTimeElement | undefined {
     return undefined
   }
   const date = new Date(id)
-  return h('time', { datetime: date.toISOString() }, date.toLocaleString())
+  return h('time', { datetime: date.toISOString() }, DATE_TIME.format(date))
 }
 
 /**
