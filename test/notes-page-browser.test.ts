@@ -149,14 +149,10 @@ async function open(
   return watched
 }
 
-/** The page has loaded its list (and, with a feed, follows it). */
-async function loaded(page: Page, live = true): Promise<void> {
+/** The page has loaded its list and follows the change feed. */
+async function loaded(page: Page): Promise<void> {
   await page.locator('#list-status:not(:text("Loading"))').waitFor()
-  // TODO(before merge): 'live' only, once main has the feed.
-  if (live)
-    await page
-      .locator('#feed-status[data-state="live"], #feed-status[data-state="unavailable"]')
-      .waitFor()
+  await page.locator('#feed-status[data-state="live"]').waitFor()
 }
 
 /** Evaluates a JavaScript expression in the page (the tests are compiled without DOM types). */
@@ -577,6 +573,42 @@ describe('the notes page in Chromium', { skip: SKIP, concurrency: false }, () =>
     await loaded(page)
     assert.deepEqual(await page.locator('#notes h3').allTextContents(), ['After the restart'])
     assert.equal(await page.locator('#total').textContent(), '1 note')
+    clean(watched)
+    await watched.context.close()
+  })
+
+  it('loads in under 60 KB compressed, everything counted, and makes no request elsewhere', async (t) => {
+    const origin = await serve()
+    const watched = await open(origin)
+    const { page } = watched
+    await loaded(page)
+    // What the browser received for each request (Resource Timing: headers and encoded body),
+    // but the feed's stream, which never finishes and carries events, not the page.
+    const transferred = await inPage<{ name: string; transfer: number; body: number }[]>(
+      page,
+      `performance.getEntriesByType('navigation').concat(performance.getEntriesByType('resource'))
+        .filter((e) => !e.name.endsWith('/api/events'))
+        .map((e) => ({ name: new URL(e.name).pathname + new URL(e.name).search, transfer: e.transferSize, body: e.decodedBodySize }))`,
+    )
+    const total = transferred.reduce((sum, e) => sum + e.transfer, 0)
+    const raw = transferred.reduce((sum, e) => sum + e.body, 0)
+    t.diagnostic(
+      `transferred ${total} bytes (bodies ${raw} bytes decoded): ${JSON.stringify(transferred)}`,
+    )
+    assert.deepEqual(transferred.map((e) => e.name).sort(), [
+      '/',
+      '/api/note?limit=50&order=desc',
+      '/ui/api.js',
+      '/ui/dom.js',
+      '/ui/feed.js',
+      '/ui/icon.svg',
+      '/ui/main.js',
+      '/ui/note-item.js',
+      '/ui/note-patch.js',
+      '/ui/sse.js',
+      '/ui/style.css',
+    ])
+    assert.ok(total < 60 * 1024, `${total} bytes`)
     clean(watched)
     await watched.context.close()
   })
