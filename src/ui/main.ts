@@ -190,7 +190,13 @@ function onEvent(event: SseEvent): void {
     item?.replace(note)
   } else if (event.type === 'deleted') {
     if (ownDeletes.delete(key)) return
-    if (item !== undefined) removeItem(key)
+    // Someone editing it is told, rather than losing the editor under the cursor.
+    if (item?.editing) {
+      item.gone()
+      items.delete(key)
+    } else if (item !== undefined) {
+      removeItem(key)
+    }
     if (total !== undefined) total = Math.max(0, total - 1)
     showCounts()
   }

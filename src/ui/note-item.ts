@@ -71,6 +71,11 @@ export class NoteItem {
     return this.#note
   }
 
+  /** Whether the person has the editor open. */
+  get editing(): boolean {
+    return this.#editor !== undefined
+  }
+
   /** A newer version from the feed, a page or an answer. */
   replace(note: Note, etag?: string): void {
     if (sameJson(note, this.#note) && etag === undefined) return
