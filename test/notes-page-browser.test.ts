@@ -467,7 +467,7 @@ describe('the notes page in Chromium', { skip: SKIP, concurrency: false }, () =>
       await conflict.locator('pre').textContent(),
       JSON.stringify({ ...note, body: 'theirs' }, null, 2),
     )
-    assert.equal(((await api(origin, 'GET', path)).json?.data as Json).body, 'theirs')
+    assert.deepEqual((await api(origin, 'GET', path)).json, { data: { ...note, body: 'theirs' } })
     await conflict.getByRole('button', { name: 'Save mine over theirs' }).click()
     await item(page, 'Plan').locator('.body', { hasText: 'mine' }).waitFor()
     assert.deepEqual((await api(origin, 'GET', path)).json?.data, { ...note, body: 'mine' })
@@ -546,7 +546,7 @@ describe('the notes page in Chromium', { skip: SKIP, concurrency: false }, () =>
       assert.equal(await page.locator('#total').textContent(), '2 notes')
       // The list was loaded once; the feed was asked again, from where it was.
       assert.equal(watched.requested.filter((r) => r.startsWith('GET /api/note?')).length, 1)
-      assert.equal(watched.requested.filter((r) => r === 'GET /api/events').length, 2)
+      assert.ok(watched.requested.filter((r) => r === 'GET /api/events').length >= 2)
       clean(watched)
       await watched.context.close()
     } finally {
