@@ -69,6 +69,8 @@ interface Watched {
   errors: string[]
   /** Every request to the service: 'GET /api/note?limit=50&order=desc'. */
   requested: string[]
+  /** The Last-Event-ID of every request for the change feed ('' without one). */
+  resumedFrom: string[]
 }
 
 let browser: Browser | undefined
@@ -130,7 +132,14 @@ async function open(
       bypassCSP: options.bypassCSP ?? false,
     }))
   const page = await context.newPage()
-  const watched: Watched = { page, context, elsewhere: [], errors: [], requested: [] }
+  const watched: Watched = {
+    page,
+    context,
+    elsewhere: [],
+    errors: [],
+    requested: [],
+    resumedFrom: [],
+  }
   page.on('pageerror', (error) => watched.errors.push(`pageerror: ${error.message}`))
   page.on('console', (message) => {
     if (/refused|violat|trusted/i.test(message.text())) watched.errors.push(message.text())
@@ -139,6 +148,9 @@ async function open(
     const url = route.request().url()
     if (url.startsWith(`${origin}/`)) {
       watched.requested.push(`${route.request().method()} ${url.slice(origin.length)}`)
+      if (url === `${origin}/api/events`) {
+        watched.resumedFrom.push(route.request().headers()['last-event-id'] ?? '')
+      }
       return route.continue()
     }
     watched.elsewhere.push(url)
@@ -534,6 +546,7 @@ describe('the notes page in Chromium', { skip: SKIP, concurrency: false }, () =>
       await loaded(page)
       await create(origin, { title: 'Before the drop' })
       await item(page, 'Before the drop').waitFor()
+      const version = (await api(origin, 'GET', '/api/note')).headers.get('notes-version')
       proxy.cut()
       await page.locator('#feed-status:not([data-state="live"])').waitFor()
       await create(origin, { title: 'During the drop' })
@@ -546,7 +559,8 @@ describe('the notes page in Chromium', { skip: SKIP, concurrency: false }, () =>
       assert.equal(await page.locator('#total').textContent(), '2 notes')
       // The list was loaded once; the feed was asked again, from where it was.
       assert.equal(watched.requested.filter((r) => r.startsWith('GET /api/note?')).length, 1)
-      assert.ok(watched.requested.filter((r) => r === 'GET /api/events').length >= 2)
+      assert.ok(watched.resumedFrom.length >= 2, JSON.stringify(watched.resumedFrom))
+      assert.equal(watched.resumedFrom.at(-1), version)
       clean(watched)
       await watched.context.close()
     } finally {
