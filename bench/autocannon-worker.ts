@@ -9,6 +9,7 @@ interface Input {
   url: string
   method: NonNullable<Request['method']>
   body?: string
+  headers?: Record<string, string>
   connections: number
   durationS: number
 }
@@ -20,9 +21,11 @@ const result = await autocannon({
   connections: input.connections,
   duration: input.durationS,
   timeout: 5,
-  ...(input.body === undefined
-    ? {}
-    : { body: input.body, headers: { 'content-type': 'application/json' } }),
+  headers: {
+    ...input.headers,
+    ...(input.body === undefined ? {} : { 'content-type': 'application/json' }),
+  },
+  ...(input.body === undefined ? {} : { body: input.body }),
 })
 const total = result.requests.total
 const output: LoadResult = {

@@ -107,6 +107,9 @@ async function runWrk(options: LoadOptions): Promise<LoadResult> {
   if (request.body !== undefined) {
     lua += `wrk.body = ${luaString(request.body)}\nwrk.headers["Content-Type"] = "application/json"\n`
   }
+  for (const [name, value] of Object.entries(request.headers ?? {})) {
+    lua += `wrk.headers[${luaString(name)}] = ${luaString(value)}\n`
+  }
   writeFileSync(script, lua + WRK_DONE)
   const url = `http://127.0.0.1:${options.port}${request.path}`
   const args = ['-t1', `-c${options.connections}`, `-d${options.durationS}s`, '--timeout', '5s']
@@ -140,6 +143,7 @@ async function runAutocannon(options: LoadOptions): Promise<LoadResult> {
     url: `http://127.0.0.1:${options.port}${options.request.path}`,
     method: options.request.method,
     body: options.request.body,
+    headers: options.request.headers,
     connections: options.connections,
     durationS: options.durationS,
   })

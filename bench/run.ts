@@ -1,11 +1,13 @@
 /**
  * npm run bench [-- --quick] [--rounds N] [--duration S] [--warmup S] [--connections N]
- *   [--workloads W1,W3] [--targets service,floor,fastify] [--generator wrk|autocannon]
+ *   [--workloads W1,W3,W7] [--targets service,floor,fastify] [--generator wrk|autocannon]
  *
  * For every workload and round, starts a fresh server of each target (in an order that rotates
  * per round), preloads it over HTTP, warms it up, then drives it from a separate load-generator
  * process and reads the server's RSS. Prints one table per workload (medians over rounds), the
  * ratios service/floor and service/fastify (median of the per-round ratios), and the targets.
+ * W7, W8 and W10 run the service alone, each leg (the workload and the one it is compared with)
+ * on its own fresh server, interleaved in the same way; their ratios are leg over leg.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism, loadavg, setPriority, tmpdir } from 'node:os'
@@ -25,7 +27,14 @@ import {
   type TargetId,
   targetFromSpec,
 } from './server-process.js'
-import { type LoadRequest, WORKLOADS, type Workload } from './workloads.js'
+import {
+  type LoadRequest,
+  type PreloadedIds,
+  RELATIVE_WORKLOADS,
+  type RelativeWorkload,
+  WORKLOADS,
+  type Workload,
+} from './workloads.js'
 
 interface Settings {
   /** A measured run whose server was busy less than this share of the time is measured again. */
@@ -42,7 +51,20 @@ interface Settings {
   warmupS: number
   connections: number
   workloads: Workload[]
+  /** W7, W8, W10: the service against its own figures. */
+  relative: RelativeWorkload[]
   targets: Target[]
+}
+
+/** One server of a round: a target of a workload, or a leg of a relative workload. */
+interface Participant {
+  /** The target's id, or the leg's label. */
+  id: string
+  target: Target
+  preload: number
+  request: (ids: PreloadedIds) => LoadRequest
+  /** Read the list's ETag after the preload (W7). */
+  listEtag: boolean
 }
 
 /** One run of one target on one workload. */
@@ -93,12 +115,13 @@ function parseSettings(argv: string[]): Settings & { generator?: 'wrk' | 'autoca
     return value
   }
   const quick = values.quick === true
-  const workloadIds = (values.workloads ?? WORKLOADS.map((w) => w.id).join(',')).split(',')
-  const workloads = workloadIds.map((id) => {
-    const workload = WORKLOADS.find((w) => w.id === id.trim().toUpperCase())
-    if (workload === undefined) throw new Error(`unknown workload ${id}`)
-    return workload
-  })
+  const allIds = [...WORKLOADS, ...RELATIVE_WORKLOADS].map((w) => w.id).join(',')
+  const workloadIds = (values.workloads ?? allIds).split(',').map((id) => id.trim().toUpperCase())
+  for (const id of workloadIds) {
+    if (!allIds.split(',').includes(id)) throw new Error(`unknown workload ${id}`)
+  }
+  const workloads = WORKLOADS.filter((w) => workloadIds.includes(w.id))
+  const relative = RELATIVE_WORKLOADS.filter((w) => workloadIds.includes(w.id))
   const targets = (values.targets ?? 'service,floor,fastify')
     .split(',')
     .map((spec) => targetFromSpec(spec.trim()))
@@ -117,6 +140,7 @@ function parseSettings(argv: string[]): Settings & { generator?: 'wrk' | 'autoca
     warmupS: number(values.warmup, 1),
     connections: Math.round(number(values.connections, 50)),
     workloads,
+    relative,
     targets,
     ...(generator === undefined ? {} : { generator }),
   }
@@ -239,22 +263,50 @@ async function main(): Promise<void> {
   const summary: string[][] = []
   const ratioRows: { workload: Workload; floor: number; fastify: number }[] = []
 
-  for (const workload of settings.workloads) {
+  /** Every round of one workload: each participant's measurements, by its id. */
+  async function measureRounds(
+    workloadId: string,
+    participants: Participant[],
+  ): Promise<Record<string, Measurement[]>> {
     const runs: Record<string, Measurement[]> = {}
-    for (const target of settings.targets) runs[target.id] = []
+    for (const p of participants) runs[p.id] = []
     for (let round = 0; round < settings.rounds; round++) {
-      const measured = await measureRound(workload, round)
-      for (const target of settings.targets) {
-        const measurement = measured.get(target.id) as Measurement
-        runs[target.id]?.push(measurement)
+      const measured = await measureRound(workloadId, participants, round)
+      for (const p of participants) {
+        const measurement = measured.get(p.id) as Measurement
+        runs[p.id]?.push(measurement)
         process.stderr.write(
-          `  ${workload.id} round ${round + 1}/${settings.rounds} ${target.id}: ` +
+          `  ${workloadId} round ${round + 1}/${settings.rounds} ${p.id}: ` +
             `${thousands(measurement.load.rps)} req/s\n`,
         )
       }
     }
-    results[workload.id] = runs
-    printWorkload(workload, runs)
+    results[workloadId] = runs
+    return runs
+  }
+
+  for (const workload of settings.workloads) {
+    const participants = settings.targets.map((target) => ({
+      id: target.id,
+      target,
+      preload: workload.preload,
+      request: workload.request,
+      listEtag: false,
+    }))
+    printWorkload(workload, await measureRounds(workload.id, participants))
+  }
+
+  const relativeRows: string[][] = []
+  const service = targetFromSpec('service')
+  for (const workload of settings.relative) {
+    const participants = workload.legs.map((leg) => ({
+      id: leg.label,
+      target: service,
+      preload: leg.preload,
+      request: leg.request,
+      listEtag: true,
+    }))
+    printRelative(workload, await measureRounds(workload.id, participants))
   }
 
   /** `items` rotated left by `by`: every target goes first in turn. */
@@ -269,10 +321,12 @@ async function main(): Promise<void> {
    * targets interleaved, rather than one after the other, puts them under the same conditions.
    */
   async function measureRound(
-    workload: Workload,
+    workloadId: string,
+    participants: Participant[],
     round: number,
   ): Promise<Map<string, Measurement>> {
     interface Prepared {
+      id: string
       target: Target
       server: RunningServer
       rssAtStart: number
@@ -292,27 +346,44 @@ async function main(): Promise<void> {
     process.once('SIGTERM', stopOnSignal)
     const logFiles: string[] = []
     try {
-      for (const target of rotated(settings.targets, round)) {
+      for (const participant of rotated(participants, round)) {
+        const { target } = participant
         const logFile =
           target.id === 'service-logged' ? join(logDir, `${target.id}.log`) : '/dev/null'
         if (logFile !== '/dev/null') logFiles.push(logFile)
         const profileDir = join(
           '.bench-results',
           'profiles',
-          `${workload.id}-${target.id}-${round + 1}`,
+          `${workloadId}-${participant.id}-${round + 1}`,
         )
         const flags = settings.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []
         const server = await startServer(target, pinning?.serverCpu, logFile, flags)
         started.push(server)
         const rssAtStart = server.rss()
-        const request = workload.request(await preload(server.port, workload.preload))
-        prepared.push({ target, server, rssAtStart, request, slices: [], cpuSeconds: 0 })
+        const ids = await preload(server.port, participant.preload)
+        if (participant.listEtag) {
+          const head = await send(server.port, 'HEAD', '/api/note', { timeoutMs: 60_000 })
+          const etag = head.headers.etag
+          if (typeof etag === 'string') ids.listEtag = etag
+        }
+        const request = participant.request(ids)
+        prepared.push({
+          id: participant.id,
+          target,
+          server,
+          rssAtStart,
+          request,
+          slices: [],
+          cpuSeconds: 0,
+        })
         const check = await send(server.port, request.method, request.path, {
           ...(request.body === undefined ? {} : { body: request.body }),
+          ...(request.headers === undefined ? {} : { headers: request.headers }),
+          timeoutMs: 60_000,
         })
-        if (check.status !== 200) {
+        if (check.status !== (request.status ?? 200)) {
           throw new Error(
-            `${target.id} answered ${check.status} to ${request.method} ${request.path}`,
+            `${participant.id} answered ${check.status} to ${request.method} ${request.path}`,
           )
         }
       }
@@ -365,7 +436,7 @@ async function main(): Promise<void> {
               attempt++
               retried++
               process.stderr.write(
-                `  ${workload.id} ${p.target.id}: server busy ${(busy * 100).toFixed(0)}%, its CPU idle ${(idle * 100).toFixed(0)}%, measuring again\n`,
+                `  ${workloadId} ${p.id}: server busy ${(busy * 100).toFixed(0)}%, its CPU idle ${(idle * 100).toFixed(0)}%, measuring again\n`,
               )
               continue
             }
@@ -382,8 +453,9 @@ async function main(): Promise<void> {
       const measured = new Map<string, Measurement>()
       for (const p of prepared) {
         const load = combine(p.slices)
-        const notes = workload.id === 'W4' ? await countNotes(p.server.port) : workload.preload
-        measured.set(p.target.id, {
+        const preloaded = participants.find((q) => q.id === p.id)?.preload ?? 0
+        const notes = workloadId === 'W4' ? await countNotes(p.server.port) : preloaded
+        measured.set(p.id, {
           load,
           sliceRps: p.slices.map((slice) => slice.rps),
           rss: p.server.rss(),
@@ -477,11 +549,66 @@ async function main(): Promise<void> {
     ])
   }
 
+  /** A relative workload's legs, then each of its ratios with its target. */
+  function printRelative(workload: RelativeWorkload, runs: Record<string, Measurement[]>): void {
+    say(`${workload.id}  ${workload.title}`)
+    say(
+      table(
+        ['leg', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'notes', 'CPU us/req', 'busy %'],
+        workload.legs.map((leg) => {
+          const ms = runs[leg.label] ?? []
+          return [
+            leg.label,
+            thousands(median(ms.map((m) => m.load.rps))),
+            fixed(median(ms.map((m) => m.load.p50Ms)), 2),
+            fixed(median(ms.map((m) => m.load.p99Ms)), 2),
+            String(ms.reduce((sum, m) => sum + m.load.errors, 0)),
+            thousands(leg.preload),
+            fixed(median(ms.map((m) => m.cpuUsPerRequest)), 1),
+            fixed(median(ms.map((m) => m.busy * 100)), 0),
+          ]
+        }),
+      ),
+    )
+    for (const goal of workload.targets) {
+      const ratios = roundRatios(runs, goal.over, goal.of)
+      const value = median(ratios)
+      const met =
+        goal.within !== undefined
+          ? Math.abs(1 - value) <= goal.within
+          : value >= (goal.atLeast ?? Number.NEGATIVE_INFINITY)
+      const wanted =
+        goal.within !== undefined ? `within ${goal.within * 100}% of 1` : `>= ${goal.atLeast}`
+      const verdictText = Number.isFinite(value) ? (met ? 'ok' : 'MISSED') : ''
+      say(
+        `ratio ${goal.of}/${goal.over} ${fixed(value, 2)} (median` +
+          `${ratios.length > 1 ? ` of rounds ${ratios.map((r) => fixed(r, 2)).join(' ')}` : ''}` +
+          `; target ${wanted}: ${goal.why}) ${verdictText}`,
+      )
+      // The same comparison by CPU per response, which moves less when other work takes the CPU.
+      const cpu = median(
+        (runs[goal.of] ?? []).flatMap((m, i) => {
+          const r = runs[goal.over]?.[i]
+          return r === undefined ? [] : [r.cpuUsPerRequest / m.cpuUsPerRequest]
+        }),
+      )
+      say(`  CPU-cost ratio (${goal.over}'s CPU us/req / ${goal.of}'s): ${fixed(cpu, 2)}`)
+      relativeRows.push([
+        workload.id,
+        `${goal.of}/${goal.over}`,
+        `${fixed(value, 2)} ${verdictText}`,
+        wanted,
+        fixed(cpu, 2),
+      ])
+    }
+    say('')
+  }
+
   /** `of` req/s / other req/s in each round (both measured in the same round). */
   function roundRatios(
     runs: Record<string, Measurement[]>,
     other: string,
-    of: TargetId = 'service',
+    of: TargetId | string = 'service',
   ): number[] {
     const service = runs[of] ?? []
     const reference = runs[other] ?? []
@@ -520,13 +647,20 @@ async function main(): Promise<void> {
     )
   }
 
-  say('Summary (req/s medians; ratios are medians of per-round ratios)')
-  say(
-    table(
-      ['workload', 'service', 'floor', 'fastify', 'service/floor', 'target', 'service/fastify'],
-      summary,
-    ),
-  )
+  if (summary.length > 0) {
+    say('Summary (req/s medians; ratios are medians of per-round ratios)')
+    say(
+      table(
+        ['workload', 'service', 'floor', 'fastify', 'service/floor', 'target', 'service/fastify'],
+        summary,
+      ),
+    )
+  }
+  if (relativeRows.length > 0) {
+    say('')
+    say('The service against its own figures (same rounds, interleaved slices)')
+    say(table(['workload', 'ratio', 'value', 'target', 'CPU-cost ratio'], relativeRows))
+  }
   const w6 = results.W6
   if (w6 !== undefined) {
     const w1 = results.W1
@@ -585,7 +719,7 @@ async function main(): Promise<void> {
         pinning: pinning ?? null,
         settings: {
           ...settings,
-          workloads: settings.workloads.map((w) => w.id),
+          workloads: [...settings.workloads, ...settings.relative].map((w) => w.id),
           targets: settings.targets.map((t) => t.id),
         },
         ratios: ratioRows.map((r) => ({

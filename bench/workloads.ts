@@ -8,6 +8,10 @@ export interface LoadRequest {
   path: string
   /** JSON text, sent with Content-Type: application/json. */
   body?: string
+  /** Further request headers (W7: If-None-Match, W10: Accept-Encoding). */
+  headers?: Record<string, string>
+  /** The status every answer must have; 200 unless said. */
+  status?: number
 }
 
 /** Ids the preload learned from the server's answers. */
@@ -16,6 +20,8 @@ export interface PreloadedIds {
   middle: number | undefined
   /** The id of the note created last, alone, after every other one. */
   last: number | undefined
+  /** The list's ETag after the preload (read for the workloads measured against the service). */
+  listEtag?: string
 }
 
 export interface Workload {
@@ -86,5 +92,100 @@ export const WORKLOADS: readonly Workload[] = [
     preload: 100_000,
     request: (ids) => ({ method: 'GET', path: `/api/note/${idOf(ids.last)}` }),
     floorTarget: 0.9,
+  },
+]
+
+/** One request of a workload measured against the service's own figure for another (W7-W10). */
+export interface Leg {
+  /** 'W7', or the workload it is compared with: 'W3'. */
+  label: string
+  preload: number
+  request: (ids: PreloadedIds) => LoadRequest
+}
+
+/** `of` req/s / `over` req/s, in the same round, must be at least `atLeast` (or within `within`). */
+export interface LegTarget {
+  of: string
+  over: string
+  atLeast?: number
+  /** |1 - ratio| at most this. */
+  within?: number
+  why: string
+}
+
+/**
+ * A workload of the service alone, measured against the service's own figure for a reference
+ * request in the same round: each leg on a fresh service, driven in interleaved slices like the
+ * targets of the other workloads, so the ratio compares two requests under the same conditions.
+ */
+export interface RelativeWorkload {
+  id: 'W7' | 'W8' | 'W10'
+  title: string
+  legs: Leg[]
+  targets: LegTarget[]
+}
+
+function etagOf(ids: PreloadedIds): string {
+  if (ids.listEtag === undefined) throw new Error('the workload needs the list ETag')
+  return ids.listEtag
+}
+
+const PAGE = '/api/note?limit=100&order=desc'
+
+export const RELATIVE_WORKLOADS: readonly RelativeWorkload[] = [
+  {
+    id: 'W7',
+    title: 'GET the list of 10,000 with a matching If-None-Match (304), against W3',
+    legs: [
+      {
+        label: 'W7',
+        preload: 10_000,
+        request: (ids) => ({
+          method: 'GET',
+          path: '/api/note',
+          headers: { 'if-none-match': etagOf(ids) },
+          status: 304,
+        }),
+      },
+      { label: 'W3', preload: 10_000, request: () => ({ method: 'GET', path: '/api/note' }) },
+    ],
+    targets: [{ of: 'W7', over: 'W3', atLeast: 10, why: 'a 304 costs a tenth of the list' }],
+  },
+  {
+    id: 'W8',
+    title: 'GET ?limit=100&order=desc with 100,000 notes, against W2 and against 1,000 notes',
+    legs: [
+      { label: 'W8', preload: 100_000, request: () => ({ method: 'GET', path: PAGE }) },
+      { label: 'W8@1k', preload: 1_000, request: () => ({ method: 'GET', path: PAGE }) },
+      { label: 'W2', preload: 100, request: () => ({ method: 'GET', path: '/api/note' }) },
+    ],
+    targets: [
+      { of: 'W8', over: 'W2', atLeast: 0.5, why: 'a page costs at most twice the cached list' },
+      {
+        of: 'W8',
+        over: 'W8@1k',
+        within: 0.1,
+        why: 'a page costs the same whatever the store holds',
+      },
+    ],
+  },
+  {
+    id: 'W10',
+    title: 'GET the list of 10,000 with Accept-Encoding: gzip, against W3',
+    legs: [
+      {
+        label: 'W10',
+        preload: 10_000,
+        request: () => ({
+          method: 'GET',
+          path: '/api/note',
+          headers: { 'accept-encoding': 'gzip' },
+        }),
+      },
+      { label: 'W3', preload: 10_000, request: () => ({ method: 'GET', path: '/api/note' }) },
+    ],
+    targets: [
+      { of: 'W10', over: 'W3', atLeast: 0.9, why: 'the compressed list is cached per version' },
+    ],
   },
 ]

@@ -1,10 +1,12 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import { trackAllowedMethods } from './api/allowed-methods.js'
+import { ChangeFeed, DEFAULT_FEED_TUNING, type FeedTuning } from './api/change-feed.js'
 import {
   clientErrorHandler,
   frameworkErrorHandler,
   registerErrorHandling,
 } from './api/error-handling.js'
+import { registerEventRoutes } from './api/event-routes.js'
 import { registerJsonBodyParser } from './api/json-body.js'
 import { NoteOperations } from './api/note-operations.js'
 import { registerNoteRoutes } from './api/note-routes.js'
@@ -46,6 +48,7 @@ export type AppConfig = Pick<
   | 'apiReadKeys'
   | 'rateLimit'
   | 'rateLimitWindowMs'
+  | 'maxEventStreams'
 >
 
 export interface AppOptions {
@@ -60,6 +63,8 @@ export interface AppOptions {
   operations?: NoteOperations
   /** Fastify's logger option: pino options, or false (the default) for silence. */
   logger?: FastifyServerOptions['logger']
+  /** The change feed's pacing, for tests (a heartbeat in ms rather than 15 s); defaults otherwise. */
+  feed?: Partial<Omit<FeedTuning, 'maxStreams'>>
 }
 
 /**
@@ -71,6 +76,7 @@ export function buildApp({
   config,
   operations = new NoteOperations(store),
   logger = false,
+  feed: feedTuning,
 }: AppOptions): FastifyInstance {
   const logging = setUpLogging(logger, config.logRequests)
   const requestId = requestIdGenerator()
@@ -168,5 +174,16 @@ export function buildApp({
   registerApiDocs(app, { document, ui: config.docs })
   if (config.ui) registerNotesPage(app)
   registerNoteRoutes(app, operations)
+  const tuning: FeedTuning = {
+    ...DEFAULT_FEED_TUNING,
+    ...feedTuning,
+    maxStreams: config.maxEventStreams,
+  }
+  // A stream must hear something before the socket timeout would close it as silent.
+  tuning.heartbeatMs = Math.min(tuning.heartbeatMs, Math.ceil(config.socketTimeoutMs / 2))
+  const feed = new ChangeFeed(store, tuning, (err) =>
+    app.log.error({ err }, 'the change feed could not read the store'),
+  )
+  registerEventRoutes(app, feed)
   return app
 }

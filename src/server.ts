@@ -15,7 +15,11 @@ try {
   process.exit(2)
 }
 
-const store = new MemoryNoteStore({ maxNotes: config.maxNotes, maxBytes: config.maxStoreBytes })
+const store = new MemoryNoteStore({
+  maxNotes: config.maxNotes,
+  maxBytes: config.maxStoreBytes,
+  historyLimit: config.changeHistory,
+})
 const app = buildApp({
   store,
   config,

@@ -30,6 +30,8 @@ describe('loadConfig', () => {
       apiReadKeys: [],
       rateLimit: 0,
       rateLimitWindowMs: 60_000,
+      changeHistory: 10_000,
+      maxEventStreams: 1_000,
     })
     assert.deepEqual(loadConfig({}, []), DEFAULT_CONFIG)
   })
@@ -59,6 +61,8 @@ describe('loadConfig', () => {
         API_READ_KEYS: 'read-1',
         RATE_LIMIT: '100',
         RATE_LIMIT_WINDOW_MS: '1000',
+        CHANGE_HISTORY: '50',
+        MAX_EVENT_STREAMS: '7',
       },
       [],
     )
@@ -85,6 +89,8 @@ describe('loadConfig', () => {
       apiReadKeys: ['read-1'],
       rateLimit: 100,
       rateLimitWindowMs: 1000,
+      changeHistory: 50,
+      maxEventStreams: 7,
     })
   })
 

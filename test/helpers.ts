@@ -23,6 +23,7 @@ export function buildTestApp(
   const store = new MemoryNoteStore({
     maxNotes: config.maxNotes,
     maxBytes: config.maxStoreBytes,
+    historyLimit: config.changeHistory,
     epoch: TEST_EPOCH,
     ...storeOptions,
   })

@@ -190,7 +190,7 @@ export class NoteModel {
     }
     let notes = this.notes
     if (q !== null) {
-      const folded = new RegExp(q.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&'), 'iu')
+      const folded = new RegExp(q.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&'), 'iu')
       const hasText = (value: unknown): boolean =>
         typeof value === 'string'
           ? folded.test(value)

@@ -126,9 +126,10 @@ describe('the OpenAPI document', () => {
     ])
     assert.deepEqual(statuses('/api/note/{id}', 'delete'), ['200', '400', '404', '412'])
     const names = (path: string, method: string) =>
-      ((document.paths[path]?.[method] as { parameters: { $ref: string }[] }).parameters ?? []).map(
-        (parameter) => parameter.$ref.replace('#/components/parameters/', ''),
-      )
+      (
+        (document.paths[path]?.[method] as { parameters?: { $ref: string }[] } | undefined)
+          ?.parameters ?? []
+      ).map((parameter) => parameter.$ref.replace('#/components/parameters/', ''))
     assert.deepEqual(names('/api/note', 'get'), [
       'Limit',
       'After',
@@ -261,6 +262,7 @@ describe('the OpenAPI document', () => {
       ['GET /api/note/{id}', ['401', '429'], undefined],
       ['PATCH /api/note/{id}', ['401', '403', '429'], undefined],
       ['DELETE /api/note/{id}', ['401', '403', '429'], undefined],
+      ['GET /api/events', ['401', '429'], undefined],
       ['GET /healthz', [], []],
       ['GET /readyz', [], []],
       ['GET /api/openapi.json', ['429'], []],

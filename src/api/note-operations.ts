@@ -13,6 +13,7 @@ import {
   PreconditionFailed,
   type Preconditions,
 } from '../store/types.js'
+import { type Coding, type CodingChoice, Compression, encodedEtag, isLarge } from './compression.js'
 import { httpDate, noneMatch, notModifiedSince, writeConditions } from './conditional.js'
 import { type ListRequest, nextPageUrl, parseListQuery } from './page-query.js'
 import { problemAnswer } from './problem.js'
@@ -47,12 +48,17 @@ const NOTES_PATH = '/api/note'
 /** Page answers kept per version (bench W8: the same page asked for again and again). */
 const MAX_CACHED_PAGES = 64
 const VISIBLE_ASCII = /^[\x21-\x7e]{1,255}$/
+/** Bytes that '{"data":' and '}' add around a note's JSON. */
+const DATA_WRAPPING = 9
+const VARY = 'vary'
+const ACCEPT_ENCODING = 'Accept-Encoding'
 
 /**
  * What each note operation means: which note it acts on, what it changes in the store, and what
- * it answers, conditions (DECISION 22), pages (23) and idempotency keys (30) included. The Fastify
- * routes (note-routes.ts) and the fast lane (http/fast-lane.ts) only translate a request into one
- * of these calls and write the Answer back; neither decides anything about a note.
+ * it answers, conditions (DECISION 22), pages (23), idempotency keys (30) and compression (26)
+ * included. The Fastify routes (note-routes.ts) and the fast lane (http/fast-lane.ts) only
+ * translate a request into one of these calls and write the Answer back; neither decides anything
+ * about a note.
  *
  * `id` is the `:id` segment read by parseNoteId: undefined when the segment is not a decimal
  * integer, which finds nothing. `headers` are the request's (only the ones named here are read).
@@ -71,6 +77,12 @@ export class NoteOperations {
   #listAnswer: Answer = NOT_FOUND
   /** Page answers of one version, by query string. */
   #pages = { version: '', answers: new Map<string, Answer>() }
+  readonly #compression = new Compression()
+  /**
+   * The compressed answers of the cached list and pages, by their uncompressed Answer: made once
+   * per version and coding, and dropped with it (DECISION 26). A promise while on the thread pool.
+   */
+  readonly #encodings = new WeakMap<Answer, Partial<Record<Coding, MaybePromise<Answer>>>>()
 
   constructor(store: NoteStore) {
     this.#store = store
@@ -81,21 +93,33 @@ export class NoteOperations {
    * Idempotency-Key, at most once per key (DECISION 30).
    */
   create(fields: NoteFields, headers: RequestHeaders = NO_REQUEST_HEADERS): MaybePromise<Answer> {
+    const choice = this.#compression.choose(headers['accept-encoding'])
     const key = headers['idempotency-key']
-    if (key !== undefined) return this.#createOnce(key, fields)
+    if (key !== undefined) return this.#createOnce(key, fields, choice)
     const note = this.#store.create(fields)
-    if (note instanceof Promise) return note.then(writtenAnswer)
-    return writtenAnswer(note)
+    if (note instanceof Promise) {
+      return note.then((settled) => this.#encoded(writtenAnswer(settled), choice))
+    }
+    return this.#encoded(writtenAnswer(note), choice)
   }
 
   /**
    * GET /api/note: every note in list order, or a page of them (DECISION 23). `search` is the
-   * query string without its '?'. Answers 304 to a matching If-None-Match without reading the list.
+   * query string without its '?'. Answers 304 to a matching If-None-Match without reading the list
+   * (uncompressed) or the store (compressed: from the version's cached answer).
    */
   list(search = '', headers: RequestHeaders = NO_REQUEST_HEADERS): MaybePromise<Answer> {
     const request = parseListQuery(search)
     if (request.kind === 'bad') return problemAnswer(400, request.detail)
     const ifNoneMatch = headers['if-none-match']
+    const choice = this.#compression.choose(headers['accept-encoding'])
+    if (choice !== undefined) {
+      const answer = this.#listOrPage(request, search)
+      if (answer instanceof Promise) {
+        return answer.then((settled) => this.#encodedOnce(settled, choice, ifNoneMatch))
+      }
+      return this.#encodedOnce(answer, choice, ifNoneMatch)
+    }
     if (ifNoneMatch !== undefined) {
       const version = this.#store.version()
       if (version instanceof Promise) {
@@ -109,9 +133,12 @@ export class NoteOperations {
   /** GET /api/note/:id: the note with its validators, a 304, or the contract's 404. */
   get(id: number | undefined, headers: RequestHeaders = NO_REQUEST_HEADERS): MaybePromise<Answer> {
     if (id === undefined) return NOT_FOUND
+    const choice = this.#compression.choose(headers['accept-encoding'])
     const note = this.#store.get(id)
-    if (note instanceof Promise) return note.then((settled) => readAnswer(settled, headers))
-    return readAnswer(note, headers)
+    if (note instanceof Promise) {
+      return note.then((settled) => this.#readEncoded(settled, headers, choice))
+    }
+    return this.#readEncoded(note, headers, choice)
   }
 
   /**
@@ -125,10 +152,13 @@ export class NoteOperations {
     headers: RequestHeaders = NO_REQUEST_HEADERS,
   ): MaybePromise<Answer> {
     if (id === undefined) return NOT_FOUND
+    const choice = this.#compression.choose(headers['accept-encoding'])
     const conditions = conditionsOf(headers)
     const note = this.#store.update(id, fields, kind, conditions)
-    if (note instanceof Promise) return note.then(updatedAnswer)
-    return updatedAnswer(note)
+    if (note instanceof Promise) {
+      return note.then((settled) => this.#encoded(updatedAnswer(settled), choice))
+    }
+    return this.#encoded(updatedAnswer(note), choice)
   }
 
   /**
@@ -146,7 +176,11 @@ export class NoteOperations {
     return deletedAnswer(found, segment)
   }
 
-  #createOnce(key: string | string[], fields: NoteFields): MaybePromise<Answer> {
+  #createOnce(
+    key: string | string[],
+    fields: NoteFields,
+    choice: CodingChoice | undefined,
+  ): MaybePromise<Answer> {
     // node:http joins a repeated header with ', ', which the test refuses like a list would be.
     if (typeof key !== 'string' || !VISIBLE_ASCII.test(key)) {
       return problemAnswer(
@@ -156,8 +190,10 @@ export class NoteOperations {
     }
     const fingerprint = createHash('sha256').update(JSON.stringify(fields)).digest('base64url')
     const created = this.#store.createOnce(key, fingerprint, fields)
-    if (created instanceof Promise) return created.then(onceAnswer)
-    return onceAnswer(created)
+    if (created instanceof Promise) {
+      return created.then((settled) => this.#encoded(onceAnswer(settled), choice))
+    }
+    return this.#encoded(onceAnswer(created), choice)
   }
 
   #listIfChanged(
@@ -175,6 +211,8 @@ export class NoteOperations {
         version,
         'cache-control',
         'no-cache',
+        VARY,
+        ACCEPT_ENCODING,
       ])
     }
     return this.#listOrPage(request, search)
@@ -217,6 +255,9 @@ export class NoteOperations {
       String(page.total),
       'cache-control',
       'no-cache',
+      // A page may be compressed: its answers vary by Accept-Encoding, whatever their size.
+      VARY,
+      ACCEPT_ENCODING,
     ]
     if (page.next !== undefined) {
       headers.push('link', `<${nextPageUrl(NOTES_PATH, query, page.next)}>; rel="next"`)
@@ -243,11 +284,155 @@ export class NoteOperations {
         String(list.count),
         'cache-control',
         'no-cache',
+        VARY,
+        ACCEPT_ENCODING,
       ])
       this.#listRecord = list
     }
     return this.#listAnswer
   }
+
+  /**
+   * A cached list or page answer in the chosen coding, compressed once per version (kept beside
+   * the uncompressed answer until a write replaces that), or a 304 when If-None-Match names the
+   * representation's ETag, compressed or not ('"v.9-br"' or '"v.9"').
+   */
+  #encodedOnce(
+    identity: Answer,
+    choice: CodingChoice,
+    ifNoneMatch: string | undefined,
+  ): MaybePromise<Answer> {
+    const { body } = identity
+    const compressible =
+      identity.status === 200 && body !== undefined && (choice.always || isLarge(body))
+    const etag = etagOf(identity)
+    const representation = compressible ? encodedEtag(etag, choice.coding) : etag
+    if (ifNoneMatch !== undefined && noneMatch(ifNoneMatch, representation)) {
+      return notModified(identity, representation)
+    }
+    if (!compressible) return identity
+    let encodings = this.#encodings.get(identity)
+    if (encodings === undefined) {
+      encodings = {}
+      this.#encodings.set(identity, encodings)
+    }
+    const { coding } = choice
+    const cached = encodings[coding]
+    if (cached !== undefined) return cached
+    const compressed = this.#compression.compress(body, coding, 'cached')
+    // Too many compressions under way: this one answer goes uncompressed, and is not cached.
+    if (compressed === undefined) return identity
+    if (compressed instanceof Promise) {
+      const slot = encodings
+      // Every request for this version and coding waits for the same compression.
+      const pending = compressed.then(
+        (bytes) => {
+          const answer = encodedAnswer(identity, coding, bytes)
+          slot[coding] = answer
+          return answer
+        },
+        (err: unknown) => {
+          delete slot[coding]
+          throw err
+        },
+      )
+      slot[coding] = pending
+      return pending
+    }
+    const answer = encodedAnswer(identity, coding, compressed)
+    encodings[coding] = answer
+    return answer
+  }
+
+  /** readAnswer, compressed when it should be (readAnswer has set Vary already). */
+  #readEncoded(
+    note: NoteRecord | undefined,
+    headers: RequestHeaders,
+    choice: CodingChoice | undefined,
+  ): MaybePromise<Answer> {
+    const answer = readAnswer(note, headers, choice)
+    return choice === undefined ? answer : this.#encoded(answer, choice)
+  }
+
+  /**
+   * An answer compressed for this request alone (a note, a write's answer, a problem) when its
+   * body is over 1 KiB (or identity is refused); such an answer varies by Accept-Encoding either
+   * way. Answers of 1 KiB or less (W1, W4, W5) and 304s come back as they are.
+   */
+  #encoded(answer: Answer, choice: CodingChoice | undefined): MaybePromise<Answer> {
+    const { body } = answer
+    if (body === undefined) return answer
+    const large = isLarge(body)
+    if (!large && choice?.always !== true) return answer
+    if (choice === undefined) return withVary(answer)
+    const { coding } = choice
+    const compressed = this.#compression.compress(body, coding, 'request')
+    if (compressed === undefined) return withVary(answer)
+    if (compressed instanceof Promise) {
+      return compressed.then((bytes) => encodedAnswer(answer, coding, bytes))
+    }
+    return encodedAnswer(answer, coding, compressed)
+  }
+}
+
+/** The value of the answer's ETag header ('"v.9"'), which every list and page answer has. */
+function etagOf(answer: Answer): string {
+  const { headers } = answer
+  for (let i = 0; i + 1 < headers.length; i += 2) {
+    if (headers[i] === 'etag') return headers[i + 1] as string
+  }
+  throw new Error('the answer has no ETag')
+}
+
+/** The headers a 304 repeats from the 200 it stands for (RFC 9110 §15.4.5). */
+const NOT_MODIFIED_HEADERS = new Set([
+  'etag',
+  'notes-version',
+  'last-modified',
+  'cache-control',
+  VARY,
+])
+
+/** 304 for `answer`, whose representation has the ETag `etag`. */
+function notModified(answer: Answer, etag: string): Answer {
+  const headers: string[] = []
+  const from = answer.headers
+  for (let i = 0; i + 1 < from.length; i += 2) {
+    const name = from[i] as string
+    if (NOT_MODIFIED_HEADERS.has(name))
+      headers.push(name, name === 'etag' ? etag : (from[i + 1] as string))
+  }
+  return new Answer(304, undefined, undefined, headers)
+}
+
+/**
+ * `answer` with `body` compressed in `coding`: Content-Encoding, Vary, and for a 200 (whose ETag
+ * names its body) the ETag of the compressed representation; a 412 keeps the note's ETag.
+ */
+function encodedAnswer(answer: Answer, coding: Coding, body: Buffer): Answer {
+  const headers: string[] = []
+  let varies = false
+  const from = answer.headers
+  for (let i = 0; i + 1 < from.length; i += 2) {
+    const name = from[i] as string
+    let value = from[i + 1] as string
+    if (name === 'etag' && answer.status === 200) value = encodedEtag(value, coding)
+    else if (name === VARY) varies = true
+    headers.push(name, value)
+  }
+  headers.push('content-encoding', coding)
+  if (!varies) headers.push(VARY, ACCEPT_ENCODING)
+  return new Answer(answer.status, answer.contentType, body, headers)
+}
+
+/** `answer`, uncompressed, with Vary: Accept-Encoding (another request may get it compressed). */
+function withVary(answer: Answer): Answer {
+  if (answer.headers.includes(VARY)) return answer
+  return new Answer(answer.status, answer.contentType, answer.body, [
+    ...answer.headers,
+    VARY,
+    ACCEPT_ENCODING,
+  ])
 }
 
 /** The If-Match or If-Unmodified-Since of a write, if any. */
@@ -273,7 +458,16 @@ function onceAnswer({ note, replayed }: IdempotentCreate): Answer {
   ])
 }
 
-function readAnswer(note: NoteRecord | undefined, headers: RequestHeaders): Answer {
+/**
+ * The note uncompressed, with its validators, or a 304. A note over 1 KiB may be compressed, so its
+ * answers vary by Accept-Encoding, and If-None-Match is compared with the ETag of the
+ * representation `choice` gets ('"v.9-gzip"' when it will be compressed with gzip).
+ */
+function readAnswer(
+  note: NoteRecord | undefined,
+  headers: RequestHeaders,
+  choice: CodingChoice | undefined,
+): Answer {
   if (note === undefined) return NOT_FOUND
   const validators = [
     'etag',
@@ -283,13 +477,24 @@ function readAnswer(note: NoteRecord | undefined, headers: RequestHeaders): Answ
     'cache-control',
     'no-cache',
   ]
+  const large = isLarge(note.json, DATA_WRAPPING)
+  if (large) validators.push(VARY, ACCEPT_ENCODING)
   const ifNoneMatch = headers['if-none-match']
-  const unchanged =
-    ifNoneMatch !== undefined
-      ? noneMatch(ifNoneMatch, note.etag)
-      : headers['if-modified-since'] !== undefined &&
-        notModifiedSince(headers['if-modified-since'], note.modified)
-  if (unchanged) return new Answer(304, undefined, undefined, validators)
+  if (ifNoneMatch !== undefined) {
+    const etag =
+      choice !== undefined && (large || choice.always)
+        ? encodedEtag(note.etag, choice.coding)
+        : note.etag
+    if (noneMatch(ifNoneMatch, etag)) {
+      validators[1] = etag
+      return new Answer(304, undefined, undefined, validators)
+    }
+  } else if (
+    headers['if-modified-since'] !== undefined &&
+    notModifiedSince(headers['if-modified-since'], note.modified)
+  ) {
+    return new Answer(304, undefined, undefined, validators)
+  }
   return new Answer(200, JSON_CONTENT_TYPE, `{"data":${note.json}}`, validators)
 }
 

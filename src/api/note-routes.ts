@@ -87,7 +87,11 @@ function send(reply: FastifyReply, answer: Answer): void {
   if (answer.contentType !== undefined) reply.header('content-type', answer.contentType)
   const { headers } = answer
   for (let i = 0; i + 1 < headers.length; i += 2) {
-    reply.header(headers[i] as string, headers[i + 1])
+    const name = headers[i] as string
+    const value = headers[i + 1] as string
+    // CORS may have said 'Vary: Origin' already; reply.header would replace it.
+    const prior = name === 'vary' ? reply.getHeader('vary') : undefined
+    reply.header(name, prior === undefined ? value : `${String(prior)}, ${value}`)
   }
   reply.send(answer.body)
 }

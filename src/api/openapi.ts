@@ -2,6 +2,7 @@ import { needsAccessKey } from '../ops/access-keys.js'
 import { DOCS_PAGE_FILE_NAMES, NO_SUCH_FILE } from '../ops/api-docs.js'
 import { NO_SUCH_PAGE_FILE } from '../ops/notes-page.js'
 import { RATE_LIMIT_EXEMPT } from '../ops/rate-limits.js'
+import { eventsPathItem } from './openapi-events.js'
 import { PROBLEM_CONTENT_TYPE, problem } from './problem.js'
 
 export interface OpenApiOptions {
@@ -60,7 +61,8 @@ const DESCRIPTION = `An in-memory notes store. A note is a JSON object with any 
 - Every other error is RFC 9457 problem JSON (\`application/problem+json\`): \`400\` malformed body or URL, \`413\` body over the limit, \`415\` body that is not JSON, \`507\` store full, \`404\` a path that is not served, and \`405\` with an \`Allow\` header for a method a path does not accept (for example \`PUT /api/note\`).
 - Bodies are JSON objects in UTF-8, sent as \`application/json\` or any \`application/*+json\`; no body at all counts as \`{}\`.
 - \`HEAD\` works wherever \`GET\` does; \`OPTIONS\` answers \`204\` with \`Allow\`. A trailing slash names the same resource (\`/api/note/\`).
-- Each response carries \`X-Request-Id\`: the caller's own, when it is 1 to 128 characters of \`A-Z a-z 0-9 _ . : @ / + = ~ -\`, or a generated one (a random prefix and a counter, \`3f9a0c1b7d2e-1f\`). It is on every log line of the request.`
+- Each response carries \`X-Request-Id\`: the caller's own, when it is 1 to 128 characters of \`A-Z a-z 0-9 _ . : @ / + = ~ -\`, or a generated one (a random prefix and a counter, \`3f9a0c1b7d2e-1f\`). It is on every log line of the request.
+- With \`Accept-Encoding\` naming \`br\` or \`gzip\` (q-values honoured, \`*\` included; \`br\` when both are as welcome), a JSON answer over 1 KiB comes compressed, with \`Content-Encoding\`. The list, its pages and every answer over 1 KiB carry \`Vary: Accept-Encoding\`, compressed or not. A compressed answer's ETag has the coding inside the quotes (\`"<token>-br"\`): \`If-None-Match\` is compared with the ETag of the representation asked for, and \`If-Match\` takes any of them.`
 
 const ACCESS_KEYS_DESCRIPTION = `
 - Every request under \`/api/\` (but this document) and to \`/metrics\` needs \`Authorization: Bearer <key>\` with an access key: without one, or with a key that is not valid, or with two Authorization headers, the answer is \`401\` with \`WWW-Authenticate: Bearer\`. A read key may only \`GET\` and \`HEAD\`: anything else with it is \`403\`. \`OPTIONS\`, the probes, the \`/docs\` page and the notes page at \`/\` need no key.`
@@ -238,6 +240,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
         },
       },
     },
+    '/api/events': eventsPathItem(),
     '/healthz': {
       get: {
         tags: ['operations'],
@@ -589,6 +592,16 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
         Allow: {
           description: 'The methods the path accepts.',
           schema: { type: 'string', examples: ['DELETE, GET, HEAD, OPTIONS, PATCH'] },
+        },
+        ContentEncoding: {
+          description:
+            'The coding of a compressed body: `br` or `gzip`, as Accept-Encoding asked. Absent on an uncompressed body.',
+          schema: { type: 'string', enum: ['br', 'gzip'] },
+        },
+        Vary: {
+          description:
+            '`Accept-Encoding` on the list, its pages and every answer over 1 KiB: another Accept-Encoding may get another representation (with another ETag).',
+          schema: { type: 'string', examples: ['Accept-Encoding'] },
         },
       },
       responses: {

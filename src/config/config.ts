@@ -58,6 +58,10 @@ export interface Config {
   rateLimit: number
   /** The window `rateLimit` counts in, in ms. */
   rateLimitWindowMs: number
+  /** Changes the store keeps for the change feed to replay (an older `since` gets a reset). */
+  changeHistory: number
+  /** Change-feed streams open at once (503 above it). */
+  maxEventStreams: number
 }
 
 /** One row of `OPTIONS`: a setting, its variable and flag, its default and its parser. */
@@ -270,6 +274,20 @@ export const OPTIONS: readonly Option<keyof Config>[] = [
     'the window RATE_LIMIT counts in, in ms',
     60_000,
     integer(1, ONE_DAY),
+  ),
+  opt(
+    'changeHistory',
+    'CHANGE_HISTORY',
+    'changes kept for the change feed to replay; an older Last-Event-ID gets a reset',
+    10_000,
+    integer(0, 1_000_000),
+  ),
+  opt(
+    'maxEventStreams',
+    'MAX_EVENT_STREAMS',
+    'change-feed streams (GET /api/events) open at once; 503 above it',
+    1_000,
+    integer(0, 100_000),
   ),
 ]
 

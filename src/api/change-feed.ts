@@ -1,0 +1,465 @@
+import type { ServerResponse } from 'node:http'
+import { closeLingering } from '../http/lingering-close.js'
+import type { Change, NoteStore } from '../store/types.js'
+
+/** How the feed paces itself; `DEFAULT_FEED_TUNING` has the shipped values. */
+export interface FeedTuning {
+  /** Streams open at once (MAX_EVENT_STREAMS); a stream beyond it is refused with 503. */
+  maxStreams: number
+  /** A comment is sent to every stream this often, so that idle ones stay open, in ms. */
+  heartbeatMs: number
+  /**
+   * Changes are written to the streams at most this often, in ms: a change that follows a quiet
+   * spell goes out at once, and under a stream of writes each stream gets one write per interval
+   * holding every change since the last, rather than one write per change.
+   */
+  flushMs: number
+  /** A stream whose unsent backlog passes this many bytes is closed; its client resumes by id. */
+  maxBacklogBytes: number
+  /** Changes read from the store's history at a time while a stream catches up. */
+  historyPage: number
+}
+
+export const DEFAULT_FEED_TUNING: Readonly<FeedTuning> = Object.freeze({
+  maxStreams: 1000,
+  heartbeatMs: 15_000,
+  flushMs: 10,
+  maxBacklogBytes: 1024 * 1024,
+  historyPage: 500,
+})
+
+/** The headers of every event stream, besides those every answer gets (X-Request-Id, CORS...). */
+export const EVENT_STREAM_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  // nginx and others buffer answers by default; an event would wait in the proxy.
+  'x-accel-buffering': 'no',
+})
+
+/** How long a browser's EventSource waits before it reconnects, in ms (its `retry:` field). */
+export const RETRY_MS = 2000
+
+const CRLF = Buffer.from('\r\n')
+
+/** What is written for `data`: as it is, and framed as one HTTP/1.1 chunk. */
+interface Payload {
+  readonly raw: Buffer
+  readonly chunk: Buffer
+}
+
+/**
+ * Streams are written on their sockets directly, each write one chunk of the chunked response
+ * framed here, once for every stream that gets it: ServerResponse.write frames it again for each
+ * stream, in four pieces and a corked write released on the next tick, which cost about twice as
+ * much CPU per stream and write (bench W9). Node still ends the response ('0\r\n\r\n').
+ * 'abc' -> raw 'abc', chunk '3\r\nabc\r\n'
+ */
+function payload(data: Buffer | string): Payload {
+  const raw = typeof data === 'string' ? Buffer.from(data) : data
+  const chunk = Buffer.concat([Buffer.from(`${raw.length.toString(16)}\r\n`), raw, CRLF])
+  return { raw, chunk }
+}
+
+/** A comment: ignored by every SSE parser, but traffic that keeps proxies and sockets open. */
+const HEARTBEAT = payload(':\n\n')
+
+/** A stream cut off for its backlog, or ended at shutdown, with more unsent than this is destroyed. */
+const CLOSE_SLACK_BYTES = 64 * 1024
+
+/**
+ * One change as an SSE event (DECISION 24). Note JSON never holds a raw line break, so it is
+ * one `data:` line.
+ * { type: 'created', version: 'e.5', data: '{"id":1}' } -> 'event: created\nid: e.5\ndata: {"id":1}\n\n'
+ */
+export function eventText(change: Change): string {
+  return `event: ${change.type}\nid: ${change.version}\ndata: ${change.data}\n\n`
+}
+
+/**
+ * The event that tells a client to reload the list: its token is unknown or older than the
+ * history kept. ('e.9', 'x.1') -> 'event: reset\nid: e.9\ndata: {"version":"x.1"}\n\n'
+ */
+export function resetText(current: string, token: string): string {
+  return `event: reset\nid: ${current}\ndata: ${JSON.stringify({ version: token })}\n\n`
+}
+
+/** One client's stream and where it stands in the store's sequence of changes. */
+class EventStream {
+  /** The version token of the last change sent (or the one the stream starts after). */
+  token: string
+  /** The sequence of `token`, once known; a stream whose token came from a client learns it. */
+  last: number | undefined = undefined
+  /** Changes received while catching up: sent after the history, from `last` on. */
+  held: Change[] = []
+  heldBytes = 0
+  /** More was held than the bound allows: what was held is dropped and read from history again. */
+  overflow = false
+  /** A read of the history is under way. */
+  reading = false
+  closed = false
+
+  constructor(
+    readonly response: ServerResponse,
+    token: string,
+  ) {
+    this.token = token
+  }
+}
+
+/**
+ * The change feed of one app (DECISION 24): subscribes once to the store and writes every change
+ * to every open stream, exactly once and in order, whatever point each stream started from.
+ *
+ * A stream starts *catching up*: it is first registered to hold the changes that arrive live,
+ * then reads the store's history after its token (page by page), then sends what it held beyond
+ * the last change the history gave, and only then goes *live*. Registering before reading is what
+ * makes it exact: a change is either in the history read or arrives afterwards (and is held),
+ * and sequences say which were already sent. A store may deliver live changes late (PostgreSQL
+ * notifies asynchronously), so nothing here assumes they come before a read that includes them.
+ *
+ * Live streams share the work: each change is formatted once, and at most every `flushMs` the
+ * changes since the last flush are joined into one buffer written to every live stream. A stream
+ * that joined in the middle of a batch gets the part of it that it lacks; a stream that would
+ * see a gap (a store that skipped sequences) catches up from its history again.
+ */
+export class ChangeFeed {
+  readonly #store: NoteStore
+  readonly #tuning: FeedTuning
+  readonly #onError: (err: unknown) => void
+  #unsubscribe: (() => void) | undefined
+  readonly #live = new Set<EventStream>()
+  readonly #catchingUp = new Set<EventStream>()
+  /** Texts of the changes received since the last flush; the first has sequence #pendingFirst. */
+  #pending: string[] = []
+  #pendingFirst = 0
+  /** The last change received live. */
+  #lastSequence: number | undefined
+  #lastVersion: string | undefined
+  #lastFlush = 0
+  #flushTimer: NodeJS.Timeout | undefined
+  #heartbeat: NodeJS.Timeout | undefined
+  #closing = false
+
+  /** `onError` hears of a store that failed a stream's read (the stream is then closed). */
+  constructor(store: NoteStore, tuning: FeedTuning, onError: (err: unknown) => void) {
+    this.#store = store
+    this.#tuning = tuning
+    this.#onError = onError
+  }
+
+  /** Streams open now. */
+  get size(): number {
+    return this.#live.size + this.#catchingUp.size
+  }
+
+  get maxStreams(): number {
+    return this.#tuning.maxStreams
+  }
+
+  /** True once close() has been called: no stream may open. */
+  get closing(): boolean {
+    return this.#closing
+  }
+
+  /** Whether one more stream may open now. */
+  admits(): boolean {
+    return !this.#closing && this.size < this.#tuning.maxStreams
+  }
+
+  /**
+   * Takes over a response whose head (status 200 and EVENT_STREAM_HEADERS) is written, and streams
+   * the changes after the version token `since` to it, or those after now when it is undefined.
+   */
+  open(response: ServerResponse, since: string | undefined): void {
+    this.#start()
+    const stream = new EventStream(response, since ?? '')
+    // Registered before anything is read: from here on every change is held for it.
+    this.#catchingUp.add(stream)
+    response.once('close', () => this.#drop(stream))
+    void this.#begin(stream, since).catch((err: unknown) => this.#fail(stream, err))
+  }
+
+  /** Ends every stream at once and stops; a shutdown is not held up by open streams. */
+  close(): void {
+    this.#closing = true
+    this.#unsubscribe?.()
+    this.#unsubscribe = undefined
+    clearTimeout(this.#flushTimer)
+    clearInterval(this.#heartbeat)
+    for (const stream of [...this.#live, ...this.#catchingUp]) this.#end(stream)
+  }
+
+  #start(): void {
+    if (this.#unsubscribe !== undefined) return
+    this.#unsubscribe = this.#store.subscribe((change) => this.#receive(change))
+    this.#heartbeat = setInterval(() => this.#beat(), this.#tuning.heartbeatMs)
+    this.#heartbeat.unref()
+  }
+
+  async #begin(stream: EventStream, since: string | undefined): Promise<void> {
+    // A change that arrives meanwhile is held, and must not start a read from a token not known.
+    stream.reading = true
+    let opening = `retry: ${RETRY_MS}\n\n`
+    if (since === undefined) {
+      // From the next change: the stream starts after the current version, which it is told
+      // as its id, so that a client that reconnects before any event resumes from there.
+      stream.token = await this.#store.version()
+      if (stream.closed) return
+      opening = `retry: ${RETRY_MS}\nid: ${stream.token}\n\n`
+    }
+    if (stream.token === this.#lastVersion) stream.last = this.#lastSequence
+    if (!this.#write(stream, opening)) return
+    await this.#catchUp(stream)
+  }
+
+  /** A change from the store: formatted once, held by the streams catching up, flushed soon. */
+  #receive(change: Change): void {
+    if (this.size === 0) {
+      // Nobody to tell: only where the store stands is kept (a batch must stay consecutive).
+      this.#pending = []
+      this.#lastSequence = change.sequence
+      this.#lastVersion = change.version
+      return
+    }
+    const last = this.#lastSequence
+    if (last !== undefined) {
+      if (change.sequence <= last) return
+      // A batch holds consecutive changes only, so that a stream's place in it is arithmetic.
+      if (change.sequence !== last + 1) this.#flush()
+    }
+    if (this.#pending.length === 0) {
+      this.#pendingFirst = change.sequence
+      this.#scheduleFlush()
+    }
+    this.#pending.push(eventText(change))
+    this.#lastSequence = change.sequence
+    this.#lastVersion = change.version
+    for (const stream of this.#catchingUp) {
+      if (!stream.overflow) {
+        stream.held.push(change)
+        stream.heldBytes += change.data.length
+        if (stream.heldBytes > this.#tuning.maxBacklogBytes) {
+          stream.overflow = true
+          stream.held = []
+          stream.heldBytes = 0
+        }
+      }
+      // A stream waiting to learn where its token lies reads the history again.
+      if (!stream.reading)
+        void this.#catchUp(stream).catch((err: unknown) => this.#fail(stream, err))
+    }
+  }
+
+  #scheduleFlush(): void {
+    if (this.#flushTimer !== undefined) return
+    const wait = this.#lastFlush + this.#tuning.flushMs - performance.now()
+    this.#flushTimer = setTimeout(() => this.#flush(), Math.max(0, wait))
+    this.#flushTimer.unref()
+  }
+
+  /** Writes the pending changes to every live stream: one buffer, built once, for all of them. */
+  #flush(): void {
+    clearTimeout(this.#flushTimer)
+    this.#flushTimer = undefined
+    const texts = this.#pending
+    if (texts.length === 0) return
+    this.#pending = []
+    this.#lastFlush = performance.now()
+    const first = this.#pendingFirst
+    const last = first + texts.length - 1
+    const version = this.#lastVersion as string
+    let all: Payload | undefined
+    for (const stream of this.#live) {
+      const at = stream.last as number
+      let chunk: Payload | string
+      if (at === first - 1) {
+        all ??= payload(texts.join(''))
+        chunk = all
+      } else if (at >= last) {
+        continue
+      } else if (at >= first) {
+        // It went live in the middle of this batch, with the first part sent from what it held.
+        chunk = texts.slice(at - first + 1).join('')
+      } else {
+        // A gap between what it has and this batch: the history has what lies between.
+        this.#live.delete(stream)
+        this.#catchUpAgain(stream)
+        continue
+      }
+      stream.last = last
+      stream.token = version
+      this.#write(stream, chunk)
+    }
+  }
+
+  #catchUpAgain(stream: EventStream): void {
+    stream.held = []
+    stream.heldBytes = 0
+    stream.overflow = false
+    this.#catchingUp.add(stream)
+    if (!stream.reading) void this.#catchUp(stream).catch((err: unknown) => this.#fail(stream, err))
+  }
+
+  /**
+   * Sends the history after the stream's token, then what it held, then makes it live. Returns
+   * early, with the stream still catching up, when it cannot yet tell where its token lies: the
+   * next change that arrives calls it again.
+   */
+  async #catchUp(stream: EventStream): Promise<void> {
+    stream.reading = true
+    try {
+      let resets = 0
+      for (;;) {
+        const page = await this.#store.changesSince(stream.token, this.#tuning.historyPage)
+        if (stream.closed) return
+        if (page === undefined) {
+          // Unknown, or older than the history kept: the client must reload the list. Twice in
+          // a row would mean the store does not know its own current version.
+          if (++resets > 2) throw new Error('the store does not know its current version')
+          const current = await this.#store.version()
+          if (stream.closed || !this.#write(stream, resetText(current, stream.token))) return
+          stream.token = current
+          stream.last = current === this.#lastVersion ? this.#lastSequence : undefined
+          continue
+        }
+        const newest = page.at(-1)
+        if (newest !== undefined) {
+          let text = ''
+          for (const change of page) {
+            if (stream.last === undefined || change.sequence > stream.last) {
+              text += eventText(change)
+            }
+          }
+          stream.last = newest.sequence
+          stream.token = newest.version
+          // Paced by the client rather than cut off: the history is sent as fast as it reads.
+          if (text !== '') await this.#send(stream, text)
+          if (stream.closed) return
+          if (page.length === this.#tuning.historyPage) continue
+        }
+        if (stream.overflow) {
+          stream.overflow = false
+          continue
+        }
+        const held = stream.held
+        let from = 0
+        if (stream.last === undefined) {
+          const at = held.findIndex((change) => change.version === stream.token)
+          if (at === -1) {
+            // Whatever was held is in the store by now: read again, it will tell.
+            stream.held = []
+            stream.heldBytes = 0
+            if (held.length > 0) continue
+            return
+          }
+          stream.last = (held[at] as Change).sequence
+          from = at + 1
+        }
+        const last = stream.last
+        while (from < held.length && (held[from] as Change).sequence <= last) from++
+        const next = held[from]
+        if (next !== undefined && next.sequence !== last + 1) {
+          stream.held = []
+          stream.heldBytes = 0
+          continue
+        }
+        const newestHeld = held.at(-1)
+        stream.held = []
+        stream.heldBytes = 0
+        if (newestHeld !== undefined && from < held.length) {
+          let text = ''
+          for (let i = from; i < held.length; i++) text += eventText(held[i] as Change)
+          stream.last = newestHeld.sequence
+          stream.token = newestHeld.version
+          // A client slow to read this: what arrives meanwhile is held, or read from history.
+          if (stream.response.writableLength + text.length > this.#tuning.maxBacklogBytes / 2) {
+            await this.#send(stream, text)
+            if (stream.closed) return
+            continue
+          }
+          this.#put(stream, text)
+        }
+        this.#catchingUp.delete(stream)
+        this.#live.add(stream)
+        return
+      }
+    } finally {
+      stream.reading = false
+    }
+  }
+
+  /** Writes, then waits while the backlog is over half the bound (or until the stream closes). */
+  #send(stream: EventStream, text: string): Promise<void> {
+    this.#put(stream, text)
+    return this.#drained(stream)
+  }
+
+  /** Resolves once the stream's backlog is below half the bound, or it has closed. */
+  #drained(stream: EventStream): Promise<void> {
+    const { response } = stream
+    if (stream.closed || response.writableLength <= this.#tuning.maxBacklogBytes / 2) {
+      return Promise.resolve()
+    }
+    return new Promise((resolve) => {
+      const done = (): void => {
+        response.off('drain', done)
+        response.off('close', done)
+        resolve()
+      }
+      response.on('drain', done)
+      response.on('close', done)
+    })
+  }
+
+  /** Writes to a stream; false when its backlog passed the bound and it was cut off. */
+  #write(stream: EventStream, data: Payload | string): boolean {
+    this.#put(stream, data)
+    if (stream.closed) return false
+    if (stream.response.writableLength <= this.#tuning.maxBacklogBytes) return true
+    // The client does not read: close rather than hold ever more for it. It resumes from the
+    // last event it received (Last-Event-ID) without losing any.
+    this.#drop(stream)
+    stream.response.destroy()
+    return false
+  }
+
+  /** Writes to a stream's socket, as a chunk unless the response is not chunked (HTTP/1.0). */
+  #put(stream: EventStream, data: Payload | string): void {
+    const { response } = stream
+    const socket = response.socket
+    if (stream.closed || socket === null) return
+    const written = typeof data === 'string' ? payload(data) : data
+    socket.write(response.chunkedEncoding ? written.chunk : written.raw)
+  }
+
+  #beat(): void {
+    for (const stream of this.#live) this.#write(stream, HEARTBEAT)
+    // Paced by #send, not cut off.
+    for (const stream of this.#catchingUp) this.#put(stream, HEARTBEAT)
+  }
+
+  /** Ends a stream's response and its connection, without waiting for a client that does not read. */
+  #end(stream: EventStream): void {
+    this.#drop(stream)
+    const { response } = stream
+    response.end()
+    const socket = response.socket
+    if (response.writableLength > CLOSE_SLACK_BYTES || socket === null) response.destroy()
+    else closeLingering(socket)
+  }
+
+  /** A read of the store failed: the client reconnects and resumes from its last id. */
+  #fail(stream: EventStream, err: unknown): void {
+    this.#onError(err)
+    this.#drop(stream)
+    stream.response.destroy()
+  }
+
+  #drop(stream: EventStream): void {
+    if (stream.closed) return
+    stream.closed = true
+    stream.held = []
+    this.#live.delete(stream)
+    this.#catchingUp.delete(stream)
+  }
+}

@@ -1,0 +1,89 @@
+import type { OutgoingHttpHeaders } from 'node:http'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { type ChangeFeed, EVENT_STREAM_HEADERS } from './change-feed.js'
+import { queryOf } from './note-routes.js'
+import { sendProblem } from './problem.js'
+
+/** The change feed's path (DECISION 24), also the `route` label of its metrics. */
+export const EVENTS_ROUTE = '/api/events'
+
+/** What a version token looks like (DECISION 21): opaque, but made of these characters only. */
+const TOKEN = /^[A-Za-z0-9._~-]{1,256}$/
+
+/** Seconds a client refused for the cap is told to wait before it tries again. */
+const CAP_RETRY_AFTER_S = 10
+
+/** Where a stream starts: after a token, from now (undefined), or a 400's detail. */
+type Start = { since: string | undefined } | { problem: string }
+
+/**
+ * The token a stream starts after: the Last-Event-ID header (what a browser's EventSource sends
+ * when it reconnects) wins over the `since` query parameter. An empty Last-Event-ID counts as
+ * none. 'since=e.5' -> { since: 'e.5' }; nothing -> { since: undefined }; 'since=a b' -> problem.
+ */
+export function startOf(request: FastifyRequest): Start {
+  const header = request.headers['last-event-id']
+  if (typeof header === 'string' && header !== '') {
+    return TOKEN.test(header)
+      ? { since: header }
+      : { problem: `Last-Event-ID must be an event id this feed sent (${TOKEN_TEXT}).` }
+  }
+  const query = queryOf(request.url)
+  if (query === '') return { since: undefined }
+  const values = new URLSearchParams(query).getAll('since')
+  if (values.length === 0) return { since: undefined }
+  const since = values[0] as string
+  if (values.length > 1 || !TOKEN.test(since)) {
+    return {
+      problem: `since must be one version token, as Notes-Version or an event id gives it (${TOKEN_TEXT}).`,
+    }
+  }
+  return { since }
+}
+
+const TOKEN_TEXT = '1 to 256 characters of A-Z a-z 0-9 . _ ~ -'
+
+/**
+ * GET /api/events: the change feed as Server-Sent Events. The route only checks the request and
+ * hands the response to the feed, which writes everything after the head. HEAD answers the head
+ * alone. Past the cap, or while shutting down, it answers 503 with Retry-After.
+ */
+export function registerEventRoutes(app: FastifyInstance, feed: ChangeFeed): void {
+  app.get(EVENTS_ROUTE, (request, reply) => {
+    const start = startOf(request)
+    if ('problem' in start) return sendProblem(reply, 400, start.problem)
+    if (request.method !== 'HEAD' && feed.closing) {
+      return sendProblem(reply, 503, 'The service is shutting down. Reconnect in a moment.', {
+        'retry-after': '1',
+      })
+    }
+    if (request.method !== 'HEAD' && !feed.admits()) {
+      return sendProblem(
+        reply,
+        503,
+        `The service serves at most ${feed.maxStreams} event streams at once; retry after ${CAP_RETRY_AFTER_S} s.`,
+        { 'retry-after': String(CAP_RETRY_AFTER_S) },
+      )
+    }
+    // From here on the feed writes the response: Fastify's reply would end it. The head carries
+    // what the hooks set on the reply (X-Request-Id, CORS, RateLimit-*).
+    reply.hijack()
+    reply.raw.writeHead(200, {
+      ...(reply.getHeaders() as OutgoingHttpHeaders),
+      ...EVENT_STREAM_HEADERS,
+    })
+    // HEAD: the head a GET would get (no Content-Length: a stream has none), and no stream.
+    if (request.method === 'HEAD') {
+      reply.raw.end()
+    } else {
+      // The feed writes on the socket itself, after the head.
+      reply.raw.flushHeaders()
+      feed.open(reply.raw, start.since)
+    }
+    return reply
+  })
+  app.addHook('preClose', (done) => {
+    feed.close()
+    done()
+  })
+}
