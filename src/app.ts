@@ -161,7 +161,7 @@ export function buildApp({
   })
   if (accessKeys !== undefined) registerAccessKeys(app, accessKeys)
   if (recorder !== undefined) registerMetrics(app, { store, recorder })
-  registerHealthChecks(app)
+  registerHealthChecks(app, store)
   const { version } = readPackageInfo()
   const document = buildOpenApiDocument({
     version,

@@ -5,6 +5,8 @@ import { ConfigError, loadConfig } from './config/config.js'
 import { listenErrorMessage } from './config/listen-error.js'
 import { loggerOptions } from './ops/logger.js'
 import { MemoryNoteStore } from './store/memory.js'
+import { redactUrl } from './store/postgres/connection.js'
+import { PostgresNoteStore } from './store/postgres/store.js'
 
 let config: ReturnType<typeof loadConfig>
 try {
@@ -15,16 +17,50 @@ try {
   process.exit(2)
 }
 
-const store = new MemoryNoteStore({
-  maxNotes: config.maxNotes,
-  maxBytes: config.maxStoreBytes,
-  historyLimit: config.changeHistory,
-})
+const postgres =
+  config.databaseUrl === ''
+    ? undefined
+    : new PostgresNoteStore({
+        url: config.databaseUrl,
+        maxNotes: config.maxNotes,
+        maxBytes: config.maxStoreBytes,
+        poolSize: config.databasePoolSize,
+        statementTimeoutMs: config.databaseStatementTimeoutMs,
+        historyLimit: config.changeHistory,
+      })
+const store =
+  postgres ??
+  new MemoryNoteStore({
+    maxNotes: config.maxNotes,
+    maxBytes: config.maxStoreBytes,
+    historyLimit: config.changeHistory,
+  })
 const app = buildApp({
   store,
   config,
   logger: loggerOptions(config.logLevel, process.stdout.isTTY === true),
 })
+
+if (postgres !== undefined) {
+  // DECISION 27: start-up waits (bounded) for the database and applies the migrations before it
+  // listens, so no instance takes traffic it cannot serve.
+  const database = redactUrl(config.databaseUrl)
+  app.log.info({ database }, 'opening the PostgreSQL store')
+  try {
+    await postgres.open({
+      timeoutMs: config.databaseConnectTimeoutMs,
+      retryMs: config.databaseConnectRetryMs,
+    })
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err)
+    process.stderr.write(
+      `notes-service: cannot open the database ${database} within DATABASE_CONNECT_TIMEOUT_MS (${config.databaseConnectTimeoutMs} ms): ${reason}\n`,
+    )
+    await postgres.close().catch(() => {})
+    process.exit(1)
+  }
+  app.addHook('onClose', async () => postgres.close())
+}
 
 let shuttingDown = false
 async function shutdown(signal: NodeJS.Signals): Promise<void> {

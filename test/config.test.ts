@@ -32,6 +32,11 @@ describe('loadConfig', () => {
       rateLimitWindowMs: 60_000,
       changeHistory: 10_000,
       maxEventStreams: 1_000,
+      databaseUrl: '',
+      databasePoolSize: 10,
+      databaseStatementTimeoutMs: 5000,
+      databaseConnectTimeoutMs: 30_000,
+      databaseConnectRetryMs: 500,
     })
     assert.deepEqual(loadConfig({}, []), DEFAULT_CONFIG)
   })
@@ -63,6 +68,11 @@ describe('loadConfig', () => {
         RATE_LIMIT_WINDOW_MS: '1000',
         CHANGE_HISTORY: '50',
         MAX_EVENT_STREAMS: '7',
+        DATABASE_URL: 'postgres://notes:pw@db.example:5432/notes',
+        DATABASE_POOL_SIZE: '20',
+        DATABASE_STATEMENT_TIMEOUT_MS: '2000',
+        DATABASE_CONNECT_TIMEOUT_MS: '0',
+        DATABASE_CONNECT_RETRY_MS: '100',
       },
       [],
     )
@@ -91,6 +101,11 @@ describe('loadConfig', () => {
       rateLimitWindowMs: 1000,
       changeHistory: 50,
       maxEventStreams: 7,
+      databaseUrl: 'postgres://notes:pw@db.example:5432/notes',
+      databasePoolSize: 20,
+      databaseStatementTimeoutMs: 2000,
+      databaseConnectTimeoutMs: 0,
+      databaseConnectRetryMs: 100,
     })
   })
 

@@ -6,6 +6,7 @@ import {
   type NoteFields,
   type NoteRecord,
   type NoteStore,
+  type PageQuery,
   type PatchKind,
   PreconditionFailed,
   StoreFullError,
@@ -318,7 +319,200 @@ export function runStoreContract(
       )
       assert.equal((await store.stats()).bytes, 33)
     })
+    describe('versions, conditions, pages, search, idempotency and changes', () => {
+      const raw = (now = 1000) => makeRawStore({ now: fixedClock(now) })
+      const page = (query: Partial<PageQuery>): PageQuery => ({
+        limit: 100,
+        order: 'asc',
+        after: undefined,
+        q: undefined,
+        ...query,
+      })
 
+      it("advances the version on every write; a note's ETag is the version its write made", async () => {
+        const store = raw()
+        const versions = [await store.version()]
+        const created = await store.create({ a: 1 })
+        versions.push(await store.version())
+        assert.equal(created.etag, JSON.stringify(versions[1]))
+        assert.equal(created.modified, 1000)
+        assert.deepEqual(await store.get(1000), created)
+        const updated = await store.update(1000, { a: 2 })
+        versions.push(await store.version())
+        assert.equal((updated as NoteRecord).etag, JSON.stringify(versions[2]))
+        assert.equal(await store.delete(1000), true)
+        versions.push(await store.version())
+        assert.equal(new Set(versions).size, 4)
+        const list = await store.list()
+        assert.deepEqual(list, { json: '[]', version: versions[3], count: 0 })
+      })
+
+      it('applies If-Match and If-Unmodified-Since atomically with the write', async () => {
+        const store = raw(5000)
+        const note = await store.create({ a: 1 })
+        const stale = await store.update(5000, { a: 2 }, 'merge', { ifMatch: ['"other"'] })
+        const noteThen = { json: note.json, etag: note.etag, modified: note.modified }
+        assert.deepEqual(stale, new PreconditionFailed(noteThen))
+        const written = (await store.update(5000, { a: 3 }, 'merge', {
+          ifMatch: ['"x"', noteThen.etag],
+        })) as NoteRecord
+        const matched = { json: written.json, etag: written.etag, modified: written.modified }
+        assert.equal(matched.json, '{"a":3,"id":5000}')
+        assert.deepEqual(
+          await store.delete(5000, { ifMatch: [noteThen.etag] }),
+          new PreconditionFailed(matched),
+        )
+        assert.deepEqual(
+          await store.delete(5000, { ifUnmodifiedSince: 4000 }),
+          new PreconditionFailed(matched),
+        )
+        assert.equal(await store.delete(5000, { ifMatch: '*', ifUnmodifiedSince: 5000 }), true)
+        assert.equal(await store.delete(5000, { ifMatch: '*' }), false)
+        assert.equal(await store.update(5000, {}, 'merge', { ifMatch: '*' }), undefined)
+      })
+
+      it('pages by list position both ways, and a walk survives writes between pages', async () => {
+        const store = raw(1)
+        for (let i = 0; i < 5; i++) await store.create({ n: i })
+        const first = await store.page(page({ limit: 2 }))
+        assert.equal(first.json, '[{"n":0,"id":1},{"n":1,"id":2}]')
+        assert.equal(first.total, 5)
+        assert.equal(first.version, await store.version())
+        assert.equal(typeof first.next, 'number')
+        await store.delete(3)
+        await store.update(2, { id: 9 })
+        await store.create({ n: 5 })
+        const second = await store.page(page({ limit: 2, after: first.next }))
+        assert.equal(second.json, '[{"n":3,"id":4},{"n":4,"id":5}]')
+        const third = await store.page(page({ limit: 2, after: second.next }))
+        assert.deepEqual([third.json, third.next, third.total], ['[{"n":5,"id":6}]', undefined, 5])
+        const down = await store.page(page({ limit: 3, order: 'desc' }))
+        assert.equal(down.json, '[{"n":5,"id":6},{"n":4,"id":5},{"n":3,"id":4}]')
+        const rest = await store.page(page({ limit: 3, order: 'desc', after: down.next }))
+        assert.deepEqual([rest.json, rest.next], ['[{"n":1,"id":9},{"n":0,"id":1}]', undefined])
+      })
+
+      it('searches string values at any depth, any case, never keys, and pages the matches', async () => {
+        const store = raw(1)
+        await store.create({ title: 'Buy BREAD' }) // 1
+        await store.create({ bread: 'key only' }) // 2
+        await store.create({ deep: [{ x: ['brEad crumbs'] }] }) // 3
+        await store.create({ t: 'Crème BRÛLÉE', n: 'bread' }) // 4
+        await store.create({ t: 'ſtraße 100%' }) // 5
+        const all = await store.page(page({ q: 'bread' }))
+        assert.deepEqual(
+          [all.json, all.total, all.next],
+          [
+            '[{"title":"Buy BREAD","id":1},{"deep":[{"x":["brEad crumbs"]}],"id":3},{"t":"Crème BRÛLÉE","n":"bread","id":4}]',
+            3,
+            undefined,
+          ],
+        )
+        const one = await store.page(page({ q: 'BREAD', limit: 1, order: 'desc' }))
+        assert.deepEqual([one.json, one.total], ['[{"t":"Crème BRÛLÉE","n":"bread","id":4}]', 3])
+        const two = await store.page(page({ q: 'BREAD', limit: 1, order: 'desc', after: one.next }))
+        assert.equal(two.json, '[{"deep":[{"x":["brEad crumbs"]}],"id":3}]')
+        assert.equal(
+          (await store.page(page({ q: 'brûlée' }))).json,
+          '[{"t":"Crème BRÛLÉE","n":"bread","id":4}]',
+        )
+        assert.equal((await store.page(page({ q: 'STRASSE' }))).total, 0)
+        assert.equal(
+          (await store.page(page({ q: 'Straße 100%' }))).json,
+          '[{"t":"ſtraße 100%","id":5}]',
+        )
+        assert.equal((await store.page(page({ q: '"' }))).total, 0)
+        assert.equal((await store.page(page({ q: 'id' }))).total, 0)
+      })
+
+      it('stores creates that arrive together in arrival order, up to the note cap', async () => {
+        const store = makeRawStore({ now: fixedClock(1), maxNotes: 5 })
+        const results = await Promise.allSettled(
+          Array.from({ length: 8 }, async (_, n) => store.create({ n })),
+        )
+        assert.deepEqual(
+          results.map((r) => (r.status === 'fulfilled' ? r.value.json : r.reason.name)),
+          [
+            '{"n":0,"id":1}',
+            '{"n":1,"id":2}',
+            '{"n":2,"id":3}',
+            '{"n":3,"id":4}',
+            '{"n":4,"id":5}',
+            'StoreFullError',
+            'StoreFullError',
+            'StoreFullError',
+          ],
+        )
+        assert.equal((await store.list()).count, 5)
+      })
+
+      it('creates once per idempotency key, and refuses the key with another body', async () => {
+        const store = raw(7)
+        const first = await store.createOnce('k1', 'body-a', { a: 1 })
+        assert.equal(first.replayed, false)
+        assert.equal(first.note.json, '{"a":1,"id":7}')
+        await store.update(7, { a: 2 })
+        const again = await store.createOnce('k1', 'body-a', { a: 1 })
+        assert.deepEqual(again, { note: first.note, replayed: true })
+        await assert.rejects(
+          async () => store.createOnce('k1', 'body-b', { b: 1 }),
+          IdempotencyKeyReusedError,
+        )
+        const other = await store.createOnce('k2', 'body-a', { a: 1 })
+        assert.deepEqual([other.replayed, other.note.json], [false, '{"a":1,"id":8}'])
+        assert.equal((await store.stats()).notes, 2)
+      })
+
+      it('answers the changes after a version, and undefined for a token it never gave', async () => {
+        const store = raw(10)
+        const start = await store.version()
+        await store.create({ a: 1 })
+        const afterCreate = await store.version()
+        await store.update(10, { a: 2 })
+        await store.delete(10)
+        const changes = (await store.changesSince(start, 100)) ?? []
+        assert.deepEqual(
+          changes.map(({ type, data }) => [type, data]),
+          [
+            ['created', '{"a":1,"id":10}'],
+            ['updated', '{"a":2,"id":10}'],
+            ['deleted', '{"id":10}'],
+          ],
+        )
+        assert.equal(changes[0]?.version, afterCreate)
+        assert.equal(changes[2]?.version, await store.version())
+        assert.deepEqual(
+          changes.map((change) => change.sequence - (changes[0]?.sequence ?? 0)),
+          [0, 1, 2],
+        )
+        assert.deepEqual(await store.changesSince(start, 1), changes.slice(0, 1))
+        assert.deepEqual(await store.changesSince(await store.version(), 100), [])
+        assert.equal(await store.changesSince('nope.1', 100), undefined)
+        assert.equal(
+          await store.changesSince(`${start.slice(0, start.lastIndexOf('.'))}.zz`, 100),
+          undefined,
+        )
+      })
+
+      it('tells every subscriber each change once, in order, until it unsubscribes', async () => {
+        const store = raw(20)
+        const seen: string[] = []
+        const stop = store.subscribe((change) => seen.push(`${change.type} ${change.data}`))
+        await store.create({})
+        await store.update(20, { b: 1 })
+        await store.delete(20)
+        const deadline = Date.now() + 5000
+        while (seen.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
+        stop()
+        await store.create({})
+        await new Promise((r) => setTimeout(r, 50))
+        assert.deepEqual(seen, [
+          'created {"id":20}',
+          'updated {"id":20,"b":1}',
+          'deleted {"id":20}',
+        ])
+      })
+    })
     describe('versions, conditions, pages, idempotency and history (DECISIONS 21-24, 30)', () => {
       const raw = (options: ContractStoreOptions = {}) =>
         makeRawStore({ now: fixedClock(1), ...options })

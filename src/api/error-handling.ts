@@ -4,7 +4,7 @@ import { closeLingering, isLingering, lingerOnClose } from '../http/lingering-cl
 import { afterResponsesOn } from '../http/pipelining.js'
 import type { FailureLog } from '../ops/failure-log.js'
 import { REQUEST_ID_HEADER } from '../ops/request-id.js'
-import { IdempotencyKeyReusedError, StoreFullError } from '../store/types.js'
+import { IdempotencyKeyReusedError, StoreFullError, StoreUnavailableError } from '../store/types.js'
 import { PROBLEM_CONTENT_TYPE, problem, sendProblem } from './problem.js'
 
 export interface ErrorHandlingOptions {
@@ -21,10 +21,10 @@ export interface ErrorHandlingOptions {
  */
 export function registerErrorHandling(app: FastifyInstance, options: ErrorHandlingOptions): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const { status, detail } = problemForError(error, options.bodyLimit)
+    const { status, detail, headers } = problemForError(error, options.bodyLimit)
     options.failures.report(error, status, detail, request.id)
     endAfterError(request, reply, options.bodyLimit)
-    sendProblem(reply, status, detail)
+    sendProblem(reply, status, detail, headers)
   })
 
   app.setNotFoundHandler((request, reply) => {
@@ -68,7 +68,14 @@ function endAfterError(request: FastifyRequest, reply: FastifyReply, bodyLimit: 
 export function problemForError(
   error: Error & { statusCode?: number; code?: string },
   bodyLimit: number,
-): { status: number; detail: string } {
+): { status: number; detail: string; headers?: Record<string, string> } {
+  if (error instanceof StoreUnavailableError) {
+    return {
+      status: 503,
+      detail: `${error.message} Retry in ${error.retryAfterSeconds} s.`,
+      headers: { 'retry-after': String(error.retryAfterSeconds) },
+    }
+  }
   if (error instanceof StoreFullError) {
     return { status: 507, detail: `${error.message} Delete notes to make room.` }
   }
@@ -93,12 +100,12 @@ export function frameworkErrorHandler(
   options: Pick<ErrorHandlingOptions, 'bodyLimit' | 'failures'>,
 ): (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => void {
   return (error, request, reply) => {
-    const { status, detail } =
+    const { status, detail, headers } =
       error.code === 'FST_ERR_BAD_URL'
-        ? { status: 400, detail: 'The URL has a malformed percent-encoding.' }
+        ? { status: 400, detail: 'The URL has a malformed percent-encoding.', headers: undefined }
         : problemForError(error, options.bodyLimit)
     options.failures.report(error, status, detail, request.id)
-    sendProblem(reply, status, detail)
+    sendProblem(reply, status, detail, headers)
   }
 }
 

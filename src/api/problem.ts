@@ -23,8 +23,13 @@ export function problemBody(status: number, detail: string): Buffer {
 }
 
 /** The problem as an operation's Answer, for the lanes that write Answers. */
-export function problemAnswer(status: number, detail: string): Answer {
-  return new Answer(status, PROBLEM_CONTENT_TYPE, problemBody(status, detail))
+export function problemAnswer(
+  status: number,
+  detail: string,
+  headers?: Record<string, string>,
+): Answer {
+  const list = headers === undefined ? undefined : Object.entries(headers).flat()
+  return new Answer(status, PROBLEM_CONTENT_TYPE, problemBody(status, detail), list)
 }
 
 export function sendProblem(

@@ -62,6 +62,19 @@ export interface Config {
   changeHistory: number
   /** Change-feed streams open at once (503 above it). */
   maxEventStreams: number
+  /**
+   * `postgres://user:password@host:port/database`: keep the notes in PostgreSQL, shared by every
+   * instance given the same URL (DECISION 27); empty (the default) keeps them in memory.
+   */
+  databaseUrl: string
+  /** Connections each instance opens to PostgreSQL at most. */
+  databasePoolSize: number
+  /** Longest a database statement may run, in ms; past it the request gets 503. */
+  databaseStatementTimeoutMs: number
+  /** How long start-up waits for an unreachable database before giving up, in ms (0: try once). */
+  databaseConnectTimeoutMs: number
+  /** Time between two attempts to reach the database at start-up, in ms. */
+  databaseConnectRetryMs: number
 }
 
 /** One row of `OPTIONS`: a setting, its variable and flag, its default and its parser. */
@@ -289,7 +302,58 @@ export const OPTIONS: readonly Option<keyof Config>[] = [
     1_000,
     integer(0, 100_000),
   ),
+  secret(
+    opt(
+      'databaseUrl',
+      'DATABASE_URL',
+      'keep the notes in PostgreSQL at this URL (postgres://user:password@host:5432/database), shared by every instance; none keeps them in memory',
+      '',
+      databaseUrl,
+    ),
+  ),
+  opt(
+    'databasePoolSize',
+    'DATABASE_POOL_SIZE',
+    'connections each instance opens to PostgreSQL at most',
+    10,
+    integer(1, 1000),
+  ),
+  opt(
+    'databaseStatementTimeoutMs',
+    'DATABASE_STATEMENT_TIMEOUT_MS',
+    'longest a database statement may run, in ms (503 past it)',
+    5000,
+    integer(1, TEN_MINUTES),
+  ),
+  opt(
+    'databaseConnectTimeoutMs',
+    'DATABASE_CONNECT_TIMEOUT_MS',
+    'how long start-up waits for an unreachable database, in ms (0 tries once)',
+    30_000,
+    integer(0, ONE_DAY),
+  ),
+  opt(
+    'databaseConnectRetryMs',
+    'DATABASE_CONNECT_RETRY_MS',
+    'time between attempts to reach the database at start-up, in ms',
+    500,
+    integer(10, TEN_MINUTES),
+  ),
 ]
+
+/**
+ * 'postgres://u:p@db.example:5432/notes' and 'postgresql://localhost/notes' pass; 'mysql://x',
+ * 'postgres://' and 'db.example' do not.
+ */
+function databaseUrl(raw: string): string | Rejection {
+  try {
+    const url = new URL(raw)
+    if (/^postgres(ql)?:$/.test(url.protocol) && url.hostname !== '') return raw
+  } catch {
+    // Not a URL: refused below.
+  }
+  return { expected: 'a PostgreSQL URL: postgres://user:password@host:5432/database' }
+}
 
 function secret(option: Option<keyof Config>): Option<keyof Config> {
   return { ...option, secret: true }

@@ -27,10 +27,10 @@ export function formatHelp(options: readonly Option<keyof Config>[], info: Packa
   return `${lines.join('\n')}\n`
 }
 
-/** 3000 -> '3000'; [] -> 'none'; ['https://a.example', 'https://b.example'] -> 'https://a.example,https://b.example' */
+/** 3000 -> '3000'; [] and '' -> 'none'; ['https://a.example', 'https://b.example'] -> 'https://a.example,https://b.example' */
 function showDefault(value: Config[keyof Config]): string {
   if (Array.isArray(value)) return value.length === 0 ? 'none' : value.join(',')
-  return String(value)
+  return value === '' ? 'none' : String(value)
 }
 
 /** What the option's parser accepts, in its own words: every parser rejects a NUL character. */

@@ -142,9 +142,9 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
         return
       }
       const error = err instanceof Error ? err : new Error(String(err))
-      const { status, detail } = problemForError(error, bodyLimit)
+      const { status, detail, headers } = problemForError(error, bodyLimit)
       failures.report(error, status, detail, this.id)
-      this.send(problemAnswer(status, detail))
+      this.send(problemAnswer(status, detail, headers))
     }
 
     /** Reads the body (its length is known and within the limit) and parses it as note fields. */

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { JSON_CONTENT_TYPE } from '../api/note-operations.js'
 import { sendProblem } from '../api/problem.js'
+import type { NoteStore } from '../store/types.js'
 
 const ALIVE = Buffer.from('{"status":"ok"}')
 const READY = Buffer.from('{"status":"ready"}')
@@ -8,10 +9,11 @@ const READY = Buffer.from('{"status":"ready"}')
 /**
  * `GET /healthz`: the process answers (liveness). `GET /readyz`: the service takes traffic
  * (readiness): 200 once the app is ready, 503 before that and from the moment `close()` begins,
- * so a load balancer stops sending requests while the ones in flight finish.
+ * so a load balancer stops sending requests while the ones in flight finish, and 503 while the
+ * store's database cannot be reached (DECISION 27; `/healthz` stays 200: the process is fine).
  * Both are constant answers, logged at warn and above only, so probes never flood the logs.
  */
-export function registerHealthChecks(app: FastifyInstance): void {
+export function registerHealthChecks(app: FastifyInstance, store?: NoteStore): void {
   let state: 'starting' | 'ready' | 'stopping' = 'starting'
   app.addHook('onReady', (done) => {
     state = 'ready'
@@ -26,14 +28,19 @@ export function registerHealthChecks(app: FastifyInstance): void {
   app.get('/healthz', probe, (_request, reply) => {
     reply.header('cache-control', 'no-store').header('content-type', JSON_CONTENT_TYPE).send(ALIVE)
   })
-  app.get('/readyz', probe, (_request, reply) => {
+  app.get('/readyz', probe, async (_request, reply) => {
     reply.header('cache-control', 'no-store')
-    if (state === 'ready') {
-      reply.header('content-type', JSON_CONTENT_TYPE).send(READY)
-    } else {
-      const detail =
-        state === 'starting' ? 'The service is starting.' : 'The service is shutting down.'
-      sendProblem(reply, 503, `${detail} Send requests to another instance.`)
+    if (state === 'ready' && store?.available !== undefined && !(await store.available())) {
+      return sendProblem(
+        reply,
+        503,
+        'The database cannot be reached. Send requests to another instance.',
+        { 'retry-after': '1' },
+      )
     }
+    if (state === 'ready') return reply.header('content-type', JSON_CONTENT_TYPE).send(READY)
+    const detail =
+      state === 'starting' ? 'The service is starting.' : 'The service is shutting down.'
+    return sendProblem(reply, 503, `${detail} Send requests to another instance.`)
   })
 }

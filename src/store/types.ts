@@ -180,6 +180,11 @@ export interface NoteStore {
    */
   subscribe(listener: (change: Change) => void): () => void
   stats(): MaybePromise<StoreStats>
+  /**
+   * Whether the store's backend answers now; /readyz is 503 while it does not (DECISION 27).
+   * A store without a backend to lose (memory) leaves it out.
+   */
+  available?(): MaybePromise<boolean>
 }
 
 /** A write refused because the store is at capacity. Nothing was changed. */
@@ -195,5 +200,20 @@ export class IdempotencyKeyReusedError extends Error {
   constructor(message: string) {
     super(message)
     this.name = 'IdempotencyKeyReusedError'
+  }
+}
+
+/**
+ * The store's backend cannot be reached (a database down, restarting, or too slow): nothing is
+ * known to have changed. Answered with 503 and Retry-After (DECISION 27).
+ */
+export class StoreUnavailableError extends Error {
+  constructor(
+    message: string,
+    /** Seconds after which a retry may succeed. */
+    readonly retryAfterSeconds = 1,
+  ) {
+    super(message)
+    this.name = 'StoreUnavailableError'
   }
 }

@@ -1,0 +1,152 @@
+import { execFile } from 'node:child_process'
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import pg from 'pg'
+
+const run = promisify(execFile)
+
+/**
+ * Where PostgreSQL's server programs are: /usr/local/bin (our image), then Debian's
+ * /usr/lib/postgresql/<version>/bin, newest first; undefined when there are none.
+ */
+export function findPostgresBin(): string | undefined {
+  const candidates = ['/usr/local/bin']
+  const debian = '/usr/lib/postgresql'
+  if (existsSync(debian)) {
+    const versions = readdirSync(debian)
+      .filter((v) => /^\d+$/.test(v))
+      .sort((a, b) => Number(b) - Number(a))
+    for (const version of versions) candidates.push(join(debian, version, 'bin'))
+  }
+  return candidates.find(
+    (dir) => existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'pg_ctl')),
+  )
+}
+
+/**
+ * Whether the PostgreSQL suites run. Without the binaries they are skipped, said loudly once per
+ * file; under CI=true a missing PostgreSQL is a failure instead.
+ */
+export function postgresAvailable(suite: string): boolean {
+  if (findPostgresBin() !== undefined) return true
+  if (process.env.CI === 'true') {
+    throw new Error(`${suite}: PostgreSQL (initdb, pg_ctl) not found, and CI=true requires it`)
+  }
+  process.stderr.write(
+    `\n*** SKIPPED ${suite}: PostgreSQL's initdb and pg_ctl are not installed (apt-get install -y postgresql) ***\n\n`,
+  )
+  return false
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0))
+    })
+  })
+}
+
+/**
+ * A throwaway PostgreSQL cluster in a temp dir on a free 127.0.0.1 port, trust auth, durable
+ * settings (fsync and synchronous_commit on). As root, initdb and pg_ctl run as the `postgres`
+ * user, which they require.
+ */
+export class PostgresCluster {
+  readonly dir: string
+  readonly port: number
+  readonly #bin: string
+  #databases = 0
+
+  private constructor(bin: string, dir: string, port: number) {
+    this.#bin = bin
+    this.dir = dir
+    this.port = port
+  }
+
+  static async start(): Promise<PostgresCluster> {
+    const bin = findPostgresBin()
+    if (bin === undefined) throw new Error('PostgreSQL binaries not found')
+    const dir = mkdtempSync(join(tmpdir(), 'notes-pg-'))
+    chmodSync(dir, 0o755)
+    if (process.getuid?.() === 0) {
+      const { stdout } = await run('id', ['-u', 'postgres'])
+      const { stdout: gid } = await run('id', ['-g', 'postgres'])
+      chownSync(dir, Number(stdout.trim()), Number(gid.trim()))
+    }
+    const cluster = new PostgresCluster(bin, dir, await freePort())
+    await cluster.#as(join(bin, 'initdb'), [
+      '-D',
+      cluster.#data,
+      '-U',
+      'postgres',
+      '--auth=trust',
+      '-E',
+      'UTF8',
+      '--no-locale',
+      '--no-sync',
+    ])
+    await cluster.startServer()
+    return cluster
+  }
+
+  get #data(): string {
+    return join(this.dir, 'data')
+  }
+
+  /** The URL of database `name` (default `postgres`). */
+  url(name = 'postgres'): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/${name}`
+  }
+
+  /** A fresh, empty database; its URL. */
+  async createDatabase(): Promise<string> {
+    const name = `notes_${++this.#databases}`
+    const client = new pg.Client({ connectionString: this.url() })
+    await client.connect()
+    try {
+      await client.query(`CREATE DATABASE ${name}`)
+    } finally {
+      await client.end()
+    }
+    return this.url(name)
+  }
+
+  async startServer(): Promise<void> {
+    await this.#as(join(this.#bin, 'pg_ctl'), [
+      'start',
+      '-w',
+      '-D',
+      this.#data,
+      '-l',
+      join(this.dir, 'log'),
+      '-o',
+      `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=on -c synchronous_commit=on`,
+    ])
+  }
+
+  /** Stops the server: 'immediate' is a crash (recovery at the next start), 'fast' a clean stop. */
+  async stopServer(mode: 'fast' | 'immediate' = 'fast'): Promise<void> {
+    await this.#as(join(this.#bin, 'pg_ctl'), ['stop', '-w', '-m', mode, '-D', this.#data])
+  }
+
+  /** Stops the server and removes every file of the cluster. */
+  async destroy(): Promise<void> {
+    try {
+      await this.stopServer('immediate')
+    } catch {
+      // Already stopped.
+    }
+    rmSync(this.dir, { recursive: true, force: true })
+  }
+
+  async #as(command: string, args: string[]): Promise<void> {
+    if (process.getuid?.() === 0) await run('runuser', ['-u', 'postgres', '--', command, ...args])
+    else await run(command, args)
+  }
+}

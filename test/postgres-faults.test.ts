@@ -1,0 +1,213 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { type ServerProcess, startServer } from './hostile/server-process.js'
+import { PostgresCluster, postgresAvailable } from './postgres-cluster.js'
+
+interface Acknowledged {
+  id: number
+  body: string
+}
+
+/** POSTs from `loops` concurrent clients until `until()` is true; the notes answered 200, and every status seen. */
+async function writeLoad(
+  port: () => number,
+  loops: number,
+  until: () => boolean,
+): Promise<{
+  acknowledged: Acknowledged[]
+  answers: { status: number; retryAfter: string | null; type: string | null; body: string }[]
+}> {
+  const acknowledged: Acknowledged[] = []
+  const answers: {
+    status: number
+    retryAfter: string | null
+    type: string | null
+    body: string
+  }[] = []
+  let n = 0
+  await Promise.all(
+    Array.from({ length: loops }, async () => {
+      while (!until()) {
+        const sent = n++
+        try {
+          const response = await fetch(`http://127.0.0.1:${port()}/api/note`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ sent }),
+          })
+          const body = await response.text()
+          answers.push({
+            status: response.status,
+            retryAfter: response.headers.get('retry-after'),
+            type: response.headers.get('content-type'),
+            body,
+          })
+          if (response.status === 200) {
+            const { data } = JSON.parse(body) as { data: { id: number } }
+            acknowledged.push({ id: data.id, body: JSON.stringify(data) })
+          } else {
+            await sleep(20)
+          }
+        } catch {
+          // The instance is gone (kill -9): nothing was acknowledged for this request.
+          await sleep(20)
+        }
+      }
+    }),
+  )
+  return { acknowledged, answers }
+}
+
+async function listOf(port: number): Promise<Map<number, string>> {
+  const response = await fetch(`http://127.0.0.1:${port}/api/note`)
+  assert.equal(response.status, 200)
+  const { data } = (await response.json()) as { data: { id: number }[] }
+  return new Map(data.map((note) => [note.id, JSON.stringify(note)]))
+}
+
+/** DECISION 27: what survives, and what clients see, when an instance or the database fails. */
+if (postgresAvailable('PostgreSQL fault tests')) {
+  describe('PostgreSQL faults', () => {
+    let cluster: PostgresCluster
+    before(async () => {
+      cluster = await PostgresCluster.start()
+    })
+    after(async () => {
+      await cluster.destroy()
+    })
+
+    it('keeps every acknowledged note when an instance is killed with SIGKILL under write load', async () => {
+      const url = await cluster.createDatabase()
+      const [victim, survivor] = (await Promise.all(
+        [0, 1].map(() => startServer({ env: { DATABASE_URL: url } })),
+      )) as [ServerProcess, ServerProcess]
+      try {
+        let killed = false
+        const load = writeLoad(
+          () => victim.port,
+          8,
+          () => killed,
+        )
+        await sleep(400)
+        victim.child.kill('SIGKILL')
+        await victim.exited
+        killed = true
+        const { acknowledged } = await load
+        assert.ok(acknowledged.length > 0, 'some notes were acknowledged before the kill')
+        const stored = await listOf(survivor.port)
+        for (const note of acknowledged) assert.equal(stored.get(note.id), note.body)
+      } finally {
+        await Promise.all([victim.stop(), survivor.stop()])
+      }
+    })
+
+    it('refuses to start, in one line without the password, when the database stays unreachable', async () => {
+      const started = Date.now()
+      await assert.rejects(
+        startServer({
+          env: {
+            DATABASE_URL: 'postgres://notes:secret-pw@127.0.0.1:9/notes',
+            DATABASE_CONNECT_TIMEOUT_MS: '600',
+            DATABASE_CONNECT_RETRY_MS: '100',
+          },
+        }),
+        (err: Error) => {
+          assert.match(err.message, /the server exited \(1\) before listening/)
+          assert.match(
+            err.message,
+            /notes-service: cannot open the database postgres:\/\/notes:\*\*\*@127\.0\.0\.1:9\/notes within DATABASE_CONNECT_TIMEOUT_MS \(600 ms\)/,
+          )
+          assert.doesNotMatch(err.message, /secret-pw/)
+          return true
+        },
+      )
+      assert.ok(Date.now() - started < 10_000, 'start-up gave up within its bound')
+    })
+
+    it('waits at start-up for a database that comes up, then serves', async () => {
+      const url = await cluster.createDatabase()
+      await cluster.stopServer('fast')
+      const starting = startServer({
+        env: {
+          DATABASE_URL: url,
+          DATABASE_CONNECT_TIMEOUT_MS: '20000',
+          DATABASE_CONNECT_RETRY_MS: '100',
+        },
+        timeoutMs: 25_000,
+      })
+      await sleep(800)
+      await cluster.startServer()
+      const instance = await starting
+      try {
+        const response = await fetch(`http://127.0.0.1:${instance.port}/readyz`)
+        assert.equal(response.status, 200)
+        assert.ok(
+          instance.logs.some((line) => line.msg === 'opening the PostgreSQL store'),
+          'it said it was opening the store',
+        )
+      } finally {
+        await instance.stop()
+      }
+    })
+
+    it('answers 503 with Retry-After while PostgreSQL restarts under load, recovers by itself, and loses nothing acknowledged', async () => {
+      const url = await cluster.createDatabase()
+      const instance = await startServer({ env: { DATABASE_URL: url } })
+      try {
+        let done = false
+        const load = writeLoad(
+          () => instance.port,
+          4,
+          () => done,
+        )
+        await sleep(300)
+        await cluster.stopServer('immediate')
+        await sleep(200)
+        const down = await fetch(`http://127.0.0.1:${instance.port}/readyz`)
+        assert.equal(down.status, 503)
+        assert.equal(down.headers.get('content-type'), 'application/problem+json')
+        const health = await fetch(`http://127.0.0.1:${instance.port}/healthz`)
+        assert.equal(health.status, 200)
+        await sleep(500)
+        const restartedAt = Date.now()
+        await cluster.startServer()
+        let recoveredAt = 0
+        while (recoveredAt === 0 && Date.now() - restartedAt < 15_000) {
+          const response = await fetch(`http://127.0.0.1:${instance.port}/api/note?limit=1`)
+          await response.arrayBuffer()
+          if (response.status === 200) recoveredAt = Date.now()
+          else await sleep(50)
+        }
+        assert.ok(recoveredAt > 0, 'the service answered 200 again within 15 s')
+        await sleep(300)
+        done = true
+        const { acknowledged, answers } = await load
+        const unavailable = answers.filter((a) => a.status === 503)
+        assert.ok(unavailable.length > 0, 'writes got 503 while the database was down')
+        assert.deepEqual(
+          answers.filter((a) => a.status !== 200 && a.status !== 503),
+          [],
+        )
+        for (const answer of unavailable) {
+          assert.equal(answer.retryAfter, '1')
+          assert.equal(answer.type, 'application/problem+json')
+          assert.deepEqual(JSON.parse(answer.body), {
+            type: 'about:blank',
+            title: 'Service Unavailable',
+            status: 503,
+            detail: 'The database cannot be reached right now. Retry in 1 s.',
+          })
+        }
+        assert.ok(answers.at(-1)?.status === 200, 'the last writes succeeded')
+        const stored = await listOf(instance.port)
+        for (const note of acknowledged) assert.equal(stored.get(note.id), note.body)
+        process.stderr.write(
+          `# PostgreSQL restart: ${acknowledged.length} notes acknowledged, ${unavailable.length} answers 503, 200 again ${recoveredAt - restartedAt} ms after pg_ctl start returned\n`,
+        )
+      } finally {
+        await instance.stop()
+      }
+    })
+  })
+}
