@@ -24,6 +24,7 @@ import { FailureLog } from './ops/failure-log.js'
 import { registerHealthChecks } from './ops/health.js'
 import { registerLoadShedding } from './ops/load-shedding.js'
 import { createRequestRecorder, registerMetrics } from './ops/metrics.js'
+import { registerNotesPage } from './ops/notes-page.js'
 import { registerRateLimits } from './ops/rate-limits.js'
 import { registerRequestIds, requestIdGenerator, withRequestIdHeader } from './ops/request-id.js'
 import { setUpLogging } from './ops/request-logging.js'
@@ -41,6 +42,7 @@ export type AppConfig = Pick<
   | 'corsOrigin'
   | 'metrics'
   | 'docs'
+  | 'ui'
   | 'maxEventLoopDelayMs'
   | 'apiKeys'
   | 'apiReadKeys'
@@ -165,10 +167,12 @@ export function buildApp({
     version,
     metrics: config.metrics,
     docs: config.docs,
+    ui: config.ui,
     accessKeys: accessKeys !== undefined,
     rateLimits: config.rateLimit > 0,
   })
   registerApiDocs(app, { document, ui: config.docs })
+  if (config.ui) registerNotesPage(app)
   registerNoteRoutes(app, operations)
   const tuning: FeedTuning = {
     ...DEFAULT_FEED_TUNING,

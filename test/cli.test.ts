@@ -97,6 +97,16 @@ describe('the packed package', () => {
       const health = await fetch(`${base}/healthz`)
       assert.equal(health.status, 200)
       assert.equal(await health.text(), '{"status":"ok"}')
+      // The notes page ships too: its HTML and style from src/ui/, its scripts from dist/src/ui/.
+      for (const [path, type] of [
+        ['/', 'text/html; charset=utf-8'],
+        ['/ui/style.css', 'text/css; charset=utf-8'],
+        ['/ui/main.js', 'text/javascript; charset=utf-8'],
+      ]) {
+        const file = await fetch(`${base}${path}`)
+        assert.equal(file.status, 200, path)
+        assert.equal(file.headers.get('content-type'), type, path)
+      }
       const created = await fetch(`${base}/api/note`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },

@@ -240,7 +240,7 @@ describeEachLane('request bodies', () => {
 describeEachLane('methods and paths', () => {
   it('answers 404 problem JSON for a path that is not ours', async () => {
     const { app } = buildTestApp()
-    for (const url of ['/', '/api', '/api/notes', '/api/note/1/2', '/API/note']) {
+    for (const url of ['/nowhere', '/api', '/api/notes', '/api/note/1/2', '/API/note']) {
       assertProblem(
         await app.inject(url),
         404,

@@ -17,6 +17,8 @@ const FEATURE_SETS: Partial<Config>[] = [
   { metrics: true, docs: true, apiKeys: ['k1'], rateLimit: 10 },
   { metrics: false, docs: false, apiReadKeys: ['r1'] },
   { metrics: true, docs: false, rateLimit: 10 },
+  { metrics: false, docs: false, ui: false },
+  { metrics: false, docs: true, ui: false, apiKeys: ['k1'] },
 ]
 
 function documentFor(features: Partial<Config>): OpenApiDocument {
@@ -24,6 +26,7 @@ function documentFor(features: Partial<Config>): OpenApiDocument {
     version: readPackageInfo().version,
     metrics: features.metrics ?? false,
     docs: features.docs ?? false,
+    ui: features.ui ?? true,
     accessKeys: (features.apiKeys?.length ?? 0) + (features.apiReadKeys?.length ?? 0) > 0,
     rateLimits: (features.rateLimit ?? 0) > 0,
   })
@@ -266,6 +269,8 @@ describe('the OpenAPI document', () => {
       ['GET /metrics', ['401', '429'], undefined],
       ['GET /docs', ['429'], []],
       ['GET /docs/static/{file}', ['429'], []],
+      ['GET /', ['429'], []],
+      ['GET /ui/{file}', ['429'], []],
     ])
     // Without keys and limits, none of it.
     const plain = documentFor({ metrics: true, docs: true })

@@ -1,5 +1,6 @@
 import { needsAccessKey } from '../ops/access-keys.js'
 import { DOCS_PAGE_FILE_NAMES, NO_SUCH_FILE } from '../ops/api-docs.js'
+import { NO_SUCH_PAGE_FILE } from '../ops/notes-page.js'
 import { RATE_LIMIT_EXEMPT } from '../ops/rate-limits.js'
 import { eventsPathItem } from './openapi-events.js'
 import { PROBLEM_CONTENT_TYPE, problem } from './problem.js'
@@ -11,6 +12,8 @@ export interface OpenApiOptions {
   metrics: boolean
   /** Whether `/docs` is served. */
   docs: boolean
+  /** Whether the notes page is served at `/`. */
+  ui?: boolean
   /** Whether access keys are on (API_KEYS, API_READ_KEYS): adds the security scheme, 401 and 403. */
   accessKeys?: boolean
   /** Whether rate limits are on (RATE_LIMIT): adds 429. */
@@ -62,7 +65,7 @@ const DESCRIPTION = `An in-memory notes store. A note is a JSON object with any 
 - With \`Accept-Encoding\` naming \`br\` or \`gzip\` (q-values honoured, \`*\` included; \`br\` when both are as welcome), a JSON answer over 1 KiB comes compressed, with \`Content-Encoding\`. The list, its pages and every answer over 1 KiB carry \`Vary: Accept-Encoding\`, compressed or not. A compressed answer's ETag has the coding inside the quotes (\`"<token>-br"\`): \`If-None-Match\` is compared with the ETag of the representation asked for, and \`If-Match\` takes any of them.`
 
 const ACCESS_KEYS_DESCRIPTION = `
-- Every request under \`/api/\` (but this document) and to \`/metrics\` needs \`Authorization: Bearer <key>\` with an access key: without one, or with a key that is not valid, or with two Authorization headers, the answer is \`401\` with \`WWW-Authenticate: Bearer\`. A read key may only \`GET\` and \`HEAD\`: anything else with it is \`403\`. \`OPTIONS\`, the probes and the \`/docs\` page need no key.`
+- Every request under \`/api/\` (but this document) and to \`/metrics\` needs \`Authorization: Bearer <key>\` with an access key: without one, or with a key that is not valid, or with two Authorization headers, the answer is \`401\` with \`WWW-Authenticate: Bearer\`. A read key may only \`GET\` and \`HEAD\`: anything else with it is \`403\`. \`OPTIONS\`, the probes, the \`/docs\` page and the notes page at \`/\` need no key.`
 
 const RATE_LIMITS_DESCRIPTION = `
 - Requests are rate limited per access key (per client address without one): every answer but the probes' carries \`RateLimit-Limit\` (requests per window), \`RateLimit-Remaining\` and \`RateLimit-Reset\` (seconds until the window ends); past the limit the answer is \`429\` with \`Retry-After\` (seconds).`
@@ -331,6 +334,50 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
     }
   }
 
+  if (options.ui === true) {
+    paths['/'] = {
+      get: {
+        tags: ['operations'],
+        operationId: 'showNotesPage',
+        summary: 'The notes page',
+        description:
+          'A page for people that lists, creates, edits and deletes notes and follows changes live, through this API. Its files are under `/ui/`; it loads nothing from another host.',
+        responses: {
+          '200': fixedFileResponse('An HTML page.', {
+            'text/html': { schema: { type: 'string' } },
+          }),
+          '304': response('NotModified'),
+        },
+      },
+    }
+    paths['/ui/{file}'] = {
+      get: {
+        tags: ['operations'],
+        operationId: 'getNotesPageFile',
+        summary: 'A file of the notes page',
+        description:
+          'The scripts, style and icon of the notes page, brotli- or gzip-compressed when the client accepts it.',
+        parameters: [
+          {
+            name: 'file',
+            in: 'path',
+            required: true,
+            description: 'The name of the file, as the page links it.',
+            schema: { type: 'string', examples: ['main.js', 'style.css'] },
+          },
+        ],
+        responses: {
+          '200': fixedFileResponse('The file.', {
+            'text/css': { schema: { type: 'string' } },
+            'text/javascript': { schema: { type: 'string' } },
+            'image/svg+xml': { schema: { type: 'string' } },
+          }),
+          '304': response('NotModified'),
+          '404': problemResponse('The page has no file of this name.', 404, NO_SUCH_PAGE_FILE),
+        },
+      },
+    }
+  }
   addAccessAndLimits(paths, options)
   const document: OpenApiDocument = {
     openapi: '3.1.0',

@@ -42,6 +42,8 @@ export interface Config {
   metrics: boolean
   /** Serve the API reference page at /docs. */
   docs: boolean
+  /** Serve the notes page at / (and its files under /ui/). */
+  ui: boolean
   /** Mean event-loop delay over a second above which requests get 503 + Retry-After, in ms; 0 is off. */
   maxEventLoopDelayMs: number
   /**
@@ -246,6 +248,7 @@ export const OPTIONS: readonly Option<keyof Config>[] = [
   ),
   opt('metrics', 'METRICS', 'serve Prometheus metrics at /metrics', false, boolean),
   opt('docs', 'DOCS', 'serve the API reference page (Swagger UI) at /docs', false, boolean),
+  opt('ui', 'UI', 'serve the notes page for people at / (false turns it off)', true, boolean),
   opt(
     'maxEventLoopDelayMs',
     'MAX_EVENT_LOOP_DELAY_MS',

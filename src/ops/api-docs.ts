@@ -133,7 +133,7 @@ function sendFixed(request: FastifyRequest, reply: FastifyReply, file: FixedFile
 }
 
 /** '"a", W/"b"' matches '"b"' (If-None-Match compares weakly, RFC 9110 §13.1.2); '*' matches. */
-function matchesETag(ifNoneMatch: string | undefined, etag: string): boolean {
+export function matchesETag(ifNoneMatch: string | undefined, etag: string): boolean {
   if (ifNoneMatch === undefined) return false
   return ifNoneMatch
     .split(',')

@@ -121,8 +121,9 @@ const NOT_ALLOWED_ON_NOTE = [
   'REPORT',
 ]
 
+// Not '/': the notes page is served there (UI is on by default).
 const UNKNOWN_PATHS = [
-  '/',
+  '/index.html',
   '/api',
   '/api/',
   '/api/notes',

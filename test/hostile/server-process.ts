@@ -37,9 +37,11 @@ export interface StartOptions {
    */
   probe?: boolean
   timeoutMs?: number
+  /** The port to listen on; a free one by default. */
+  port?: number
 }
 
-/** Starts the service on 127.0.0.1 and a free port, and resolves once it listens. */
+/** Starts the service on 127.0.0.1 and a free port (or `port`), and resolves once it listens. */
 export async function startServer(options: StartOptions = {}): Promise<ServerProcess> {
   const probe = options.probe === true
   const nodeArgs = probe ? ['--expose-gc', '--import', PROBE] : []
@@ -48,7 +50,7 @@ export async function startServer(options: StartOptions = {}): Promise<ServerPro
       PATH: process.env.PATH ?? '',
       LOG_LEVEL: 'info',
       ...options.env,
-      PORT: '0',
+      PORT: String(options.port ?? 0),
       HOST: '127.0.0.1',
     },
     stdio: probe ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,179 @@
+import { createHash } from 'node:crypto'
+import { readdir, readFile } from 'node:fs/promises'
+import { promisify } from 'node:util'
+import { brotliCompress, constants, gzip } from 'node:zlib'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { sendProblem } from '../api/problem.js'
+import { matchesETag } from './api-docs.js'
+
+/**
+ * The page's policy: everything from this origin only, no inline script or style, no plugins, no
+ * framing, and Trusted Types required, so that assigning a string to innerHTML (or any other
+ * HTML sink) throws: note content can only ever reach the page as text.
+ */
+export const PAGE_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self'",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "require-trusted-types-for 'script'",
+  "trusted-types 'none'",
+].join('; ')
+
+/** The detail of the 404 for a name under /ui/ that is not one of the page's files. */
+export const NO_SUCH_PAGE_FILE = 'The notes page has no such file; open / itself.'
+
+/** The page's files that are not compiled: in src/ui/ beside its TypeScript sources. */
+const STATIC_FILES = {
+  'index.html': 'text/html; charset=utf-8',
+  'style.css': 'text/css; charset=utf-8',
+  'icon.svg': 'image/svg+xml',
+} as const
+
+const JAVASCRIPT = 'text/javascript; charset=utf-8'
+
+/** One file of the page, as sent: identity, brotli and gzip, each with its strong ETag. */
+export interface PageFile {
+  contentType: string
+  variants: Record<Encoding, { body: Buffer; etag: string }>
+}
+
+export type Encoding = 'identity' | 'br' | 'gzip'
+
+/** The page's files by name: 'index.html' (served at /), 'main.js', 'style.css' ... */
+export type PageFiles = ReadonlyMap<string, PageFile>
+
+/**
+ * Where the page's files are: the compiled modules in dist/src/ui/ (tsconfig.ui.json), the
+ * HTML, CSS and icon in src/ui/ (package.json's `files` ships both). From dist/src/ops/ here.
+ */
+const COMPILED = new URL('../ui/', import.meta.url)
+const SOURCES = new URL('../../../src/ui/', import.meta.url)
+
+let loading: Promise<PageFiles> | undefined
+
+/**
+ * Reads and compresses the page's files once per process (brotli at its best quality costs tens
+ * of milliseconds, and every app built by the tests would pay it again). Compression happens
+ * here, at start-up, so a request only picks the bytes to send.
+ */
+export function loadPageFiles(): Promise<PageFiles> {
+  loading ??= readPageFiles()
+  return loading
+}
+
+async function readPageFiles(): Promise<PageFiles> {
+  const files = new Map<string, PageFile>()
+  let modules: string[]
+  try {
+    modules = (await readdir(COMPILED)).filter((name) => name.endsWith('.js')).sort()
+  } catch {
+    modules = []
+  }
+  if (!modules.includes('main.js')) {
+    loading = undefined
+    throw new Error(
+      `The notes page's scripts are not built (no main.js in ${COMPILED.pathname}): run npm run build, or set UI=false.`,
+    )
+  }
+  const sources: [name: string, contentType: string, url: URL][] = [
+    ...Object.entries(STATIC_FILES).map(([name, type]): [string, string, URL] => [
+      name,
+      type,
+      new URL(name, SOURCES),
+    ]),
+    ...modules.map((name): [string, string, URL] => [name, JAVASCRIPT, new URL(name, COMPILED)]),
+  ]
+  for (const [name, contentType, url] of sources) {
+    files.set(name, await pageFile(contentType, await readFile(url)))
+  }
+  return files
+}
+
+const compressBrotli = promisify(brotliCompress)
+const compressGzip = promisify(gzip)
+
+async function pageFile(contentType: string, body: Buffer): Promise<PageFile> {
+  const hash = createHash('sha256').update(body).digest('base64url').slice(0, 27)
+  const br = await compressBrotli(body, {
+    params: {
+      [constants.BROTLI_PARAM_QUALITY]: constants.BROTLI_MAX_QUALITY,
+      [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
+    },
+  })
+  const gz = await compressGzip(body, { level: constants.Z_BEST_COMPRESSION })
+  return {
+    contentType,
+    variants: {
+      identity: { body, etag: `"${hash}"` },
+      br: { body: br, etag: `"${hash}-br"` },
+      gzip: { body: gz, etag: `"${hash}-gz"` },
+    },
+  }
+}
+
+/**
+ * The encoding to send for an Accept-Encoding header: brotli, else gzip, else none.
+ * 'gzip, deflate, br' -> 'br'; 'gzip;q=1, br;q=0' -> 'gzip'; '*' -> 'br'; undefined -> 'identity'.
+ * Small files are sent as they are when compression would not make them smaller.
+ */
+export function chooseEncoding(acceptEncoding: string | undefined): Encoding {
+  if (acceptEncoding === undefined) return 'identity'
+  const weights = new Map<string, number>()
+  for (const part of acceptEncoding.split(',')) {
+    const [name = '', ...params] = part.trim().toLowerCase().split(';')
+    const q = params.map((p) => /^\s*q=([0-9.]+)\s*$/.exec(p)?.[1]).find((v) => v !== undefined)
+    weights.set(name.trim(), q === undefined ? 1 : Number(q))
+  }
+  const weight = (name: string): number => weights.get(name) ?? weights.get('*') ?? 0
+  if (weight('br') > 0) return 'br'
+  if (weight('gzip') > 0) return 'gzip'
+  return 'identity'
+}
+
+/**
+ * `GET /` serves the notes page and `GET /ui/{file}` its scripts, style and icon, read and
+ * compressed once at start-up. Each answer carries a strong ETag (one per encoding) and
+ * `Cache-Control: no-cache`: a browser revalidates and gets a 304 instead of the file again.
+ * Nothing here touches the note routes or the fast lane, which never sees `/` or `/ui/`; the
+ * page holds no notes, so it stays open when access keys are on (it asks for a key when the API
+ * answers 401).
+ */
+export function registerNotesPage(app: FastifyInstance): void {
+  app.register(async (page) => {
+    const files = await loadPageFiles()
+    const index = files.get('index.html') as PageFile
+    page.get('/', { logLevel: 'warn' }, (request, reply) => {
+      reply.header('content-security-policy', PAGE_CSP).header('referrer-policy', 'no-referrer')
+      return sendPageFile(request, reply, index)
+    })
+    page.get<{ Params: { file: string } }>('/ui/:file', { logLevel: 'warn' }, (request, reply) => {
+      const name = request.params.file
+      const file = name === 'index.html' ? undefined : files.get(name)
+      if (file === undefined) return sendProblem(reply, 404, NO_SUCH_PAGE_FILE)
+      return sendPageFile(request, reply, file)
+    })
+  })
+}
+
+/** 200 with the file in the best encoding the client takes, or 304 when it has that one. */
+function sendPageFile(request: FastifyRequest, reply: FastifyReply, file: PageFile): FastifyReply {
+  let encoding = chooseEncoding(request.headers['accept-encoding'])
+  if (file.variants[encoding].body.length >= file.variants.identity.body.length) {
+    encoding = 'identity'
+  }
+  const { body, etag } = file.variants[encoding]
+  reply
+    .header('etag', etag)
+    .header('cache-control', 'no-cache')
+    .header('vary', 'Accept-Encoding')
+    .header('x-content-type-options', 'nosniff')
+  if (matchesETag(request.headers['if-none-match'], etag)) return reply.code(304).send()
+  if (encoding !== 'identity') reply.header('content-encoding', encoding)
+  return reply.header('content-type', file.contentType).send(body)
+}

@@ -1,0 +1,452 @@
+import { type Answer, call, describeFailure, etagOf, type Note, notePath } from './api.js'
+import { h, replaceChildren, uniqueId } from './dom.js'
+import { type Fields, isObject, planPatch, sameJson } from './note-patch.js'
+
+/** Fields shown as the note's heading, the first one present holding a string. */
+export const TITLE_FIELDS = ['title', 'name', 'subject', 'heading', 'summary']
+/** Fields shown as its text, likewise. */
+export const BODY_FIELDS = ['body', 'text', 'content', 'description', 'note', 'message']
+/** Longest JSON of the other fields shown before "Show all". */
+const SHOWN_JSON = 2_000
+
+/** What a note item needs from the list around it. */
+export interface ItemContext {
+  /** Says something to screen readers (and shows it) about the list as a whole. */
+  announce(text: string): void
+  /** This page deleted the note (200): take it out of the list. */
+  deleted(item: NoteItem): void
+  /** A write was refused with 403: the key may only read. */
+  readOnly(): void
+}
+
+/** 'title' of {title:'a'}; undefined for {title: 7} or {}. */
+function firstText(note: Note, names: readonly string[]): string | undefined {
+  return names.find((name) => typeof note[name] === 'string')
+}
+
+/** The note without its id, for showing and editing as JSON. */
+function withoutId(note: Note): Fields {
+  const { id: _id, ...fields } = note
+  return fields
+}
+
+/** One formatter for every note: toLocaleString() would build one per call. */
+const DATE_TIME = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' })
+
+/** 1795531269679 -> a <time> for 2026-11-24T14:41:09.679Z, when the id looks like a creation time. */
+function createdAt(id: unknown): HTMLTimeElement | undefined {
+  // 2001-09-09 to 2286-11-20: ids outside are not times (a PATCH can set any id).
+  if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1e12 || id >= 1e13) {
+    return undefined
+  }
+  const date = new Date(id)
+  return h('time', { datetime: date.toISOString() }, DATE_TIME.format(date))
+}
+
+/**
+ * One note in the list: shown as text, edited in place with If-Match, deleted after a
+ * confirmation with If-Match. A 412 shows the newer version and lets the person choose.
+ */
+export class NoteItem {
+  readonly element: HTMLLIElement
+  #note: Note
+  /** The ETag of exactly #note's content, when an answer told it. */
+  #etag: string | undefined
+  readonly #context: ItemContext
+  readonly #headingId = uniqueId('note-')
+  /** The open editor, while the person edits. */
+  #editor: HTMLFormElement | undefined
+  #message: HTMLElement
+
+  constructor(note: Note, context: ItemContext, etag?: string) {
+    this.#note = note
+    this.#etag = etag
+    this.#context = context
+    this.#message = h('p', { class: 'message', role: 'status' })
+    this.element = h('li', { class: 'note' })
+    this.#show()
+  }
+
+  get note(): Note {
+    return this.#note
+  }
+
+  /** Whether the person has the editor open. */
+  get editing(): boolean {
+    return this.#editor !== undefined
+  }
+
+  /** A newer version from the feed, a page or an answer. */
+  replace(note: Note, etag?: string): void {
+    if (sameJson(note, this.#note) && etag === undefined) return
+    this.#note = note
+    this.#etag = etag
+    if (this.#editor === undefined) this.#show()
+    else this.#say('This note was just changed elsewhere. Saving will show you that version first.')
+  }
+
+  /** The note was deleted elsewhere. */
+  gone(): void {
+    this.#editor = undefined
+    replaceChildren(this.element, h('p', { class: 'gone' }, 'This note was deleted.'))
+  }
+
+  #say(text: string, kind: 'status' | 'error' = 'status'): void {
+    this.#message.className = kind === 'error' ? 'message error' : 'message'
+    this.#message.textContent = text
+  }
+
+  /** The note as text: heading, body, the other fields as compact JSON, its id and time. */
+  #show(): void {
+    this.#editor = undefined
+    const note = this.#note
+    const titleKey = firstText(note, TITLE_FIELDS)
+    const bodyKey = firstText(note, BODY_FIELDS)
+    const rest = withoutId(note)
+    if (titleKey !== undefined) delete rest[titleKey]
+    if (bodyKey !== undefined) delete rest[bodyKey]
+    const path = notePath(note.id)
+    const editButton = h('button', { type: 'button', 'aria-describedby': this.#headingId }, 'Edit')
+    const deleteButton = h(
+      'button',
+      { type: 'button', class: 'danger', 'aria-describedby': this.#headingId },
+      'Delete',
+    )
+    editButton.addEventListener('click', () => void this.#openEditor())
+    deleteButton.addEventListener('click', () => this.#confirmDelete(actions, deleteButton))
+    const actions = h(
+      'div',
+      { class: 'actions' },
+      ...(path === undefined
+        ? [h('span', { class: 'hint' }, 'Its id is not a number, so it cannot be changed here.')]
+        : [editButton, deleteButton]),
+    )
+    const heading = h(
+      'h3',
+      { id: this.#headingId, class: titleKey === undefined ? 'untitled' : undefined },
+      titleKey === undefined ? `Note ${JSON.stringify(note.id)}` : String(note[titleKey]),
+    )
+    const time = createdAt(note.id)
+    replaceChildren(
+      this.element,
+      h(
+        'article',
+        { 'aria-labelledby': this.#headingId },
+        heading,
+        bodyKey !== undefined && h('p', { class: 'body' }, String(note[bodyKey])),
+        Object.keys(rest).length > 0 && fieldsJson(rest),
+        h('p', { class: 'meta' }, `id ${JSON.stringify(note.id)}`, time && ' · ', time),
+        actions,
+        this.#message,
+      ),
+    )
+  }
+
+  /** Fetches the latest version and its ETag: the note as GET answers it, or why not. */
+  async #latest(): Promise<{ note: Note; etag: string | undefined } | { failed: Answer }> {
+    const path = notePath(this.#note.id) as string
+    const answer = await call('GET', path)
+    const data = (answer.body as { data?: unknown } | undefined)?.data
+    if (answer.status === 200 && isObject(data)) {
+      return { note: data as Note, etag: etagOf(answer) }
+    }
+    return { failed: answer }
+  }
+
+  /** Opens the editor on the latest version (GET), which carries the ETag to send back. */
+  async #openEditor(): Promise<void> {
+    this.#say('Opening the latest version…')
+    const latest = await this.#latest()
+    if ('failed' in latest) return this.#failed(latest.failed)
+    this.#note = latest.note
+    this.#etag = latest.etag
+    this.#say('')
+    this.#edit(latest.note, latest.etag)
+  }
+
+  /** The editor: the heading and body fields, or the whole note as JSON. */
+  #edit(base: Note, baseEtag: string | undefined, draft?: { json: string } | undefined): void {
+    const titleKey = firstText(base, TITLE_FIELDS) ?? 'title'
+    const bodyKey = firstText(base, BODY_FIELDS) ?? 'body'
+    const name = uniqueId('mode-')
+    const fieldsRadio = h('input', { type: 'radio', name, value: 'fields', checked: !draft })
+    const jsonRadio = h('input', { type: 'radio', name, value: 'json', checked: !!draft })
+    const titleInput = h('input', { type: 'text', name: 'title', autocomplete: 'off' })
+    titleInput.value = typeof base[titleKey] === 'string' ? (base[titleKey] as string) : ''
+    const bodyInput = h('textarea', { name: 'body', rows: '4' })
+    bodyInput.value = typeof base[bodyKey] === 'string' ? (base[bodyKey] as string) : ''
+    const jsonInput = h('textarea', { name: 'json', rows: '8', class: 'code', spellcheck: 'false' })
+    jsonInput.value = draft?.json ?? JSON.stringify(withoutId(base), null, 2)
+    const fieldsPart = h(
+      'div',
+      { class: 'fields-part', hidden: !!draft },
+      h('label', {}, capitalised(titleKey), titleInput),
+      h('label', {}, capitalised(bodyKey), bodyInput),
+    )
+    const jsonPart = h(
+      'div',
+      { class: 'json-part', hidden: !draft },
+      h('label', {}, 'The note as JSON (its id stays as it is)', jsonInput),
+    )
+    const error = h('p', { class: 'message error', role: 'alert' })
+    const conflict = h('div', { class: 'conflict', hidden: true })
+    const save = h('button', { type: 'submit' }, 'Save')
+    const cancel = h('button', { type: 'button' }, 'Cancel')
+    const form = h(
+      'form',
+      { class: 'editor', 'aria-label': `Edit note ${JSON.stringify(base.id)}` },
+      h(
+        'fieldset',
+        { class: 'mode' },
+        h('legend', {}, 'Edit'),
+        h('label', { class: 'inline' }, fieldsRadio, 'Fields'),
+        h('label', { class: 'inline' }, jsonRadio, 'JSON'),
+      ),
+      fieldsPart,
+      jsonPart,
+      conflict,
+      error,
+      h('div', { class: 'actions' }, save, cancel),
+    )
+    const jsonMode = (): boolean => jsonRadio.checked
+    const switchMode = (): void => {
+      fieldsPart.hidden = jsonMode()
+      jsonPart.hidden = !jsonMode()
+      error.textContent = ''
+      if (jsonMode()) {
+        // Carry the typed title and body into the JSON.
+        const fields: Fields = readJson(jsonInput.value) ?? withoutId(base)
+        setText(fields, titleKey, titleInput.value, base)
+        setText(fields, bodyKey, bodyInput.value, base)
+        jsonInput.value = JSON.stringify(fields, null, 2)
+      } else {
+        const fields = readJson(jsonInput.value)
+        if (fields !== undefined) {
+          if (typeof fields[titleKey] === 'string') titleInput.value = fields[titleKey] as string
+          if (typeof fields[bodyKey] === 'string') bodyInput.value = fields[bodyKey] as string
+        }
+      }
+    }
+    fieldsRadio.addEventListener('change', switchMode)
+    jsonRadio.addEventListener('change', switchMode)
+    cancel.addEventListener('click', () => {
+      this.#show()
+      this.#focusButton('Edit')
+    })
+    form.addEventListener('keydown', (event) => {
+      if (event.key === 'Escape') cancel.click()
+    })
+
+    /** The note the person wants, relative to `on` (the version it overwrites). */
+    const wanted = (on: Note): Fields | string => {
+      if (!jsonMode()) {
+        const fields = withoutId(on)
+        setText(fields, titleKey, titleInput.value, on)
+        setText(fields, bodyKey, bodyInput.value, on)
+        return fields
+      }
+      const fields = readJson(jsonInput.value)
+      if (fields === undefined) {
+        return 'The JSON is not valid, or not an object: write the note as { "field": value, ... }.'
+      }
+      return fields
+    }
+
+    const submit = async (on: Note, onEtag: string | undefined): Promise<void> => {
+      error.textContent = ''
+      const after = wanted(on)
+      if (typeof after === 'string') {
+        error.textContent = after
+        return
+      }
+      const before = Object.hasOwn(after, 'id') ? { ...on } : withoutId(on)
+      const plan = planPatch(before, after)
+      if (plan.kind === 'unchanged') {
+        this.#show()
+        this.#say('Nothing changed.')
+        this.#focusButton('Edit')
+        return
+      }
+      if (plan.kind === 'impossible') {
+        error.textContent = plan.why
+        return
+      }
+      save.disabled = true
+      const answer = await call('PATCH', notePath(on.id) as string, {
+        json: plan.body,
+        contentType: plan.contentType,
+        headers: onEtag === undefined ? {} : { 'if-match': onEtag },
+      })
+      save.disabled = false
+      const data = (answer.body as { data?: unknown } | undefined)?.data
+      if (answer.status === 200 && isObject(data)) {
+        this.#note = data as Note
+        this.#etag = etagOf(answer)
+        this.#show()
+        this.#say('Saved.')
+        this.#focusButton('Edit')
+        return
+      }
+      if (answer.status === 412) return showConflict()
+      if (answer.status === 403) this.#context.readOnly()
+      error.textContent = `Not saved. ${describeFailure(answer)}`
+    }
+
+    /** Someone else's newer version: show it; the person reloads it or overwrites it. */
+    const showConflict = async (): Promise<void> => {
+      const latest = await this.#latest()
+      if ('failed' in latest) {
+        error.textContent = `Not saved. ${describeFailure(latest.failed)}`
+        return
+      }
+      this.#note = latest.note
+      this.#etag = latest.etag
+      const reload = h('button', { type: 'button' }, 'Edit their version (drop mine)')
+      const overwrite = h('button', { type: 'button', class: 'danger' }, 'Save mine over theirs')
+      reload.addEventListener('click', () => this.#edit(latest.note, latest.etag))
+      overwrite.addEventListener('click', () => {
+        conflict.hidden = true
+        void submit(latest.note, latest.etag)
+      })
+      replaceChildren(
+        conflict,
+        h(
+          'p',
+          { role: 'alert' },
+          'Not saved: someone changed this note after you opened it. Their version:',
+        ),
+        h('pre', { class: 'code' }, JSON.stringify(latest.note, null, 2)),
+        h('div', { class: 'actions' }, reload, overwrite),
+      )
+      conflict.hidden = false
+      reload.focus()
+    }
+
+    form.addEventListener('submit', (event) => {
+      event.preventDefault()
+      void submit(base, baseEtag)
+    })
+    this.#editor = form
+    replaceChildren(this.element, form, this.#message)
+    ;(draft ? jsonInput : titleInput).focus()
+  }
+
+  /** Asks first; then deletes the version shown, with If-Match. */
+  #confirmDelete(actions: HTMLElement, deleteButton: HTMLButtonElement): void {
+    const yes = h('button', { type: 'button', class: 'danger' }, 'Yes, delete it')
+    const no = h('button', { type: 'button' }, 'Keep it')
+    const question = h('span', { class: 'question' }, 'Delete this note?')
+    const buttons = Array.from(actions.children)
+    replaceChildren(actions, question, yes, no)
+    no.addEventListener('click', () => {
+      replaceChildren(actions, ...buttons)
+      deleteButton.focus()
+    })
+    yes.addEventListener('click', () => void this.#delete())
+    yes.focus()
+  }
+
+  async #delete(force?: { etag: string | undefined }): Promise<void> {
+    let etag = force === undefined ? this.#etag : force.etag
+    if (etag === undefined && force === undefined) {
+      // The list does not tell ETags: get the note's, and check it is the version shown.
+      this.#say('Checking the note…')
+      const latest = await this.#latest()
+      if ('failed' in latest) return this.#failed(latest.failed)
+      if (!sameJson(latest.note, this.#note)) return this.#deleteConflict(latest.note, latest.etag)
+      etag = latest.etag
+    }
+    this.#say('Deleting…')
+    const answer = await call('DELETE', notePath(this.#note.id) as string, {
+      headers: etag === undefined ? {} : { 'if-match': etag },
+    })
+    if (answer.status === 200) {
+      this.#context.deleted(this)
+      return
+    }
+    if (answer.status === 412) {
+      const latest = await this.#latest()
+      if ('failed' in latest) return this.#failed(latest.failed)
+      return this.#deleteConflict(latest.note, latest.etag)
+    }
+    this.#failed(answer, 'Not deleted.')
+  }
+
+  /** The note changed since it was shown: show the newer version, delete it only if asked. */
+  #deleteConflict(newer: Note, etag: string | undefined): void {
+    this.#note = newer
+    this.#etag = etag
+    this.#show()
+    const again = h('button', { type: 'button', class: 'danger' }, 'Delete this version')
+    const actions = this.element.querySelector('.actions') as HTMLElement
+    again.addEventListener('click', () => void this.#delete({ etag }))
+    this.#say(
+      'Not deleted: someone changed this note since it was shown; above is their version.',
+      'error',
+    )
+    actions.append(again)
+    again.focus()
+  }
+
+  /** Shows why an action failed, where the person acted. */
+  #failed(answer: Answer, prefix = ''): void {
+    if (answer.status === 404) {
+      this.gone()
+      this.#context.announce('That note was deleted elsewhere.')
+      return
+    }
+    if (answer.status === 403) this.#context.readOnly()
+    this.#say(`${prefix} ${describeFailure(answer)}`.trim(), 'error')
+  }
+
+  #focusButton(text: string): void {
+    for (const button of this.element.querySelectorAll('button')) {
+      if (button.textContent === text) {
+        button.focus()
+        return
+      }
+    }
+  }
+}
+
+/** The other fields as compact JSON, long ones cut with a button to show all. */
+function fieldsJson(fields: Fields): HTMLElement {
+  const json = JSON.stringify(fields)
+  const pre = h(
+    'pre',
+    { class: 'fields' },
+    json.length > SHOWN_JSON ? `${json.slice(0, SHOWN_JSON)}…` : json,
+  )
+  if (json.length <= SHOWN_JSON) return pre
+  const more = h('button', { type: 'button', class: 'link' }, `Show all ${json.length} characters`)
+  more.addEventListener('click', () => {
+    pre.textContent = json
+    more.remove()
+  })
+  return h('div', {}, pre, more)
+}
+
+/**
+ * {a:1}, 'title', 'x' -> {a:1, title:'x'}. Left empty, a field that was absent stays absent and
+ * one that held no text (title: 7) keeps its value.
+ */
+function setText(fields: Fields, key: string, value: string, base: Note): void {
+  if (value !== '' || typeof base[key] === 'string') fields[key] = value
+  else if (Object.hasOwn(base, key)) fields[key] = base[key]
+  else delete fields[key]
+}
+
+/** '{"a":1}' -> {a:1}; '[1]', '7', 'x' -> undefined. */
+function readJson(text: string): Fields | undefined {
+  try {
+    const value: unknown = JSON.parse(text)
+    return isObject(value) ? value : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** 'title' -> 'Title' */
+function capitalised(name: string): string {
+  return name.charAt(0).toUpperCase() + name.slice(1)
+}

@@ -1,0 +1,312 @@
+import assert from 'node:assert/strict'
+import { readdirSync, readFileSync } from 'node:fs'
+import { describe, it } from 'node:test'
+import { brotliDecompressSync, gunzipSync } from 'node:zlib'
+import { chooseEncoding, PAGE_CSP } from '../src/ops/notes-page.js'
+import { type PatchPlan, planPatch } from '../src/ui/note-patch.js'
+import { type SseEvent, SseParser } from '../src/ui/sse.js'
+import { buildOpsApp } from './ops-app.js'
+
+const SOURCES = new URL('../../src/ui/', import.meta.url)
+const COMPILED = new URL('../src/ui/', import.meta.url)
+const NOT_FOUND = {
+  type: 'about:blank',
+  title: 'Not Found',
+  status: 404,
+  detail: 'Nothing is served at this path; the notes are at /api/note.',
+}
+
+/** The page's files as built: name -> [content type, bytes]. */
+function builtFiles(): Map<string, [string, Buffer]> {
+  const files = new Map<string, [string, Buffer]>([
+    ['style.css', ['text/css; charset=utf-8', readFileSync(new URL('style.css', SOURCES))]],
+    ['icon.svg', ['image/svg+xml', readFileSync(new URL('icon.svg', SOURCES))]],
+  ])
+  for (const name of readdirSync(COMPILED).filter((n) => n.endsWith('.js'))) {
+    files.set(name, ['text/javascript; charset=utf-8', readFileSync(new URL(name, COMPILED))])
+  }
+  return files
+}
+
+describe('GET / (the notes page) and its files under /ui/', () => {
+  it('serves the page with its policy, and every file it links, byte for byte', async () => {
+    const { app } = buildOpsApp()
+    const page = await app.inject({ method: 'GET', url: '/' })
+    assert.equal(page.statusCode, 200)
+    const { date: _date, 'x-request-id': _id, etag, ...headers } = page.headers
+    assert.match(String(etag), /^"[\w-]{27}"$/)
+    assert.deepEqual(headers, {
+      'content-security-policy': PAGE_CSP,
+      'referrer-policy': 'no-referrer',
+      'cache-control': 'no-cache',
+      vary: 'Accept-Encoding',
+      'x-content-type-options': 'nosniff',
+      'content-type': 'text/html; charset=utf-8',
+      'content-length': String(readFileSync(new URL('index.html', SOURCES)).length),
+      connection: 'keep-alive',
+    })
+    assert.equal(page.body, readFileSync(new URL('index.html', SOURCES), 'utf8'))
+    // No inline script or style, nothing from another host.
+    assert.doesNotMatch(page.body, /<script>|<style|\sstyle=|\son\w+=|https?:\/\//)
+    const linked = [...page.body.matchAll(/(?:href|src)="\/ui\/([^"]+)"/g)].map((m) => m[1])
+    const built = builtFiles()
+    // Every module is preloaded (no import waterfall), and nothing else is linked.
+    assert.deepEqual([...linked].sort(), [...built.keys()].sort())
+    for (const [name, [contentType, bytes]] of built) {
+      const file = await app.inject({ method: 'GET', url: `/ui/${name}` })
+      assert.equal(file.statusCode, 200, name)
+      assert.equal(file.headers['content-type'], contentType, name)
+      assert.equal(file.headers['cache-control'], 'no-cache', name)
+      assert.equal(file.headers['content-security-policy'], undefined, name)
+      assert.deepEqual(file.rawPayload, bytes, name)
+    }
+  })
+
+  it('sends brotli or gzip as the client accepts, each with its own ETag, and 304 for that one', async () => {
+    const { app } = buildOpsApp()
+    const plain = await app.inject({ method: 'GET', url: '/ui/note-item.js' })
+    const tag = String(plain.headers.etag).slice(0, -1)
+    const cases = [
+      { accept: 'gzip, deflate, br', encoding: 'br', etag: `${tag}-br"` },
+      { accept: 'gzip', encoding: 'gzip', etag: `${tag}-gz"` },
+      { accept: 'br;q=0, gzip;q=0.5', encoding: 'gzip', etag: `${tag}-gz"` },
+      { accept: 'identity', encoding: undefined, etag: `${tag}"` },
+    ]
+    for (const { accept, encoding, etag } of cases) {
+      const headers = { 'accept-encoding': accept }
+      const file = await app.inject({ method: 'GET', url: '/ui/note-item.js', headers })
+      assert.equal(file.statusCode, 200, accept)
+      assert.equal(file.headers['content-encoding'], encoding, accept)
+      assert.equal(file.headers.etag, etag, accept)
+      assert.equal(file.headers.vary, 'Accept-Encoding', accept)
+      const body =
+        encoding === 'br'
+          ? brotliDecompressSync(file.rawPayload)
+          : encoding === 'gzip'
+            ? gunzipSync(file.rawPayload)
+            : file.rawPayload
+      assert.deepEqual(body, plain.rawPayload, accept)
+      assert.ok(file.rawPayload.length <= plain.rawPayload.length, accept)
+      const again = await app.inject({
+        method: 'GET',
+        url: '/ui/note-item.js',
+        headers: { ...headers, 'if-none-match': etag },
+      })
+      assert.equal(again.statusCode, 304, accept)
+      assert.equal(again.headers.etag, etag, accept)
+      assert.equal(again.headers['content-encoding'], undefined, accept)
+      assert.equal(again.body, '', accept)
+    }
+    // The brotli copy's ETag does not revalidate the gzip one.
+    const other = await app.inject({
+      method: 'GET',
+      url: '/ui/note-item.js',
+      headers: { 'accept-encoding': 'gzip', 'if-none-match': `${tag}-br"` },
+    })
+    assert.equal(other.statusCode, 200)
+  })
+
+  it('answers HEAD like GET without a body', async () => {
+    const { app } = buildOpsApp()
+    const get = await app.inject({ method: 'GET', url: '/' })
+    const head = await app.inject({ method: 'HEAD', url: '/' })
+    assert.equal(head.statusCode, 200)
+    assert.equal(head.body, '')
+    assert.equal(head.headers.etag, get.headers.etag)
+    assert.equal(head.headers['content-length'], get.headers['content-length'])
+  })
+
+  it('answers 404 problem JSON for a file the page does not have', async () => {
+    const { app } = buildOpsApp()
+    for (const name of ['index.html', 'main.ts', 'main.js.map', 'nope.js', '..%2Fpackage.json']) {
+      const response = await app.inject({ method: 'GET', url: `/ui/${name}` })
+      assert.equal(response.statusCode, 404, name)
+      assert.equal(response.headers['content-type'], 'application/problem+json')
+      assert.deepEqual(response.json(), {
+        type: 'about:blank',
+        title: 'Not Found',
+        status: 404,
+        detail: 'The notes page has no such file; open / itself.',
+      })
+    }
+  })
+
+  it('serves neither the page nor its files with UI=false: / is the 404 problem it was', async () => {
+    const { app } = buildOpsApp({ ui: false })
+    for (const url of ['/', '/ui/main.js', '/ui/style.css']) {
+      const response = await app.inject({ method: 'GET', url })
+      assert.equal(response.statusCode, 404, url)
+      assert.deepEqual(response.json(), NOT_FOUND, url)
+    }
+  })
+
+  it('stays open with access keys on: the page holds no notes, and asks for a key itself', async () => {
+    const { app } = buildOpsApp({ apiKeys: ['k1'], apiReadKeys: ['r1'] })
+    for (const url of ['/', '/ui/main.js']) {
+      assert.equal((await app.inject({ method: 'GET', url })).statusCode, 200, url)
+    }
+    assert.equal((await app.inject({ method: 'GET', url: '/api/note' })).statusCode, 401)
+  })
+
+  it('leaves the note routes as they were', async () => {
+    const withPage = buildOpsApp({ ui: true }, undefined, () => 1000).app
+    const without = buildOpsApp({ ui: false }, undefined, () => 1000).app
+    for (const app of [withPage, without]) {
+      const created = await app.inject({ method: 'POST', url: '/api/note', payload: { a: 1 } })
+      assert.equal(created.statusCode, 200)
+    }
+    const strip = (headers: Record<string, unknown>) => {
+      const { date: _d, 'x-request-id': _r, ...rest } = headers
+      return rest
+    }
+    assert.equal((await withPage.inject('/api/note/1000')).statusCode, 200)
+    const a = await withPage.inject({ method: 'GET', url: '/api/note/1000' })
+    const b = await without.inject({ method: 'GET', url: '/api/note/1000' })
+    assert.deepEqual(
+      [a.statusCode, strip(a.headers), a.body],
+      [b.statusCode, strip(b.headers), b.body],
+    )
+  })
+})
+
+describe('chooseEncoding', () => {
+  const cases: [string | undefined, string][] = [
+    [undefined, 'identity'],
+    ['', 'identity'],
+    ['gzip, deflate, br', 'br'],
+    ['gzip, deflate, br, zstd', 'br'],
+    ['gzip', 'gzip'],
+    ['GZIP', 'gzip'],
+    ['br;q=0, gzip', 'gzip'],
+    ['br; q=0.1, gzip;q=1', 'br'],
+    ['*', 'br'],
+    ['*;q=0', 'identity'],
+    ['deflate', 'identity'],
+    ['identity', 'identity'],
+  ]
+  for (const [header, expected] of cases) {
+    it(`${JSON.stringify(header)} -> ${expected}`, () => {
+      assert.equal(chooseEncoding(header), expected)
+    })
+  }
+})
+
+describe('SseParser (the page reads /api/events with it)', () => {
+  const event = (type: string, lastEventId: string, data: string): SseEvent => ({
+    type,
+    lastEventId,
+    data,
+  })
+  const cases: { name: string; chunks: string[]; events: SseEvent[]; start?: string }[] = [
+    {
+      name: 'one event',
+      chunks: ['event: created\nid: a.1\ndata: {"id":1}\n\n'],
+      events: [event('created', 'a.1', '{"id":1}')],
+    },
+    {
+      name: 'split anywhere, even inside a CRLF',
+      chunks: ['event: upd', 'ated\r', '\nid: a.2\r\ndata: {"id"', ':2}\r', '\n\r', '\n'],
+      events: [event('updated', 'a.2', '{"id":2}')],
+    },
+    {
+      name: 'CR alone ends lines',
+      chunks: ['event: deleted\rid: a.3\rdata: {"id":3}\r\r'],
+      events: [event('deleted', 'a.3', '{"id":3}')],
+    },
+    {
+      name: 'comments and unknown fields are skipped; data lines join with LF',
+      chunks: [': keep-alive\n\nretry: 10\nfoo: bar\ndata: a\ndata:b\ndata\n\n'],
+      events: [event('message', '', 'a\nb\n')],
+    },
+    {
+      name: 'an event without data is not dispatched, but its id counts',
+      chunks: ['event: created\nid: a.4\n\ndata: x\n\n'],
+      events: [event('message', 'a.4', 'x')],
+    },
+    {
+      name: 'the id lasts across events; an id holding NUL is ignored',
+      chunks: ['id: a.5\ndata: 1\n\ndata: 2\n\nid: a\u00006\ndata: 3\n\n'],
+      events: [
+        event('message', 'a.5', '1'),
+        event('message', 'a.5', '2'),
+        event('message', 'a.5', '3'),
+      ],
+    },
+    {
+      name: 'starts from the id it resumes from; an unfinished event waits',
+      start: 'a.9',
+      chunks: ['event: reset\ndata: {"version":"b.0"}\n\nevent: created\ndata: 1\n'],
+      events: [event('reset', 'a.9', '{"version":"b.0"}')],
+    },
+    {
+      name: 'one space after the colon is dropped, no more',
+      chunks: ['data:  two spaces\n\n'],
+      events: [event('message', '', ' two spaces')],
+    },
+  ]
+  for (const { name, chunks, events, start } of cases) {
+    it(name, () => {
+      const parser = new SseParser(start)
+      assert.deepEqual(
+        chunks.flatMap((chunk) => parser.push(chunk)),
+        events,
+      )
+    })
+  }
+})
+
+describe('planPatch (what the page sends for an edit)', () => {
+  const cases: { name: string; before: object; after: object; plan: PatchPlan }[] = [
+    {
+      name: 'nothing changed',
+      before: { a: 1, b: [1] },
+      after: { b: [1], a: 1 },
+      plan: { kind: 'unchanged' },
+    },
+    {
+      name: 'a changed and an added field: the spec PATCH',
+      before: { a: 1, b: 2 },
+      after: { a: 1, b: 3, c: null },
+      plan: { kind: 'patch', contentType: 'application/json', body: { b: 3, c: null } },
+    },
+    {
+      name: 'a nested object is sent whole by the spec PATCH',
+      before: { m: { x: 1, y: 2 } },
+      after: { m: { x: 1, y: 3 } },
+      plan: { kind: 'patch', contentType: 'application/json', body: { m: { x: 1, y: 3 } } },
+    },
+    {
+      name: 'a removed field: a merge patch with null',
+      before: { a: 1, b: 2 },
+      after: { a: 1 },
+      plan: { kind: 'patch', contentType: 'application/merge-patch+json', body: { b: null } },
+    },
+    {
+      name: 'removed at depth, changed beside it',
+      before: { m: { x: 1, y: 2 }, t: 'a', gone: true },
+      after: { m: { x: 1 }, t: 'b' },
+      plan: {
+        kind: 'patch',
+        contentType: 'application/merge-patch+json',
+        body: { gone: null, m: { y: null }, t: 'b' },
+      },
+    },
+    {
+      name: 'removing while setting a null cannot be one PATCH',
+      before: { a: 1, b: 2 },
+      after: { a: null },
+      plan: {
+        kind: 'impossible',
+        why: 'Removing a field and setting another value to null cannot be saved at once: save the removal first, then the null.',
+      },
+    },
+  ]
+  for (const { name, before, after, plan } of cases) {
+    it(name, () => {
+      assert.deepEqual(
+        planPatch(before as Record<string, unknown>, after as Record<string, unknown>),
+        plan,
+      )
+    })
+  }
+})
