@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { get as httpGet, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, describe, it } from 'node:test'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
@@ -451,6 +452,37 @@ describe('NoteOperations: the compressed list', () => {
   })
 })
 
+/** GET /api/note over its own connection, the body as sent (not decoded). */
+function get(
+  port: number,
+  acceptEncoding: string,
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const request = httpGet(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/api/note',
+        agent: false,
+        headers: { 'accept-encoding': acceptEncoding },
+      },
+      (response) => {
+        const chunks: Buffer[] = []
+        response.on('data', (chunk: Buffer) => chunks.push(chunk))
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode ?? 0,
+            headers: response.headers,
+            body: Buffer.concat(chunks),
+          }),
+        )
+        response.on('error', reject)
+      },
+    )
+    request.on('error', reject)
+  })
+}
+
 describe('compression over a real socket', () => {
   async function listen(notes: number): Promise<number> {
     const { app } = buildTestApp({}, { now: fakeClock(1000, 1) })
@@ -462,18 +494,20 @@ describe('compression over a real socket', () => {
 
   it('is decoded by a real client that sends Accept-Encoding: gzip, br', async () => {
     const port = await listen(2000)
-    const plain = await fetch(`http://127.0.0.1:${port}/api/note`, {
-      headers: { connection: 'close', 'accept-encoding': 'identity' },
-    })
-    const compressed = await fetch(`http://127.0.0.1:${port}/api/note`, {
-      headers: { connection: 'close', 'accept-encoding': 'gzip, br' },
-    })
+    // node:http rather than fetch: Node 24's bundled undici failed an internal assertion
+    // (`assert(!this.paused)` in Parser.finish) on a connection closed after a compressed body.
+    const plain = await get(port, 'identity')
+    const compressed = await get(port, 'gzip, br')
     assert.equal(compressed.status, 200)
-    assert.equal(compressed.headers.get('content-encoding'), 'br')
-    assert.equal(compressed.headers.get('etag'), `"${TEST_EPOCH}.1jk-br"`)
-    assert.ok(Number(compressed.headers.get('content-length')) < 10_000)
-    assert.equal(plain.headers.get('content-encoding'), null)
-    assert.equal(await compressed.text(), await plain.text())
+    assert.equal(compressed.headers['content-encoding'], 'br')
+    assert.equal(compressed.headers.etag, `"${TEST_EPOCH}.1jk-br"`)
+    assert.ok(compressed.body.length < 10_000)
+    assert.equal(Number(compressed.headers['content-length']), compressed.body.length)
+    assert.equal(plain.headers['content-encoding'], undefined)
+    assert.equal(brotliDecompressSync(compressed.body).toString(), plain.body.toString())
+    const gzip = await get(port, 'gzip')
+    assert.equal(gzip.headers['content-encoding'], 'gzip')
+    assert.equal(gunzipSync(gzip.body).toString(), plain.body.toString())
   })
 
   it('answers 304 on a keep-alive connection and then the next request on it', async () => {
