@@ -177,32 +177,29 @@ export class MemoryNoteStore implements NoteStore {
   page({ limit, order, after, q }: PageQuery): PageRecord {
     const notes = q === undefined ? this.#entries : this.#matching(q)
     const total = q === undefined ? this.#alive : notes.length
+    const step = order === 'asc' ? 1 : -1
+    // Where the walk starts: the first note past `after` in walk order (positions are integers,
+    // so the last one below `after` is just before the first one at or above it).
+    let i =
+      after === undefined
+        ? step === 1
+          ? 0
+          : notes.length - 1
+        : step === 1
+          ? firstAbove(notes, after)
+          : firstAbove(notes, after - 1) - 1
     const parts: string[] = []
+    let sent: number | undefined
     let next: number | undefined
-    if (order === 'asc') {
-      let i = after === undefined ? 0 : firstAfter(notes, after)
-      for (; i < notes.length; i++) {
-        const entry = notes[i] as Entry
-        if (!entry.alive) continue
-        if (parts.length === limit) {
-          next = lastSentPosition(notes, i)
-          break
-        }
-        parts.push(entry.json)
+    for (; i >= 0 && i < notes.length; i += step) {
+      const entry = notes[i] as Entry
+      if (!entry.alive) continue
+      if (parts.length === limit) {
+        next = sent
+        break
       }
-    } else {
-      let i = after === undefined ? notes.length - 1 : firstAfter(notes, after) - 1
-      // firstAfter finds the first position above `after`; walking down, `after` itself is skipped.
-      if (after !== undefined && i >= 0 && (notes[i] as Entry).position === after) i--
-      for (; i >= 0; i--) {
-        const entry = notes[i] as Entry
-        if (!entry.alive) continue
-        if (parts.length === limit) {
-          next = lastSentPositionDown(notes, i)
-          break
-        }
-        parts.push(entry.json)
-      }
+      parts.push(entry.json)
+      sent = entry.position
     }
     return { json: `[${parts.join(',')}]`, version: this.#version, total, next }
   }
@@ -397,7 +394,7 @@ export class MemoryNoteStore implements NoteStore {
 }
 
 /** The index of the first entry whose position is above `after` (binary search). */
-function firstAfter(entries: readonly Entry[], after: number): number {
+function firstAbove(entries: readonly Entry[], after: number): number {
   let low = 0
   let high = entries.length
   while (low < high) {
@@ -406,20 +403,6 @@ function firstAfter(entries: readonly Entry[], after: number): number {
     else high = middle
   }
   return low
-}
-
-/** Walking up, the page ended before index `i`: the position of the last alive note before it. */
-function lastSentPosition(entries: readonly Entry[], i: number): number {
-  let at = i - 1
-  while (!(entries[at] as Entry).alive) at--
-  return (entries[at] as Entry).position
-}
-
-/** Walking down, the page ended before index `i`: the last alive note sent is above it. */
-function lastSentPositionDown(entries: readonly Entry[], i: number): number {
-  let at = i + 1
-  while (!(entries[at] as Entry).alive) at++
-  return (entries[at] as Entry).position
 }
 
 /** DECISION 22: If-Match (strong comparison, or '*') and If-Unmodified-Since. */
