@@ -3,32 +3,13 @@ import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { describe, it } from 'node:test'
-import { chromium, type Page } from 'playwright-core'
+import type { Page } from 'playwright-core'
 import { DOCS_PAGE_FILE_NAMES } from '../src/ops/api-docs.js'
+import { CHROMIUM, launchChromium, MISSING, SKIP } from './chromium.js'
 import { buildOpsApp } from './ops-app.js'
 
-/** Debian's Chromium; `.ci/run` installs it. Playwright's own browser download is not used. */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
-/** Playwright adds --user-data-dir itself: a new empty profile in the temp folder per launch. */
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-]
 /** Where to save a screenshot of the page after the operations ran, when set (for a human). */
 const SCREENSHOT = process.env.DOCS_PAGE_SCREENSHOT
-
-const MISSING = `Chromium not found at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`
-/**
- * Where Chromium cannot be had, say so and skip; CI installs it, so under CI=true the test runs
- * and fails (a failed test in the counts, not a skip).
- */
-const SKIP = existsSync(CHROMIUM) || process.env.CI === 'true' ? false : MISSING
 
 /** What the page shows of one executed operation: the request it sent and the answer. */
 interface Execution {
@@ -93,7 +74,7 @@ describe('the /docs page', () => {
     })
     const note = (created.json() as { data: { id: number; title: string } }).data
     const id = String(note.id)
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS })
+    const browser = await launchChromium()
     const page = await browser.newPage()
     try {
       const elsewhere: string[] = []

@@ -4,25 +4,11 @@ import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { type AddressInfo, connect, createServer, type Socket } from 'node:net'
 import { after, before, describe, it } from 'node:test'
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { preload } from '../bench/preload.js'
+import { CHROMIUM, launchChromium, MISSING, SKIP } from './chromium.js'
 import { type ServerProcess, startServer } from './hostile/server-process.js'
 
-/** Debian's Chromium, as test/docs-page.test.ts drives it; `.ci/run` installs it. */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-]
-const MISSING = `Chromium not found at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`
-/** Skipped, and said so, where Chromium cannot be had; under CI=true a missing one fails. */
-const SKIP = existsSync(CHROMIUM) || process.env.CI === 'true' ? false : MISSING
 /** Where to save the README's screenshot, when set: `NOTES_PAGE_SCREENSHOT=docs/page.png`. */
 const SCREENSHOT = process.env.NOTES_PAGE_SCREENSHOT
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js')
@@ -186,7 +172,7 @@ function clean(watched: Watched): void {
 describe('the notes page in Chromium', { skip: SKIP, concurrency: false }, () => {
   before(async () => {
     if (existsSync(CHROMIUM)) {
-      browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS })
+      browser = await launchChromium()
     }
   })
   after(async () => {
