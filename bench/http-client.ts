@@ -3,6 +3,8 @@ import { type Agent, request } from 'node:http'
 export interface Answer {
   status: number
   body: string
+  /** The body as it came, not decoded (a compressed body stays compressed). */
+  bytes: Buffer
   headers: Record<string, string | string[] | undefined>
 }
 
@@ -34,13 +36,15 @@ export function send(
       (res) => {
         const chunks: Buffer[] = []
         res.on('data', (chunk: Buffer) => chunks.push(chunk))
-        res.on('end', () =>
+        res.on('end', () => {
+          const bytes = Buffer.concat(chunks)
           resolve({
             status: res.statusCode ?? 0,
-            body: Buffer.concat(chunks).toString('utf8'),
+            body: bytes.toString('utf8'),
+            bytes,
             headers: res.headers,
-          }),
-        )
+          })
+        })
         res.on('error', reject)
       },
     )

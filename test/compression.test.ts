@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
-import { get as httpGet, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, describe, it } from 'node:test'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import { send } from '../bench/http-client.js'
 import { type CodingChoice, parseAcceptEncoding } from '../src/api/compression.js'
 import { NoteOperations } from '../src/api/note-operations.js'
 import { MemoryNoteStore } from '../src/store/memory.js'
@@ -452,37 +452,6 @@ describe('NoteOperations: the compressed list', () => {
   })
 })
 
-/** GET /api/note over its own connection, the body as sent (not decoded). */
-function get(
-  port: number,
-  acceptEncoding: string,
-): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    const request = httpGet(
-      {
-        host: '127.0.0.1',
-        port,
-        path: '/api/note',
-        agent: false,
-        headers: { 'accept-encoding': acceptEncoding },
-      },
-      (response) => {
-        const chunks: Buffer[] = []
-        response.on('data', (chunk: Buffer) => chunks.push(chunk))
-        response.on('end', () =>
-          resolve({
-            status: response.statusCode ?? 0,
-            headers: response.headers,
-            body: Buffer.concat(chunks),
-          }),
-        )
-        response.on('error', reject)
-      },
-    )
-    request.on('error', reject)
-  })
-}
-
 describe('compression over a real socket', () => {
   async function listen(notes: number): Promise<number> {
     const { app } = buildTestApp({}, { now: fakeClock(1000, 1) })
@@ -496,18 +465,20 @@ describe('compression over a real socket', () => {
     const port = await listen(2000)
     // node:http rather than fetch: Node 24's bundled undici failed an internal assertion
     // (`assert(!this.paused)` in Parser.finish) on a connection closed after a compressed body.
-    const plain = await get(port, 'identity')
-    const compressed = await get(port, 'gzip, br')
+    const get = (acceptEncoding: string) =>
+      send(port, 'GET', '/api/note', { headers: { 'accept-encoding': acceptEncoding } })
+    const plain = await get('identity')
+    const compressed = await get('gzip, br')
     assert.equal(compressed.status, 200)
     assert.equal(compressed.headers['content-encoding'], 'br')
     assert.equal(compressed.headers.etag, `"${TEST_EPOCH}.1jk-br"`)
-    assert.ok(compressed.body.length < 10_000)
-    assert.equal(Number(compressed.headers['content-length']), compressed.body.length)
+    assert.ok(compressed.bytes.length < 10_000)
+    assert.equal(Number(compressed.headers['content-length']), compressed.bytes.length)
     assert.equal(plain.headers['content-encoding'], undefined)
-    assert.equal(brotliDecompressSync(compressed.body).toString(), plain.body.toString())
-    const gzip = await get(port, 'gzip')
+    assert.equal(brotliDecompressSync(compressed.bytes).toString(), plain.body)
+    const gzip = await get('gzip')
     assert.equal(gzip.headers['content-encoding'], 'gzip')
-    assert.equal(gunzipSync(gzip.body).toString(), plain.body.toString())
+    assert.equal(gunzipSync(gzip.bytes).toString(), plain.body)
   })
 
   it('answers 304 on a keep-alive connection and then the next request on it', async () => {
