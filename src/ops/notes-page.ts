@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto'
 import { readdir, readFile } from 'node:fs/promises'
-import { promisify } from 'node:util'
-import { brotliCompress, constants, gzip } from 'node:zlib'
+import { brotliCompressSync, constants, gzipSync } from 'node:zlib'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { sendProblem } from '../api/problem.js'
 import { matchesETag } from './api-docs.js'
@@ -90,23 +89,20 @@ async function readPageFiles(): Promise<PageFiles> {
     ...modules.map((name): [string, string, URL] => [name, JAVASCRIPT, new URL(name, COMPILED)]),
   ]
   for (const [name, contentType, url] of sources) {
-    files.set(name, await pageFile(contentType, await readFile(url)))
+    files.set(name, pageFile(contentType, await readFile(url)))
   }
   return files
 }
 
-const compressBrotli = promisify(brotliCompress)
-const compressGzip = promisify(gzip)
-
-async function pageFile(contentType: string, body: Buffer): Promise<PageFile> {
+function pageFile(contentType: string, body: Buffer): PageFile {
   const hash = createHash('sha256').update(body).digest('base64url').slice(0, 27)
-  const br = await compressBrotli(body, {
+  const br = brotliCompressSync(body, {
     params: {
       [constants.BROTLI_PARAM_QUALITY]: constants.BROTLI_MAX_QUALITY,
       [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
     },
   })
-  const gz = await compressGzip(body, { level: constants.Z_BEST_COMPRESSION })
+  const gz = gzipSync(body, { level: constants.Z_BEST_COMPRESSION })
   return {
     contentType,
     variants: {
