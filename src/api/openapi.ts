@@ -3,6 +3,7 @@ import { DOCS_PAGE_FILE_NAMES, NO_SUCH_FILE } from '../ops/api-docs.js'
 import { NO_SUCH_PAGE_FILE } from '../ops/notes-page.js'
 import { RATE_LIMIT_EXEMPT } from '../ops/rate-limits.js'
 import { eventsPathItem } from './openapi-events.js'
+import { DEFAULT_LIMIT, MAX_LIMIT, MAX_Q_LENGTH } from './page-query.js'
 import { PROBLEM_CONTENT_TYPE, problem } from './problem.js'
 
 export interface OpenApiOptions {
@@ -455,14 +456,13 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
           required: false,
           description:
             'Answer one page of at most this many notes, with `Link: rel="next"` while more follow.',
-          schema: { type: 'integer', minimum: 1, maximum: 1000 },
+          schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT },
         },
         After: {
           name: 'after',
           in: 'query',
           required: false,
-          description:
-            'The opaque cursor from a `Link: rel="next"` URL: the page starts after the last note of the one before. Alone, pages by 100. A cursor that is not one of ours is a 400.',
+          description: `The opaque cursor from a \`Link: rel="next"\` URL: the page starts after the last note of the one before. Alone, pages by ${DEFAULT_LIMIT}. A cursor that is not one of ours is a 400.`,
           schema: { type: 'string' },
         },
         Order: {
@@ -478,7 +478,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
           required: false,
           description:
             'Keep only the notes with a string value, at any depth (keys excluded), that contains this text, compared case-insensitively. X-Total-Count then counts the matches.',
-          schema: { type: 'string', minLength: 1, maxLength: 256 },
+          schema: { type: 'string', minLength: 1, maxLength: MAX_Q_LENGTH },
         },
         IfNoneMatch: {
           name: 'If-None-Match',

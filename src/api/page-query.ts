@@ -6,7 +6,7 @@ export type ListRequest =
   | { readonly kind: 'page'; readonly query: PageQuery; readonly paged: boolean }
   | { readonly kind: 'bad'; readonly detail: string }
 
-export const WHOLE_LIST: ListRequest = Object.freeze({ kind: 'whole' })
+const WHOLE_LIST: ListRequest = Object.freeze({ kind: 'whole' })
 
 export const MAX_LIMIT = 1000
 export const DEFAULT_LIMIT = 100
@@ -86,7 +86,7 @@ export function nextPageUrl(path: string, query: PageQuery, position: number): s
  * wrong page. It is not a secret: a client that forges one just skips to another position.
  * ('asc', 35) -> 'az.<check>'
  */
-export function writeCursor(order: 'asc' | 'desc', position: number): string {
+function writeCursor(order: 'asc' | 'desc', position: number): string {
   const body = `${order === 'desc' ? 'd' : 'a'}${position.toString(36)}`
   return `${body}.${check(body)}`
 }
