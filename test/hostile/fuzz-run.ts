@@ -227,7 +227,7 @@ function check(
     case 'get': {
       const at = model.find(expect.segment)
       if (at === -1) return emptyNotFoundMismatch(response)
-      if (expect.condition === 'current') {
+      if (expect.condition !== undefined && expect.condition.etag === model.etagOf(at)) {
         if (response.status !== 304)
           return `expected 304 for the current ETag, got ${response.status}`
         return response.body.length === 0 ? undefined : 'a 304 with a body'
@@ -240,7 +240,9 @@ function check(
     case 'delete': {
       const at = model.find(expect.segment)
       if (at === -1) return emptyNotFoundMismatch(response)
-      if (expect.condition === 'stale') return preconditionMismatch(response, method, model, at)
+      if (expect.condition !== undefined && expect.condition.etag !== model.etagOf(at)) {
+        return preconditionMismatch(response, method, model, at)
+      }
       const mismatch = dataMismatch(response, method, JSON.stringify(expect.segment))
       if (mismatch === undefined) model.remove(at)
       return mismatch
@@ -290,7 +292,9 @@ function check(
       if (!outcome.ok) return problemMismatch(response, outcome.status, method)
       const at = model.find(expect.segment)
       if (at === -1) return emptyNotFoundMismatch(response)
-      if (expect.condition === 'stale') return preconditionMismatch(response, method, model, at)
+      if (expect.condition !== undefined && expect.condition.etag !== model.etagOf(at)) {
+        return preconditionMismatch(response, method, model, at)
+      }
       // DECISION 25: only a PATCH as application/merge-patch+json is an RFC 7396 merge patch.
       const kind = expect.media === 'merge-patch' ? 'merge-patch' : 'merge'
       const merged = model.merged(at, outcome.fields, kind)
