@@ -7,8 +7,11 @@
  * process and reads the server's RSS. Prints one table per workload (medians over rounds), the
  * ratios service/floor and service/fastify (median of the per-round ratios), and the targets.
  * W7, W8 and W10 run the service alone, each leg (the workload and the one it is compared with)
- * on its own fresh server, interleaved in the same way; their ratios are leg over leg.
+ * on its own fresh server, interleaved in the same way; their ratios are leg over leg. W9, the
+ * change feed, runs last, as `npm run bench:events` (bench/events.ts) in its own process: its
+ * 1,000 stream clients must not share this driver's event loop.
  */
+import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism, loadavg, setPriority, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -51,6 +54,8 @@ interface Settings {
   warmupS: number
   connections: number
   workloads: Workload[]
+  /** W9: run bench/events.ts at the end, for this many seconds of writes (0: not run). */
+  eventsS: number
   /** W7, W8, W10: the service against its own figures. */
   relative: RelativeWorkload[]
   targets: Target[]
@@ -115,7 +120,7 @@ function parseSettings(argv: string[]): Settings & { generator?: 'wrk' | 'autoca
     return value
   }
   const quick = values.quick === true
-  const allIds = [...WORKLOADS, ...RELATIVE_WORKLOADS].map((w) => w.id).join(',')
+  const allIds = [...WORKLOADS, ...RELATIVE_WORKLOADS, { id: 'W9' }].map((w) => w.id).join(',')
   const workloadIds = (values.workloads ?? allIds).split(',').map((id) => id.trim().toUpperCase())
   for (const id of workloadIds) {
     if (!allIds.split(',').includes(id)) throw new Error(`unknown workload ${id}`)
@@ -141,6 +146,7 @@ function parseSettings(argv: string[]): Settings & { generator?: 'wrk' | 'autoca
     connections: Math.round(number(values.connections, 50)),
     workloads,
     relative,
+    eventsS: workloadIds.includes('W9') ? (quick ? 3 : 10) : 0,
     targets,
     ...(generator === undefined ? {} : { generator }),
   }
@@ -696,6 +702,7 @@ async function main(): Promise<void> {
       ),
     )
   }
+  const events = settings.eventsS > 0 ? runEventsBench(settings.eventsS, say) : undefined
   const elapsed = (Date.now() - startedAt) / 1000
   say('')
   say(
@@ -719,7 +726,10 @@ async function main(): Promise<void> {
         pinning: pinning ?? null,
         settings: {
           ...settings,
-          workloads: [...settings.workloads, ...settings.relative].map((w) => w.id),
+          workloads: [
+            ...[...settings.workloads, ...settings.relative].map((w) => w.id),
+            ...(events === undefined ? [] : ['W9']),
+          ],
           targets: settings.targets.map((t) => t.id),
         },
         ratios: ratioRows.map((r) => ({
@@ -728,6 +738,7 @@ async function main(): Promise<void> {
           fastify: r.fastify,
         })),
         results,
+        ...(events === undefined ? {} : { W9: events }),
       },
       null,
       2,
@@ -735,6 +746,29 @@ async function main(): Promise<void> {
   )
   say(`raw results: ${file}`)
   rmSync(logDir, { recursive: true, force: true })
+}
+
+/**
+ * W9: bench/events.ts in a child process (1,000 streams, 1,000 writes a second for `seconds`),
+ * its report passed through; returns that report and whether W9 met its targets.
+ */
+function runEventsBench(
+  seconds: number,
+  say: (text: string) => void,
+): { ok: boolean; report: string } {
+  say('')
+  say('W9: the change feed (npm run bench:events)')
+  const script = new URL('./events.js', import.meta.url).pathname
+  const child = spawnSync(process.execPath, [script, '--duration', String(seconds)], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    timeout: (seconds + 120) * 1000,
+  })
+  const report = child.stdout ?? ''
+  say(report.trimEnd())
+  const ok = child.status === 0
+  if (!ok && child.error !== undefined) say(`W9 did not finish: ${child.error.message}`)
+  return { ok, report }
 }
 
 /** '0.12 0.30 0.41': the 1, 5 and 15 minute load averages. */

@@ -44,7 +44,8 @@ describe('CORS', () => {
     assert.equal(response.statusCode, 200)
     assert.deepEqual(corsHeaders(response.headers), {
       'access-control-allow-origin': ORIGIN,
-      'access-control-expose-headers': 'X-Request-Id, Allow',
+      'access-control-expose-headers':
+        'X-Request-Id, Allow, ETag, Notes-Version, X-Total-Count, Link, Idempotent-Replayed, Retry-After',
       vary: 'Origin, Accept-Encoding',
     })
   })
@@ -76,7 +77,8 @@ describe('CORS', () => {
     })
     assert.equal(response.statusCode, 200)
     assert.deepEqual(corsHeaders(response.headers), {
-      'access-control-expose-headers': 'X-Request-Id, Allow',
+      'access-control-expose-headers':
+        'X-Request-Id, Allow, ETag, Notes-Version, X-Total-Count, Link, Idempotent-Replayed, Retry-After',
       vary: 'Origin, Accept-Encoding',
     })
   })
@@ -89,8 +91,10 @@ describe('CORS', () => {
     assert.deepEqual(corsHeaders(response.headers), {
       'access-control-allow-origin': ORIGIN,
       'access-control-allow-methods': 'GET, HEAD, POST, PATCH, DELETE',
-      'access-control-allow-headers': 'Content-Type, X-Request-Id',
-      'access-control-expose-headers': 'X-Request-Id, Allow',
+      'access-control-allow-headers':
+        'Content-Type, X-Request-Id, If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since, Idempotency-Key, Last-Event-ID',
+      'access-control-expose-headers':
+        'X-Request-Id, Allow, ETag, Notes-Version, X-Total-Count, Link, Idempotent-Replayed, Retry-After',
       'access-control-max-age': '600',
       vary: 'Origin',
     })

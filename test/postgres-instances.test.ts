@@ -98,6 +98,27 @@ if (postgresAvailable('PostgreSQL multi-instance tests')) {
       assert.equal(other.status, 422)
     })
 
+    it('creates once when the same Idempotency-Key reaches every instance at the same moment', async () => {
+      // DECISION 30: a repeat that arrives while the first is being applied waits for it. The
+      // store's create locks the clock row before it looks the key up, so the repeats wait for
+      // the first commit and then replay it.
+      const before = (await (await fetch(`${base(0)}/api/note`)).json()) as { data: unknown[] }
+      const answers = await Promise.all(
+        [0, 1, 2, 0, 1, 2].map((i) =>
+          post(i, { race: 'key' }, { 'idempotency-key': 'raced-key-1' }),
+        ),
+      )
+      assert.deepEqual(
+        answers.map((a) => a.status),
+        [200, 200, 200, 200, 200, 200],
+      )
+      const firstBody = answers[0]?.body
+      assert.ok(answers.every((a) => a.body === firstBody))
+      assert.equal(answers.filter((a) => a.headers.get('idempotent-replayed') === null).length, 1)
+      const list = (await (await fetch(`${base(2)}/api/note`)).json()) as { data: unknown[] }
+      assert.equal(list.data.length, before.data.length + 1)
+    })
+
     it('holds MAX_NOTES across instances', async () => {
       const capped = await cluster.createDatabase()
       const small = await Promise.all(

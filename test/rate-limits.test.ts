@@ -295,7 +295,7 @@ describe('rate limits and access keys with CORS', () => {
     assert.equal(preflight.statusCode, 204)
     assert.equal(
       preflight.headers['access-control-allow-headers'],
-      'Content-Type, X-Request-Id, Authorization',
+      'Content-Type, X-Request-Id, If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since, Idempotency-Key, Last-Event-ID, Authorization',
     )
     const refused = await app.inject({
       url: '/api/note',
@@ -305,7 +305,7 @@ describe('rate limits and access keys with CORS', () => {
     assert.equal(refused.headers['access-control-allow-origin'], 'https://app.example')
     assert.equal(
       refused.headers['access-control-expose-headers'],
-      'X-Request-Id, Allow, WWW-Authenticate, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset',
+      'X-Request-Id, Allow, ETag, Notes-Version, X-Total-Count, Link, Idempotent-Replayed, Retry-After, WWW-Authenticate, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset',
     )
     assert.equal(refused.headers['ratelimit-remaining'], '9')
   })

@@ -6,7 +6,7 @@ export interface CorsOptions {
   origins: readonly string[]
   /** Access keys are on: pages may send Authorization and read WWW-Authenticate. */
   accessKeys?: boolean
-  /** Rate limits are on: pages may read Retry-After and the RateLimit-* headers. */
+  /** Rate limits are on: pages may read the RateLimit-* headers. */
   rateLimits?: boolean
 }
 
@@ -24,15 +24,36 @@ const PREFLIGHT_MAX_AGE = 600
 export function registerCors(app: FastifyInstance, options: CorsOptions): void {
   const { origins, accessKeys = false, rateLimits = false } = options
   if (origins.length === 0) return
-  const allowedHeaders = ['Content-Type', 'X-Request-Id']
-  // Readable by page scripts besides the CORS-safelisted ones (Content-Type, Content-Length...).
-  const exposedHeaders = ['X-Request-Id', 'Allow']
+  // Besides the CORS-safelisted ones: the conditions (DECISION 22), retries (30) and the feed's
+  // resume (24), which a page sends.
+  const allowedHeaders = [
+    'Content-Type',
+    'X-Request-Id',
+    'If-Match',
+    'If-None-Match',
+    'If-Modified-Since',
+    'If-Unmodified-Since',
+    'Idempotency-Key',
+    'Last-Event-ID',
+  ]
+  // Readable by page scripts besides the CORS-safelisted ones (Content-Type, Content-Length,
+  // Last-Modified...): versions, pages, replays, and when to retry a 503 or 429.
+  const exposedHeaders = [
+    'X-Request-Id',
+    'Allow',
+    'ETag',
+    'Notes-Version',
+    'X-Total-Count',
+    'Link',
+    'Idempotent-Replayed',
+    'Retry-After',
+  ]
   if (accessKeys) {
     allowedHeaders.push('Authorization')
     exposedHeaders.push('WWW-Authenticate')
   }
   if (rateLimits) {
-    exposedHeaders.push('Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset')
+    exposedHeaders.push('RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset')
   }
   const common: FastifyCorsOptions = {
     origin: origins.includes('*') ? '*' : [...origins],
