@@ -60,6 +60,20 @@ export function runStoreContract(
       assert.deepEqual(ids, [1000, 1001, 1002, 5000, 5001, 5002])
     })
 
+    it('applies every one of many concurrent updates and deletes of one note, losing none', async () => {
+      const store = makeStore({ now: fixedClock(100) })
+      await store.create({}) // id 100
+      await store.create({ keep: true }) // id 101
+      const fields = Array.from({ length: 40 }, (_, i) => `f${i}`)
+      const answers = await Promise.all(fields.map((f) => store.update(100, { [f]: true })))
+      assert.ok(answers.every((json) => typeof json === 'string'))
+      const note = parse(await store.get(100)) as Record<string, unknown>
+      assert.deepEqual(Object.keys(note).sort(), ['id', ...fields].sort())
+      const deletes = await Promise.all([1, 2, 3, 4].map(() => store.delete(100)))
+      assert.deepEqual(deletes.sort(), [false, false, false, true])
+      assert.deepEqual(parse(await store.list()), [{ keep: true, id: 101 }])
+    })
+
     it('skips ids that a patched note already holds', async () => {
       const store = makeStore({ now: fixedClock(100) })
       await store.create({}) // id 100
