@@ -20,6 +20,7 @@ export class BenchCluster {
   readonly #client: pg.Client
   readonly #postmaster: number
   readonly #cpu: number | undefined
+  #databases = 0
 
   private constructor(
     cluster: PostgresCluster,
@@ -62,10 +63,28 @@ export class BenchCluster {
     )
   }
 
-  async createDatabase(): Promise<BenchDatabase> {
-    const url = await this.#cluster.createDatabase()
+  /**
+   * A fresh database, empty or a copy of `template` (a database nobody is connected to any more:
+   * the backends of a server that has just exited may take a moment to go, so this waits up to
+   * 10 s for them).
+   */
+  async createDatabase(template?: string): Promise<BenchDatabase> {
+    const name = `bench_${++this.#databases}`
+    const deadline = Date.now() + 10_000
+    for (;;) {
+      try {
+        await this.#client.query(
+          `CREATE DATABASE ${name}${template === undefined ? '' : ` TEMPLATE ${template}`}`,
+        )
+        break
+      } catch (err) {
+        // 55006: the source database is being accessed by other users.
+        if ((err as { code?: string }).code !== '55006' || Date.now() > deadline) throw err
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+    }
     this.#pin()
-    return { url, name: new URL(url).pathname.slice(1) }
+    return { url: this.#cluster.url(name), name }
   }
 
   /** Connections open to `database` now (pg_stat_activity). */

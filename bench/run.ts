@@ -309,6 +309,8 @@ async function main(): Promise<void> {
   const results: Record<string, Record<string, Measurement[]>> = {}
   const summary: string[][] = []
   const postgresSummary: string[][] = []
+  /** --store postgres: preloaded databases by target script and note count. */
+  const templates = new Map<string, { name: string; ids: PreloadedIds }>()
   const ratioRows: { workload: Workload; floor: number; fastify: number }[] = []
 
   /** Every round of one workload: each participant's measurements, by its id. */
@@ -357,6 +359,36 @@ async function main(): Promise<void> {
       listEtag: true,
     }))
     printRelative(workload, await measureRounds(workload.id, participants))
+  }
+
+  /**
+   * --store postgres: a database that a server of the participant's target has preloaded over
+   * HTTP, made in the first round and copied (CREATE DATABASE ... TEMPLATE) for every round, so
+   * each round still gets a fresh database but pays for durable creates once (100,000 notes take
+   * minutes through the reference's one-insert-per-request). Undefined when nothing is preloaded.
+   */
+  async function preloadedTemplate(
+    benchCluster: BenchCluster,
+    participant: Participant,
+    logFile: string,
+  ): Promise<{ name: string; ids: PreloadedIds } | undefined> {
+    if (participant.preload === 0) return undefined
+    const key = `${participant.target.script} ${participant.preload}`
+    const known = templates.get(key)
+    if (known !== undefined) return known
+    const database = await benchCluster.createDatabase()
+    const server = await startServer(participant.target, pinning?.serverCpu, logFile, [], {
+      env: { DATABASE_URL: database.url, DATABASE_POOL_SIZE: String(settings.poolSize) },
+    })
+    try {
+      // More connections than the memory bench's 4: creates wait for their commit's flush.
+      const ids = await preload(server.port, participant.preload, 32)
+      const made = { name: database.name, ids }
+      templates.set(key, made)
+      return made
+    } finally {
+      await server.stop()
+    }
   }
 
   /** `items` rotated left by `by`: every target goes first in turn. */
@@ -416,7 +448,9 @@ async function main(): Promise<void> {
           `${workloadId}-${participant.id}-${round + 1}`,
         )
         const flags = settings.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []
-        const database = await cluster?.createDatabase()
+        const template =
+          cluster === undefined ? undefined : await preloadedTemplate(cluster, participant, logFile)
+        const database = await cluster?.createDatabase(template?.name)
         const launch =
           database === undefined
             ? {}
@@ -434,7 +468,10 @@ async function main(): Promise<void> {
         }
         const server = servers[0] as RunningServer
         const rssAtStart = server.rss()
-        const ids = await preload(server.port, participant.preload)
+        const ids =
+          template === undefined
+            ? await preload(server.port, participant.preload)
+            : { ...template.ids }
         if (participant.listEtag) {
           const head = await send(server.port, 'HEAD', '/api/note', { timeoutMs: 60_000 })
           const etag = head.headers.etag
