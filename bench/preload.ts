@@ -77,12 +77,16 @@ class PipelinedConnection {
 }
 
 /**
- * Creates `count` small notes over HTTP: pipelined batches on 4 keep-alive connections, so that
- * even 100,000 notes take seconds. The note of request count/2 is the middle one (within a few
+ * Creates `count` small notes over HTTP: pipelined batches on 4 keep-alive connections (or
+ * `connectionCount`), so that even 100,000 notes take seconds. The note of request count/2 is the middle one (within a few
  * hundred places of the list's middle); the last note is created alone once every other has been
  * answered, so it is truly the last.
  */
-export async function preload(port: number, count: number): Promise<PreloadedIds> {
+export async function preload(
+  port: number,
+  count: number,
+  connectionCount = CONNECTIONS,
+): Promise<PreloadedIds> {
   if (count === 0) return { middle: undefined, last: undefined }
   const ids: number[] = new Array(count)
   const idOf = (answer: Answer): number => {
@@ -90,7 +94,7 @@ export async function preload(port: number, count: number): Promise<PreloadedIds
     return (JSON.parse(answer.body) as { data: { id: number } }).data.id
   }
   const connections = await Promise.all(
-    Array.from({ length: CONNECTIONS }, () => PipelinedConnection.open(port)),
+    Array.from({ length: connectionCount }, () => PipelinedConnection.open(port)),
   )
   try {
     let next = 0

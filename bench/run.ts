@@ -19,13 +19,16 @@ import { parseArgs } from 'node:util'
 import { send } from './http-client.js'
 import { chooseGenerator, type LoadResult } from './load.js'
 import { median, thousands } from './numbers.js'
+import { BenchCluster, type BenchDatabase } from './postgres-bench.js'
 import { countNotes, preload } from './preload.js'
 import {
   choosePinning,
+  clockTicks,
   cpuTimes,
   idleShare,
   type RunningServer,
   startServer,
+  TARGETS,
   type Target,
   type TargetId,
   targetFromSpec,
@@ -37,6 +40,7 @@ import {
   type RelativeWorkload,
   WORKLOADS,
   type Workload,
+  type WorkloadId,
 } from './workloads.js'
 
 interface Settings {
@@ -59,6 +63,10 @@ interface Settings {
   /** W7, W8, W10: the service against its own figures. */
   relative: RelativeWorkload[]
   targets: Target[]
+  /** Where the servers keep their notes: their own memory, or a database of the bench's cluster. */
+  store: 'memory' | 'postgres'
+  /** DATABASE_POOL_SIZE of every server (--store postgres). */
+  poolSize: number
 }
 
 /** One server of a round: a target of a workload, or a leg of a relative workload. */
@@ -86,6 +94,12 @@ interface Measurement {
   cpuUsPerRequest: number
   /** Server CPU time over wall time in the measured run: 1 when it had its CPU to itself. */
   busy: number
+  /** --store postgres: the cluster's CPU time per response, in microseconds. */
+  pgCpuUsPerRequest?: number
+  /** --store postgres: the most connections the server's database had, sampled mid-slice. */
+  connections?: number
+  /** --store postgres: the load generator's CPU (its whole CPU's busy time) per response, us. */
+  generatorCpuUsPerRequest?: number
 }
 
 const MB = 1024 * 1024
@@ -95,6 +109,11 @@ const FASTIFY_TARGET = 1.0
 const METRICS_TARGET = 0.95
 const WORKLOAD_W1_NOTES = 1_000
 const WORKLOAD_W6_NOTES = 100_000
+/** --store postgres: service/fastify-pg throughput the service must reach (issue 17). */
+const POSTGRES_TARGETS: Partial<Record<WorkloadId, number>> = { W1: 1.5, W3: 5, W4: 3, W6: 1.5 }
+
+/** --store postgres: the cluster of the run, destroyed when the run ends, however it ends. */
+let cluster: BenchCluster | undefined
 
 function parseSettings(argv: string[]): Settings & { generator?: 'wrk' | 'autocannon' } {
   const { values } = parseArgs({
@@ -111,6 +130,9 @@ function parseSettings(argv: string[]): Settings & { generator?: 'wrk' | 'autoca
       generator: { type: 'string' },
       'cpu-prof': { type: 'boolean', default: false },
       'min-busy': { type: 'string' },
+      store: { type: 'string', default: 'memory' },
+      instances: { type: 'string' },
+      'pool-size': { type: 'string' },
     },
   })
   const number = (raw: string | undefined, fallback: number): number => {
@@ -120,16 +142,36 @@ function parseSettings(argv: string[]): Settings & { generator?: 'wrk' | 'autoca
     return value
   }
   const quick = values.quick === true
-  const allIds = [...WORKLOADS, ...RELATIVE_WORKLOADS, { id: 'W9' }].map((w) => w.id).join(',')
+  const store = values.store
+  if (store !== 'memory' && store !== 'postgres') {
+    throw new Error(`--store must be memory or postgres, not ${store}`)
+  }
+  const postgres = store === 'postgres'
+  // W7, W8 and W10 compare the service with itself on the memory store, and W9 runs the memory
+  // service too: not run on PostgreSQL.
+  const allIds = (postgres ? WORKLOADS : [...WORKLOADS, ...RELATIVE_WORKLOADS, { id: 'W9' }])
+    .map((w) => w.id)
+    .join(',')
   const workloadIds = (values.workloads ?? allIds).split(',').map((id) => id.trim().toUpperCase())
   for (const id of workloadIds) {
     if (!allIds.split(',').includes(id)) throw new Error(`unknown workload ${id}`)
   }
   const workloads = WORKLOADS.filter((w) => workloadIds.includes(w.id))
   const relative = RELATIVE_WORKLOADS.filter((w) => workloadIds.includes(w.id))
-  const targets = (values.targets ?? 'service,floor,fastify')
+  const targets = (values.targets ?? (postgres ? 'service,fastify-pg' : 'service,floor,fastify'))
     .split(',')
     .map((spec) => targetFromSpec(spec.trim()))
+  const instances = Math.round(number(values.instances, 1))
+  if (instances > 1) {
+    if (!postgres) throw new Error('--instances needs --store postgres')
+    // The same service, `instances` processes on one database, compared with one in each round.
+    targets.push({
+      ...TARGETS.service,
+      id: `service-x${instances}`,
+      description: `${instances} processes of the service on one database, the load split evenly`,
+      instances,
+    })
+  }
   const generator = values.generator
   if (generator !== undefined && generator !== 'wrk' && generator !== 'autocannon') {
     throw new Error(`--generator must be wrk or autocannon, not ${generator}`)
@@ -148,6 +190,8 @@ function parseSettings(argv: string[]): Settings & { generator?: 'wrk' | 'autoca
     relative,
     eventsS: workloadIds.includes('W9') ? (quick ? 3 : 10) : 0,
     targets,
+    store,
+    poolSize: Math.round(number(values['pool-size'], 10)),
     ...(generator === undefined ? {} : { generator }),
   }
 }
@@ -262,11 +306,18 @@ async function main(): Promise<void> {
       `${settings.durationS} s in ${settings.slices} interleaved slices (rotating order), so drift of ` +
       `the machine hits all targets alike; a ratio is the median of the rounds' ratios`,
   )
+  if (settings.store === 'postgres') {
+    cluster = await BenchCluster.start(pinning?.serverCpu)
+    say(`store: ${cluster.description}; DATABASE_POOL_SIZE=${settings.poolSize} for every server`)
+  }
   for (const target of settings.targets) say(`  ${target.id}: ${target.description}`)
   say('')
 
   const results: Record<string, Record<string, Measurement[]>> = {}
   const summary: string[][] = []
+  const postgresSummary: string[][] = []
+  /** --store postgres: preloaded databases by target script and note count. */
+  const templates = new Map<string, { name: string; ids: PreloadedIds }>()
   const ratioRows: { workload: Workload; floor: number; fastify: number }[] = []
 
   /** Every round of one workload: each participant's measurements, by its id. */
@@ -299,7 +350,9 @@ async function main(): Promise<void> {
       request: workload.request,
       listEtag: false,
     }))
-    printWorkload(workload, await measureRounds(workload.id, participants))
+    const runs = await measureRounds(workload.id, participants)
+    if (settings.store === 'postgres') printPostgresWorkload(workload, runs)
+    else printWorkload(workload, runs)
   }
 
   const relativeRows: string[][] = []
@@ -313,6 +366,36 @@ async function main(): Promise<void> {
       listEtag: true,
     }))
     printRelative(workload, await measureRounds(workload.id, participants))
+  }
+
+  /**
+   * --store postgres: a database that a server of the participant's target has preloaded over
+   * HTTP, made in the first round and copied (CREATE DATABASE ... TEMPLATE) for every round, so
+   * each round still gets a fresh database but pays for durable creates once (100,000 notes take
+   * minutes through the reference's one-insert-per-request). Undefined when nothing is preloaded.
+   */
+  async function preloadedTemplate(
+    benchCluster: BenchCluster,
+    participant: Participant,
+    logFile: string,
+  ): Promise<{ name: string; ids: PreloadedIds } | undefined> {
+    if (participant.preload === 0) return undefined
+    const key = `${participant.target.script} ${participant.preload}`
+    const known = templates.get(key)
+    if (known !== undefined) return known
+    const database = await benchCluster.createDatabase()
+    const server = await startServer(participant.target, pinning?.serverCpu, logFile, [], {
+      env: { DATABASE_URL: database.url, DATABASE_POOL_SIZE: String(settings.poolSize) },
+    })
+    try {
+      // More connections than the memory bench's 4: creates wait for their commit's flush.
+      const ids = await preload(server.port, participant.preload, 32)
+      const made = { name: database.name, ids }
+      templates.set(key, made)
+      return made
+    } finally {
+      await server.stop()
+    }
   }
 
   /** `items` rotated left by `by`: every target goes first in turn. */
@@ -334,11 +417,18 @@ async function main(): Promise<void> {
     interface Prepared {
       id: string
       target: Target
+      /** The first of `servers`: the one preloaded and checked. */
       server: RunningServer
+      servers: RunningServer[]
       rssAtStart: number
       request: LoadRequest
       slices: LoadResult[]
       cpuSeconds: number
+      /** --store postgres: the servers' database, the cluster's and the generator's CPU time. */
+      database: BenchDatabase | undefined
+      pgCpuSeconds: number
+      generatorCpuSeconds: number
+      connections: number
     }
     const prepared: Prepared[] = []
     const started: RunningServer[] = []
@@ -346,7 +436,9 @@ async function main(): Promise<void> {
       await Promise.all(started.map((server) => server.stop()))
     }
     const stopOnSignal = (): void => {
-      void stopAll().then(() => process.exit(130))
+      void stopAll()
+        .then(() => cluster?.destroy())
+        .then(() => process.exit(130))
     }
     process.once('SIGINT', stopOnSignal)
     process.once('SIGTERM', stopOnSignal)
@@ -363,10 +455,30 @@ async function main(): Promise<void> {
           `${workloadId}-${participant.id}-${round + 1}`,
         )
         const flags = settings.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []
-        const server = await startServer(target, pinning?.serverCpu, logFile, flags)
-        started.push(server)
+        const template =
+          cluster === undefined ? undefined : await preloadedTemplate(cluster, participant, logFile)
+        const database = await cluster?.createDatabase(template?.name)
+        const launch =
+          database === undefined
+            ? {}
+            : {
+                env: {
+                  DATABASE_URL: database.url,
+                  DATABASE_POOL_SIZE: String(settings.poolSize),
+                },
+              }
+        const servers: RunningServer[] = []
+        for (let i = 0; i < (target.instances ?? 1); i++) {
+          const server = await startServer(target, pinning?.serverCpu, logFile, flags, launch)
+          started.push(server)
+          servers.push(server)
+        }
+        const server = servers[0] as RunningServer
         const rssAtStart = server.rss()
-        const ids = await preload(server.port, participant.preload)
+        const ids =
+          template === undefined
+            ? await preload(server.port, participant.preload)
+            : { ...template.ids }
         if (participant.listEtag) {
           const head = await send(server.port, 'HEAD', '/api/note', { timeoutMs: 60_000 })
           const etag = head.headers.etag
@@ -377,10 +489,15 @@ async function main(): Promise<void> {
           id: participant.id,
           target,
           server,
+          servers,
           rssAtStart,
           request,
           slices: [],
           cpuSeconds: 0,
+          database,
+          pgCpuSeconds: 0,
+          generatorCpuSeconds: 0,
+          connections: 0,
         })
         const check = await send(server.port, request.method, request.path, {
           ...(request.body === undefined ? {} : { body: request.body }),
@@ -402,15 +519,44 @@ async function main(): Promise<void> {
       })
       /** Load for `durationS` seconds, with /metrics scraped meanwhile on a target with metrics. */
       const drive = (p: Prepared, durationS: number): Promise<LoadResult> => {
+        if (p.servers.length > 1) return driveEach(p, durationS)
         const running = generator.run(optionsFor(p, durationS))
         return p.target.scrapeMetrics === true ? scrapedWhile(p.server.port, running) : running
+      }
+      /**
+       * Several instances: one generator per instance, all at once, the connections split evenly;
+       * requests add up, the latency percentiles are the worst instance's.
+       */
+      const driveEach = async (p: Prepared, durationS: number): Promise<LoadResult> => {
+        const connections = Math.max(1, Math.round(settings.connections / p.servers.length))
+        const results = await Promise.all(
+          p.servers.map((server) =>
+            generator.run({ ...optionsFor(p, durationS), port: server.port, connections }),
+          ),
+        )
+        const requests = results.reduce((sum, r) => sum + r.requests, 0)
+        const wall = Math.max(...results.map((r) => r.durationS))
+        return {
+          requests,
+          durationS: wall,
+          rps: results.reduce((sum, r) => sum + r.rps, 0),
+          p50Ms: Math.max(...results.map((r) => r.p50Ms)),
+          p99Ms: Math.max(...results.map((r) => r.p99Ms)),
+          errors: results.reduce((sum, r) => sum + r.errors, 0),
+          non2xx: results.reduce((sum, r) => sum + r.non2xx, 0),
+        }
+      }
+      const serversCpu = (p: Prepared): number =>
+        p.servers.reduce((sum, server) => sum + server.cpuSeconds(), 0)
+      const allIdle = async (p: Prepared): Promise<void> => {
+        for (const server of p.servers) await untilIdle(server)
       }
       for (const p of prepared) {
         // A metrics target is scraped from the warm-up on, as Prometheus does: the first scrape
         // loads prom-client and makes V8 recompile the hot path, a one-off that is not what
         // metrics cost per request.
         await drive(p, settings.warmupS)
-        await untilIdle(p.server)
+        await allIdle(p)
       }
       const sliceS = settings.durationS / settings.slices
       for (let slice = 0; slice < settings.slices; slice++) {
@@ -420,12 +566,27 @@ async function main(): Promise<void> {
           // again, a bounded number of times.
           let attempt = 0
           for (;;) {
-            const cpuBefore = p.server.cpuSeconds()
+            const cpuBefore = serversCpu(p)
+            const pgBefore = cluster?.cpuSeconds() ?? 0
             const serverCpu = pinning?.serverCpu
             const timesBefore = serverCpu === undefined ? undefined : cpuTimes(serverCpu)
+            const generatorBefore =
+              pinning === undefined ? undefined : cpuTimes(pinning.generatorCpu)
+            // The database's connections, counted halfway through the slice.
+            const counted =
+              p.database === undefined
+                ? Promise.resolve(0)
+                : new Promise<void>((resolve) => setTimeout(resolve, sliceS * 500)).then(() =>
+                    cluster === undefined || p.database === undefined
+                      ? 0
+                      : cluster.connections(p.database.name),
+                  )
             const load = await drive(p, sliceS)
-            const cpuSeconds = p.server.cpuSeconds() - cpuBefore
-            const busy = cpuSeconds / load.durationS
+            const cpuSeconds = serversCpu(p) - cpuBefore
+            const pgCpuSeconds = (cluster?.cpuSeconds() ?? 0) - pgBefore
+            const connections = await counted
+            // PostgreSQL shares the servers' CPU: a server waiting for it is not disturbed.
+            const busy = (cpuSeconds + pgCpuSeconds) / load.durationS
             // A server that left its CPU idle was waiting for the generator (W3's service sends
             // 1.2 MB answers faster than wrk reads them): measuring again would change nothing.
             const idle =
@@ -448,10 +609,18 @@ async function main(): Promise<void> {
             }
             p.slices.push(load)
             p.cpuSeconds += cpuSeconds
+            p.pgCpuSeconds += pgCpuSeconds
+            p.connections = Math.max(p.connections, connections)
+            if (generatorBefore !== undefined && pinning !== undefined) {
+              const after = cpuTimes(pinning.generatorCpu)
+              const busyTicks =
+                after.total - generatorBefore.total - (after.idle - generatorBefore.idle)
+              p.generatorCpuSeconds += busyTicks / clockTicks()
+            }
             // A slow server (fastify on W6 takes ~12 ms a request) is still answering the
             // requests in flight when the generator stops; the next target must not share the
             // CPU with that.
-            await untilIdle(p.server)
+            await allIdle(p)
             break
           }
         }
@@ -469,6 +638,14 @@ async function main(): Promise<void> {
           notes,
           cpuUsPerRequest: (p.cpuSeconds / load.requests) * 1e6,
           busy: p.cpuSeconds / load.durationS,
+          ...(p.database === undefined
+            ? {}
+            : {
+                busy: (p.cpuSeconds + p.pgCpuSeconds) / load.durationS,
+                pgCpuUsPerRequest: (p.pgCpuSeconds / load.requests) * 1e6,
+                connections: p.connections,
+                generatorCpuUsPerRequest: (p.generatorCpuSeconds / load.requests) * 1e6,
+              }),
         })
       }
       return measured
@@ -552,6 +729,116 @@ async function main(): Promise<void> {
       `${fixed(floor, 2)} ${verdict(floor, workload.floorTarget)}`,
       `>= ${workload.floorTarget}`,
       `${fixed(fastify, 2)} ${verdict(fastify, FASTIFY_TARGET)}`,
+    ])
+  }
+
+  /**
+   * --store postgres: each target's figures, with the cluster's CPU per response beside the
+   * server's and the connections its database had; service/fastify-pg against its target, and
+   * service-xN/service when --instances is given.
+   */
+  function printPostgresWorkload(workload: Workload, runs: Record<string, Measurement[]>): void {
+    const med = (ms: Measurement[], f: (m: Measurement) => number | undefined): number =>
+      median(ms.map((m) => f(m) ?? Number.NaN))
+    const rows = settings.targets.map((target) => {
+      const ms = runs[target.id] ?? []
+      const instances = target.instances ?? 1
+      return [
+        target.id,
+        thousands(med(ms, (m) => m.load.rps)),
+        fixed(
+          med(ms, (m) => m.load.p50Ms),
+          2,
+        ),
+        fixed(
+          med(ms, (m) => m.load.p99Ms),
+          2,
+        ),
+        String(ms.reduce((sum, m) => sum + m.load.errors, 0)),
+        String(ms.reduce((sum, m) => sum + m.load.non2xx, 0)),
+        thousands(med(ms, (m) => m.notes)),
+        `${instances > 1 ? `${instances}x` : ''}${settings.poolSize} / ${fixed(
+          Math.max(...ms.map((m) => m.connections ?? Number.NaN)),
+          0,
+        )}`,
+        fixed(
+          med(ms, (m) => m.cpuUsPerRequest),
+          1,
+        ),
+        fixed(
+          med(ms, (m) => m.pgCpuUsPerRequest),
+          1,
+        ),
+        fixed(
+          med(ms, (m) => m.generatorCpuUsPerRequest),
+          1,
+        ),
+        fixed(
+          med(ms, (m) => m.busy * 100),
+          0,
+        ),
+      ]
+    })
+    say(`${workload.id}  ${workload.title}`)
+    say(
+      table(
+        [
+          'target',
+          'req/s',
+          'p50 ms',
+          'p99 ms',
+          'errors',
+          'non-2xx',
+          'notes',
+          'pool / conns',
+          'server CPU us/req',
+          'PG CPU us/req',
+          'generator CPU us/req',
+          'busy %',
+        ],
+        rows,
+      ),
+    )
+    const goal = POSTGRES_TARGETS[workload.id]
+    const reference = ratio(runs, 'fastify-pg')
+    say(
+      `ratio service/fastify-pg ${fixed(reference, 2)} (median${eachRound(runs, 'fastify-pg')}; ` +
+        `${goal === undefined ? 'no target' : `target >= ${goal}`})` +
+        (goal === undefined ? '' : ` ${verdict(reference, goal)}`),
+    )
+    const cpuOf = (m: Measurement | undefined): number =>
+      m === undefined ? Number.NaN : m.cpuUsPerRequest + (m.pgCpuUsPerRequest ?? 0)
+    const totalCpu = median(
+      (runs.service ?? []).map((m, i) => cpuOf(runs['fastify-pg']?.[i]) / cpuOf(m)),
+    )
+    say(
+      `CPU-cost ratio (fastify-pg's server + PG CPU us/req / the service's): ${fixed(totalCpu, 2)}`,
+    )
+    const many = settings.targets.find((t) => (t.instances ?? 1) > 1)
+    let instancesRatio = Number.NaN
+    if (many !== undefined) {
+      const rounds = roundRatios(runs, 'service', many.id)
+      instancesRatio = median(rounds)
+      say(
+        `ratio ${many.id}/service ${fixed(instancesRatio, 2)}` +
+          (rounds.length > 1
+            ? ` (median of rounds ${rounds.map((r) => fixed(r, 2)).join(' ')})`
+            : ''),
+      )
+    }
+    say('')
+    postgresSummary.push([
+      workload.id,
+      thousands(median((runs.service ?? []).map((m) => m.load.rps))),
+      thousands(median((runs['fastify-pg'] ?? []).map((m) => m.load.rps))),
+      `${fixed(reference, 2)} ${goal === undefined ? '' : verdict(reference, goal)}`.trim(),
+      goal === undefined ? '-' : `>= ${goal}`,
+      ...(many === undefined
+        ? []
+        : [
+            thousands(median((runs[many.id] ?? []).map((m) => m.load.rps))),
+            fixed(instancesRatio, 2),
+          ]),
     ])
   }
 
@@ -662,12 +949,29 @@ async function main(): Promise<void> {
       ),
     )
   }
+  if (postgresSummary.length > 0) {
+    const many = settings.targets.find((t) => (t.instances ?? 1) > 1)
+    say('Summary, --store postgres (req/s medians; ratios are medians of per-round ratios)')
+    say(
+      table(
+        [
+          'workload',
+          'service',
+          'fastify-pg',
+          'service/fastify-pg',
+          'target',
+          ...(many === undefined ? [] : [many.id, `${many.id}/service`]),
+        ],
+        postgresSummary,
+      ),
+    )
+  }
   if (relativeRows.length > 0) {
     say('')
     say('The service against its own figures (same rounds, interleaved slices)')
     say(table(['workload', 'ratio', 'value', 'target', 'CPU-cost ratio'], relativeRows))
   }
-  const w6 = results.W6
+  const w6 = settings.store === 'memory' ? results.W6 : undefined
   if (w6 !== undefined) {
     const w1 = results.W1
     say('')
@@ -793,4 +1097,8 @@ function verdict(ratio: number, target: number): string {
   return ratio >= target ? 'ok' : 'MISSED'
 }
 
-await main()
+try {
+  await main()
+} finally {
+  await cluster?.destroy()
+}

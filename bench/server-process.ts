@@ -10,6 +10,7 @@ export type TargetId =
   | 'floor'
   | 'floor-kept'
   | 'fastify'
+  | 'fastify-pg'
   | 'service-logged'
   | 'service-metrics'
 
@@ -25,6 +26,8 @@ export interface Target {
   scrapeMetrics?: boolean
   /** Given to node before the script. */
   nodeFlags?: string[]
+  /** Processes started on the same database, the load split between them (--store postgres). */
+  instances?: number
 }
 
 /** Where every server listens (its HOST). */
@@ -63,6 +66,13 @@ export const TARGETS: Readonly<Record<TargetId, Target>> = {
     id: 'fastify',
     description: 'straightforward Fastify: array of objects, find/findIndex, reply.send(object)',
     script: here('./fastify-server.js'),
+    env: {},
+  },
+  'fastify-pg': {
+    id: 'fastify-pg',
+    description:
+      'straightforward Fastify + pg Pool: one query per request, jsonb rows, reply.send(object)',
+    script: here('./fastify-pg-server.js'),
     env: {},
   },
   'service-logged': {
@@ -159,6 +169,8 @@ export interface Launch {
   startTimeoutMs?: number
   /** How long stop() waits after SIGTERM before SIGKILL; 5 s by default. */
   stopGraceMs?: number
+  /** Added to the target's environment (DATABASE_URL of this start). */
+  env?: Record<string, string>
 }
 
 /**
@@ -189,6 +201,7 @@ export async function startServer(
       HOST: SERVER_HOST,
       PORT: String(port),
       ...target.env,
+      ...launch.env,
     },
     stdio: ['ignore', out, 'pipe'],
   })
@@ -268,7 +281,7 @@ function cpuSeconds(pid: number): number {
 let ticksPerSecond: number | undefined
 
 /** sysconf(_SC_CLK_TCK), the unit of /proc/PID/stat times: 100 almost everywhere. */
-function clockTicks(): number {
+export function clockTicks(): number {
   if (ticksPerSecond === undefined) {
     try {
       ticksPerSecond =
