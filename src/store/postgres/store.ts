@@ -19,7 +19,13 @@ import {
   type StoreStats,
   StoreUnavailableError,
 } from '../types.js'
-import { createPool, isUnavailable, retryUntilConnected, unavailableOr } from './connection.js'
+import {
+  createPool,
+  isUnavailable,
+  PipelinedReads,
+  retryUntilConnected,
+  unavailableOr,
+} from './connection.js'
 import { migrate } from './schema.js'
 import { likePattern, searchText } from './search-text.js'
 
@@ -76,6 +82,9 @@ const MAX_CREATES_PER_STATEMENT = 64
 /** A conditional write that keeps losing to other writers gives up after this many reads. */
 const MAX_WRITE_ATTEMPTS = 100
 
+/** Connections that carry the pipelined point reads, besides the pool (PipelinedReads). */
+const PIPELINED_READ_CONNECTIONS = 2
+
 /** Before a write's next attempt: 1-2 ms, growing to at most 20-40 ms, so that contenders spread. */
 function backOff(attempt: number): Promise<void> {
   const ms = Math.min(20, attempt) * (1 + Math.random())
@@ -102,6 +111,8 @@ const FIND_SQL =
  */
 export class PostgresNoteStore implements NoteStore {
   readonly #pool: pg.Pool
+  /** The point reads (a note by id, the clock's sequence), pipelined. */
+  readonly #reads: PipelinedReads
   readonly #options: PostgresStoreOptions
   readonly #now: () => number
   readonly #historyLimit: number
@@ -135,12 +146,13 @@ export class PostgresNoteStore implements NoteStore {
     this.#maxKeys = options.maxIdempotencyKeys ?? 100_000
     this.#keyTtlMs = options.idempotencyTtlMs ?? 24 * 60 * 60 * 1000
     this.#pollMs = options.pollMs ?? 1000
-    this.#pool = createPool({
+    const connection = {
       url: options.url,
-      poolSize: options.poolSize ?? 10,
       statementTimeoutMs: options.statementTimeoutMs ?? 5000,
       schema: options.schema ?? 'public',
-    })
+    }
+    this.#pool = createPool({ ...connection, poolSize: options.poolSize ?? 10 })
+    this.#reads = new PipelinedReads(connection, PIPELINED_READ_CONNECTIONS)
   }
 
   /**
@@ -183,7 +195,7 @@ export class PostgresNoteStore implements NoteStore {
   async close(): Promise<void> {
     this.#closed = true
     this.#stopListening()
-    await this.#pool.end()
+    await Promise.all([this.#pool.end(), this.#reads.close()])
   }
 
   create(fields: NoteFields): Promise<NoteRecord> {
@@ -562,15 +574,15 @@ export class PostgresNoteStore implements NoteStore {
   }
 
   async #find(id: number): Promise<NoteRow | undefined> {
-    const { rows } = await this.#query<NoteRow>(FIND_SQL, [id], 'notes_find')
+    const { rows } = await this.#read<NoteRow>('notes_find', FIND_SQL, [id])
     return rows[0]
   }
 
   async #sequence(): Promise<number> {
-    const { rows } = await this.#query<{ sequence: string }>(
+    const { rows } = await this.#read<{ sequence: string }>(
+      'notes_sequence',
       'SELECT sequence FROM notes_clock',
       [],
-      'notes_sequence',
     )
     const sequence = Number((rows[0] as { sequence: string }).sequence)
     this.#see(sequence)
@@ -582,20 +594,31 @@ export class PostgresNoteStore implements NoteStore {
   }
 
   /**
-   * One statement on a pooled connection. A `name` makes it a prepared statement, parsed and
-   * planned once per connection instead of on every call: for the hot, fixed statements (a GET of
-   * one note cost PostgreSQL ~150 us of CPU unnamed, ~70 us named; bench W1).
+   * A point read on a pipelined connection, as a prepared statement: parsed and planned once per
+   * connection instead of on every call (a GET of one note cost PostgreSQL ~150 us of CPU
+   * unnamed, ~70 us named; bench W1).
    */
-  async #query<R extends pg.QueryResultRow>(
+  async #read<R extends pg.QueryResultRow>(
+    name: string,
     sql: string,
-    values?: unknown[],
-    name?: string,
+    values: unknown[],
   ): Promise<pg.QueryResult<R>> {
     await this.#opened()
     try {
-      return await (name === undefined
-        ? this.#pool.query<R>(sql, values)
-        : this.#pool.query<R>({ name, text: sql, ...(values === undefined ? {} : { values }) }))
+      return await this.#reads.query<R>(name, sql, values)
+    } catch (err) {
+      return unavailableOr(err)
+    }
+  }
+
+  /** One statement on a pooled connection. */
+  async #query<R extends pg.QueryResultRow>(
+    sql: string,
+    values?: unknown[],
+  ): Promise<pg.QueryResult<R>> {
+    await this.#opened()
+    try {
+      return await this.#pool.query<R>(sql, values)
     } catch (err) {
       return unavailableOr(err)
     }
