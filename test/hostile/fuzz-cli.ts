@@ -1,10 +1,11 @@
 /**
- * npm run fuzz [-- --seed N] [-- --requests N] [-- --store memory|postgres]
+ * npm run fuzz [-- --seed N] [-- --requests N] [-- --store memory|postgres] [-- --instances N]
  * Starts the real service (dist/src/server.js) on 127.0.0.1 and a free port with the fuzzing
  * limits, on the memory store or (--store postgres) on a fresh database of a throwaway PostgreSQL
  * cluster that is removed at the end; sends generated requests over raw sockets, checks each
  * answer against the model, then stops the service with SIGTERM and checks that it exits 0 with
- * no error logged and no condition logged once per request (DECISION 20).
+ * no error logged and no condition logged once per request (DECISION 20). On PostgreSQL,
+ * --instances N starts N instances on the one database and spreads the requests over them.
  */
 
 import { checkLogFlood } from './checks.js'
@@ -15,32 +16,44 @@ import { randomSeed } from './prng.js'
 import { errorLogs, logLinesByLevel, type ServerProcess, startServer } from './server-process.js'
 import { openStore, storeKind } from './store-option.js'
 
-const flags = parseFlags(process.argv.slice(2), ['seed', 'requests', 'store'])
+const flags = parseFlags(process.argv.slice(2), ['seed', 'requests', 'store', 'instances'])
 const seed = integerFlag(flags, 'seed', randomSeed())
 const requests = integerFlag(flags, 'requests', 100_000)
 const kind = storeKind(flags.store)
+const instances = integerFlag(flags, 'instances', 1)
+if (instances < 1 || (instances > 1 && kind !== 'postgres')) {
+  throw new Error(
+    '--instances must be 1, or more with --store postgres (memory stores share nothing)',
+  )
+}
 
-let server: ServerProcess | undefined
+const servers: ServerProcess[] = []
 const store = await openStore(kind)
 try {
-  server = await startServer({
-    env: {
-      ...store.env,
-      BODY_LIMIT: String(FUZZ_LIMITS.bodyLimit),
-      MAX_DEPTH: String(FUZZ_LIMITS.maxDepth),
-      MAX_NOTES: String(FUZZ_LIMITS.maxNotes),
-      MAX_STORE_BYTES: String(FUZZ_LIMITS.maxStoreBytes),
-    },
-  })
-  await fuzz(server)
+  for (let i = 0; i < instances; i++) {
+    servers.push(
+      await startServer({
+        env: {
+          ...store.env,
+          BODY_LIMIT: String(FUZZ_LIMITS.bodyLimit),
+          MAX_DEPTH: String(FUZZ_LIMITS.maxDepth),
+          MAX_NOTES: String(FUZZ_LIMITS.maxNotes),
+          MAX_STORE_BYTES: String(FUZZ_LIMITS.maxStoreBytes),
+        },
+      }),
+    )
+  }
+  await fuzz(servers)
 } finally {
-  await server?.stop('SIGTERM')
+  await Promise.all(servers.map((server) => server.stop('SIGTERM')))
   await store.destroy()
 }
 
-async function fuzz(server: ServerProcess): Promise<void> {
+async function fuzz([first, ...others]: ServerProcess[]): Promise<void> {
+  const server = first as ServerProcess
+  const ports = [server, ...others].map((s) => `127.0.0.1:${s.port}`).join(', ')
   console.log(
-    `fuzzing the service (store: ${store.description}) on 127.0.0.1:${server.port} with seed ${seed}, ${requests} requests`,
+    `fuzzing the service (store: ${store.description}) on ${ports} with seed ${seed}, ${requests} requests`,
   )
   const started = Date.now()
   let lastReport = started
@@ -50,6 +63,7 @@ async function fuzz(server: ServerProcess): Promise<void> {
     stats = await runFuzz({
       host: server.host,
       port: server.port,
+      otherPorts: others.map((s) => s.port),
       seed,
       requests,
       limits: FUZZ_LIMITS,
@@ -65,15 +79,14 @@ async function fuzz(server: ServerProcess): Promise<void> {
     failed = true
     console.error(err instanceof Error ? err.message : err)
     if (err instanceof FuzzFailure) {
+      const store = kind === 'memory' ? '' : ` --store ${kind}`
+      const spread = instances === 1 ? '' : ` --instances ${instances}`
       console.error(
-        `\nFUZZ FAILED with seed ${err.seed}. Replay: npm run fuzz -- --seed ${err.seed} --requests ${err.index}${kind === 'memory' ? '' : ` --store ${kind}`}`,
+        `\nFUZZ FAILED with seed ${err.seed}. Replay: npm run fuzz -- --seed ${err.seed} --requests ${err.index}${store}${spread}`,
       )
     }
   }
   const stopAt = Date.now()
-  const exit = await server.stop('SIGTERM')
-  const errors = errorLogs(server.logs)
-  const floods = checkLogFlood(server.logs, (exit.at - started) / 1000)
   if (stats !== undefined) {
     const seconds = (stopAt - started) / 1000
     console.log(
@@ -85,12 +98,20 @@ async function fuzz(server: ServerProcess): Promise<void> {
       `  pipelined: ${stats.pipelined}; notes created: ${stats.notesCreated}; notes stored at the end: ${stats.notesAtEnd} (the list matched the model after every request)`,
     )
   }
-  console.log(
-    `  SIGTERM -> exit code ${exit.code ?? exit.signal} in ${exit.at - stopAt} ms; log lines by level: ${counts(logLinesByLevel(server.logs))}; error log lines: ${errors.length}`,
-  )
-  for (const entry of errors.slice(0, 5)) console.error(`  ${JSON.stringify(entry)}`)
-  for (const flood of floods) console.error(`  ${flood}`)
-  if (failed || exit.code !== 0 || errors.length > 0 || floods.length > 0) {
+  let bad = false
+  for (const instance of [server, ...others]) {
+    const exit = await instance.stop('SIGTERM')
+    const errors = errorLogs(instance.logs)
+    const floods = checkLogFlood(instance.logs, (exit.at - started) / 1000)
+    const name = instances === 1 ? '' : ` (instance on port ${instance.port})`
+    console.log(
+      `  SIGTERM${name} -> exit code ${exit.code ?? exit.signal} in ${exit.at - stopAt} ms; log lines by level: ${counts(logLinesByLevel(instance.logs))}; error log lines: ${errors.length}`,
+    )
+    for (const entry of errors.slice(0, 5)) console.error(`  ${JSON.stringify(entry)}`)
+    for (const flood of floods) console.error(`  ${flood}`)
+    if (exit.code !== 0 || errors.length > 0 || floods.length > 0) bad = true
+  }
+  if (failed || bad) {
     if (!failed) console.error(`FUZZ FAILED with seed ${seed}`)
     process.exitCode = 1
   }
