@@ -258,9 +258,9 @@ export async function capacityUnderLoad(options: {
         path: '/api/note',
         headers: { 'content-type': 'application/json' },
         setupRequest: (request, context) => {
-          const creating = Date.now() < createsUntil
-          ;(context as { creating?: boolean }).creating = creating
-          if (!creating) return { ...request, method: 'GET', headers: {}, body: '' }
+          const ctx = context as { creating?: boolean }
+          ctx.creating = Date.now() < createsUntil
+          if (!ctx.creating) return { ...request, method: 'GET', headers: {}, body: '' }
           return { ...request, body: JSON.stringify({ n: n++, text: 'capacity '.repeat(10) }) }
         },
         onResponse: (status, body, context) => {
