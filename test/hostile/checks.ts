@@ -17,6 +17,12 @@ function failures(...checks: (string | false | undefined)[]): string[] {
   return checks.filter((c): c is string => typeof c === 'string')
 }
 
+/**
+ * File descriptors a soak may end with above its warm-up's: sockets still closing, and a
+ * PostgreSQL pool that grew to its size (DATABASE_POOL_SIZE, 10 by default) after the warm-up.
+ */
+const FD_SLACK = 16
+
 export function checkSoak(r: SoakResult): string[] {
   const growth = (r.heapAfterSoak - r.heapAfterWarmup) / r.heapAfterWarmup
   return failures(
@@ -31,6 +37,10 @@ export function checkSoak(r: SoakResult): string[] {
     // A leak grows the heap; a smaller heap after the soak than after the warm-up is V8 dropping
     // what the warm-up left (Node 24 flushes unused bytecode: -10.8% seen in a 10 s soak).
     growth > 0.1 && `heap after a forced GC grew ${(growth * 100).toFixed(1)}% (limit 10%)`,
+    // Taken when no load runs: the clients' sockets are closed, so what remains is the service's
+    // own (listener, log pipes, its database pool). A leak grows with the requests served.
+    r.fdsAfterSoak - r.fdsAfterWarmup > FD_SLACK &&
+      `open file descriptors grew from ${r.fdsAfterWarmup} to ${r.fdsAfterSoak} (limit +${FD_SLACK})`,
     only(r.pipelined.byStatus, ['404']),
     r.pipelined.errors > 0 && `${r.pipelined.errors} pipelined errors`,
   )

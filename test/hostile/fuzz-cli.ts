@@ -1,9 +1,11 @@
 /**
- * npm run fuzz [-- --seed N] [-- --requests N]
+ * npm run fuzz [-- --seed N] [-- --requests N] [-- --store memory|postgres] [-- --instances N]
  * Starts the real service (dist/src/server.js) on 127.0.0.1 and a free port with the fuzzing
- * limits, sends generated requests over raw sockets, checks each answer against the model, then
- * stops the service with SIGTERM and checks that it exits 0 with no error logged and no condition
- * logged once per request (DECISION 20).
+ * limits, on the memory store or (--store postgres) on a fresh database of a throwaway PostgreSQL
+ * cluster that is removed at the end; sends generated requests over raw sockets, checks each
+ * answer against the model, then stops the service with SIGTERM and checks that it exits 0 with
+ * no error logged and no condition logged once per request (DECISION 20). On PostgreSQL,
+ * --instances N starts N instances on the one database and spreads the requests over them.
  */
 
 import { checkLogFlood } from './checks.js'
@@ -11,72 +13,106 @@ import { counts, integerFlag, parseFlags } from './cli-args.js'
 import { FUZZ_LIMITS } from './fuzz-limits.js'
 import { FuzzFailure, type FuzzStats, runFuzz } from './fuzz-run.js'
 import { randomSeed } from './prng.js'
-import { errorLogs, logLinesByLevel, startServer } from './server-process.js'
+import { errorLogs, logLinesByLevel, type ServerProcess, startServer } from './server-process.js'
+import { openStore, storeKind } from './store-option.js'
 
-const flags = parseFlags(process.argv.slice(2), ['seed', 'requests'])
+const flags = parseFlags(process.argv.slice(2), ['seed', 'requests', 'store', 'instances'])
 const seed = integerFlag(flags, 'seed', randomSeed())
 const requests = integerFlag(flags, 'requests', 100_000)
+const kind = storeKind(flags.store)
+const instances = integerFlag(flags, 'instances', 1)
+if (instances < 1 || (instances > 1 && kind !== 'postgres')) {
+  throw new Error(
+    '--instances must be 1, or more with --store postgres (memory stores share nothing)',
+  )
+}
 
-const server = await startServer({
-  env: {
-    BODY_LIMIT: String(FUZZ_LIMITS.bodyLimit),
-    MAX_DEPTH: String(FUZZ_LIMITS.maxDepth),
-    MAX_NOTES: String(FUZZ_LIMITS.maxNotes),
-    MAX_STORE_BYTES: String(FUZZ_LIMITS.maxStoreBytes),
-  },
-})
-console.log(
-  `fuzzing the service on 127.0.0.1:${server.port} with seed ${seed}, ${requests} requests`,
-)
-const started = Date.now()
-let lastReport = started
-let stats: FuzzStats | undefined
-let failed = false
+const servers: ServerProcess[] = []
+const store = await openStore(kind)
 try {
-  stats = await runFuzz({
-    host: server.host,
-    port: server.port,
-    seed,
-    requests,
-    limits: FUZZ_LIMITS,
-    onProgress: (s) => {
-      if (Date.now() - lastReport < 10_000) return
-      lastReport = Date.now()
-      console.log(
-        `  ${s.requests} requests, ${Math.round((s.requests * 1000) / (lastReport - started))}/s`,
-      )
-    },
-  })
-} catch (err) {
-  failed = true
-  console.error(err instanceof Error ? err.message : err)
-  if (err instanceof FuzzFailure) {
-    console.error(
-      `\nFUZZ FAILED with seed ${err.seed}. Replay: npm run fuzz -- --seed ${err.seed} --requests ${err.index}`,
+  for (let i = 0; i < instances; i++) {
+    servers.push(
+      await startServer({
+        env: {
+          ...store.env,
+          BODY_LIMIT: String(FUZZ_LIMITS.bodyLimit),
+          MAX_DEPTH: String(FUZZ_LIMITS.maxDepth),
+          MAX_NOTES: String(FUZZ_LIMITS.maxNotes),
+          MAX_STORE_BYTES: String(FUZZ_LIMITS.maxStoreBytes),
+        },
+      }),
     )
   }
+  await fuzz(servers)
+} finally {
+  await Promise.all(servers.map((server) => server.stop('SIGTERM')))
+  await store.destroy()
 }
-const stopAt = Date.now()
-const exit = await server.stop('SIGTERM')
-const errors = errorLogs(server.logs)
-const floods = checkLogFlood(server.logs, (exit.at - started) / 1000)
-if (stats !== undefined) {
-  const seconds = (stopAt - started) / 1000
+
+async function fuzz([first, ...others]: ServerProcess[]): Promise<void> {
+  const server = first as ServerProcess
+  const ports = [server, ...others].map((s) => `127.0.0.1:${s.port}`).join(', ')
   console.log(
-    `seed ${seed}: ${stats.requests} requests in ${seconds.toFixed(1)} s (${Math.round(stats.requests / seconds)}/s), plus ${stats.listChecks} list checks`,
+    `fuzzing the service (store: ${store.description}) on ${ports} with seed ${seed}, ${requests} requests`,
   )
-  console.log(`  by status: ${counts(stats.byStatus)}`)
-  console.log(`  by kind: ${counts(stats.byKind)}`)
-  console.log(
-    `  pipelined: ${stats.pipelined}; notes created: ${stats.notesCreated}; notes stored at the end: ${stats.notesAtEnd} (the list matched the model after every request)`,
-  )
-}
-console.log(
-  `  SIGTERM -> exit code ${exit.code ?? exit.signal} in ${exit.at - stopAt} ms; log lines by level: ${counts(logLinesByLevel(server.logs))}; error log lines: ${errors.length}`,
-)
-for (const entry of errors.slice(0, 5)) console.error(`  ${JSON.stringify(entry)}`)
-for (const flood of floods) console.error(`  ${flood}`)
-if (failed || exit.code !== 0 || errors.length > 0 || floods.length > 0) {
-  if (!failed) console.error(`FUZZ FAILED with seed ${seed}`)
-  process.exitCode = 1
+  const started = Date.now()
+  let lastReport = started
+  let stats: FuzzStats | undefined
+  let failed = false
+  try {
+    stats = await runFuzz({
+      host: server.host,
+      port: server.port,
+      otherPorts: others.map((s) => s.port),
+      seed,
+      requests,
+      limits: FUZZ_LIMITS,
+      onProgress: (s) => {
+        if (Date.now() - lastReport < 10_000) return
+        lastReport = Date.now()
+        console.log(
+          `  ${s.requests} requests, ${Math.round((s.requests * 1000) / (lastReport - started))}/s`,
+        )
+      },
+    })
+  } catch (err) {
+    failed = true
+    console.error(err instanceof Error ? err.message : err)
+    if (err instanceof FuzzFailure) {
+      const store = kind === 'memory' ? '' : ` --store ${kind}`
+      const spread = instances === 1 ? '' : ` --instances ${instances}`
+      console.error(
+        `\nFUZZ FAILED with seed ${err.seed}. Replay: npm run fuzz -- --seed ${err.seed} --requests ${err.index}${store}${spread}`,
+      )
+    }
+  }
+  const stopAt = Date.now()
+  if (stats !== undefined) {
+    const seconds = (stopAt - started) / 1000
+    console.log(
+      `seed ${seed}: ${stats.requests} requests in ${seconds.toFixed(1)} s (${Math.round(stats.requests / seconds)}/s), plus ${stats.listChecks} list checks`,
+    )
+    console.log(`  by status: ${counts(stats.byStatus)}`)
+    console.log(`  by kind: ${counts(stats.byKind)}`)
+    console.log(
+      `  pipelined: ${stats.pipelined}; notes created: ${stats.notesCreated}; notes stored at the end: ${stats.notesAtEnd} (the list matched the model after every request)`,
+    )
+  }
+  let bad = false
+  for (const instance of [server, ...others]) {
+    const exit = await instance.stop('SIGTERM')
+    const errors = errorLogs(instance.logs)
+    const floods = checkLogFlood(instance.logs, (exit.at - started) / 1000)
+    const name = instances === 1 ? '' : ` (instance on port ${instance.port})`
+    console.log(
+      `  SIGTERM${name} -> exit code ${exit.code ?? exit.signal} in ${exit.at - stopAt} ms; log lines by level: ${counts(logLinesByLevel(instance.logs))}; error log lines: ${errors.length}`,
+    )
+    for (const entry of errors.slice(0, 5)) console.error(`  ${JSON.stringify(entry)}`)
+    for (const flood of floods) console.error(`  ${flood}`)
+    if (exit.code !== 0 || errors.length > 0 || floods.length > 0) bad = true
+  }
+  if (failed || bad) {
+    if (!failed) console.error(`FUZZ FAILED with seed ${seed}`)
+    process.exitCode = 1
+  }
 }

@@ -7,6 +7,13 @@ import { CLOSED, header, WireConnection, type WireResponse } from './wire.js'
 export interface FuzzOptions {
   host: string
   port: number
+  /**
+   * Ports of further instances of the service on `host` that share its store (PostgreSQL): each
+   * batch of requests goes to one instance, and the list check after it to another, so every
+   * answer also checks that a write acknowledged by one instance is what the others serve
+   * (DECISION 27). Chosen by their own generator: the seed makes the same requests either way.
+   */
+  otherPorts?: readonly number[]
   seed: number
   /** Fuzz requests to send (the list check after each one is not counted). */
   requests: number
@@ -74,13 +81,24 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzStats> {
     notesCreated: 0,
     notesAtEnd: 0,
   }
-  let connection: WireConnection | undefined
-  const open = async (): Promise<WireConnection> => {
+  const ports = [port, ...(options.otherPorts ?? [])]
+  const pickInstance = createRandom(seed ^ 0x5bd1e995)
+  const connections = new Map<number, WireConnection>()
+  const open = async (to: number): Promise<WireConnection> => {
+    let connection = connections.get(to)
     if (connection === undefined || connection.closed) {
       connection?.destroy()
-      connection = await WireConnection.open(host, port)
+      connection = await WireConnection.open(host, to)
+      connections.set(to, connection)
     }
     return connection
+  }
+  /** '' with one instance, else ' (instance on port 4242)'. */
+  const where = (at: number): string => (ports.length > 1 ? ` (instance on port ${at})` : '')
+  /** One instance's port; with several, a different one from `not`. */
+  const another = (not?: number): number => {
+    const choices = ports.length > 1 ? ports.filter((p) => p !== not) : ports
+    return pickInstance.pick(choices)
   }
 
   try {
@@ -94,7 +112,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzStats> {
           batch.push(next)
         }
       }
-      const conn = await open()
+      const to = another()
+      const conn = await open(to)
       const before = Date.now()
       conn.write(Buffer.concat(batch.map((c) => c.bytes)))
       if (batch.some((c) => c.endAfter)) conn.end()
@@ -107,7 +126,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzStats> {
           throw new FuzzFailure(
             seed,
             index,
-            `${fuzzCase.kind}: ${message}\n${describe(fuzzCase, response)}`,
+            `${fuzzCase.kind}${where(to)}: ${message}\n${describe(fuzzCase, response)}`,
           )
         }
         let response: WireResponse | typeof CLOSED
@@ -146,14 +165,15 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzStats> {
         }
       }
       if (mustReconnect) {
-        connection?.destroy()
-        connection = undefined
+        conn.destroy()
+        connections.delete(to)
       }
-      await checkList(await open(), model, timeoutMs, seed, stats)
+      const listAt = another(to)
+      await checkList(await open(listAt), model, timeoutMs, seed, stats, where(listAt))
       options.onProgress?.(stats)
     }
   } finally {
-    connection?.destroy()
+    for (const connection of connections.values()) connection.destroy()
   }
   stats.notesAtEnd = model.notes.length
   return stats
@@ -165,6 +185,7 @@ async function checkList(
   timeoutMs: number,
   seed: number,
   stats: FuzzStats,
+  where: string,
 ): Promise<void> {
   stats.listChecks++
   conn.write(LIST_REQUEST)
@@ -175,7 +196,7 @@ async function checkList(
     throw new FuzzFailure(
       seed,
       stats.requests,
-      `the list check after it got no answer: ${(err as Error).message}`,
+      `the list check after it${where} got no answer: ${(err as Error).message}`,
     )
   }
   const expected = model.listBody()
@@ -183,7 +204,7 @@ async function checkList(
     throw new FuzzFailure(
       seed,
       stats.requests,
-      `after it the list differs from the model:\n  expected ${excerpt(expected.toString('utf8'))}\n  got ${response === CLOSED ? 'a closed connection' : `${response.status} ${excerpt(response.body.toString('utf8'))}`}`,
+      `after it the list${where} differs from the model:\n  expected ${excerpt(expected.toString('utf8'))}\n  got ${response === CLOSED ? 'a closed connection' : `${response.status} ${excerpt(response.body.toString('utf8'))}`}`,
     )
   }
 }

@@ -41,6 +41,23 @@ export interface StartOptions {
   port?: number
 }
 
+/** The services this process started that have not exited yet. */
+const running = new Set<ChildProcess>()
+
+/**
+ * Sends SIGTERM to every service this process started that still runs, and waits for them to
+ * exit: what an interrupted run does before it removes the store they use.
+ */
+export async function stopRunningServers(): Promise<void> {
+  await Promise.all(
+    [...running].map((child) => {
+      const exited = once(child, 'exit')
+      child.kill('SIGTERM')
+      return exited
+    }),
+  )
+}
+
 /** Starts the service on 127.0.0.1 and a free port (or `port`), and resolves once it listens. */
 export async function startServer(options: StartOptions = {}): Promise<ServerProcess> {
   const probe = options.probe === true
@@ -55,11 +72,13 @@ export async function startServer(options: StartOptions = {}): Promise<ServerPro
     },
     stdio: probe ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
   })
+  running.add(child)
   const exited = once(child, 'exit').then(([code, signal]) => ({
     code: code as number | null,
     signal: signal as NodeJS.Signals | null,
     at: Date.now(),
   }))
+  void exited.then(() => running.delete(child))
   const logs: Record<string, unknown>[] = []
   let stderr = ''
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {

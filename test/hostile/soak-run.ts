@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs'
 import autocannon from 'autocannon'
 import type { ServerProcess } from './server-process.js'
 
@@ -40,6 +41,9 @@ export interface SoakResult {
   unexpected: number
   heapAfterWarmup: number
   heapAfterSoak: number
+  /** The service's open file descriptors (sockets included) at the same two moments; -1 without /proc. */
+  fdsAfterWarmup: number
+  fdsAfterSoak: number
   pipelined: { requests: number; byStatus: Record<string, number>; errors: number }
 }
 
@@ -184,8 +188,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
 
   await phase(options.warmupS)
   const heapAfterWarmup = await server.heapAfterGc()
+  const fdsAfterWarmup = openFds(server)
   const { result, pipelinedResult } = await phase(options.durationS)
   const heapAfterSoak = await server.heapAfterGc()
+  const fdsAfterSoak = openFds(server)
 
   // Closed after the answer: the server's stop would otherwise wait out the keep-alive timeout
   // for this idle connection (DECISION 19).
@@ -217,11 +223,22 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     unexpected: list.data.filter((note) => !ledger.has(note.id)).length,
     heapAfterWarmup,
     heapAfterSoak,
+    fdsAfterWarmup,
+    fdsAfterSoak,
     pipelined: {
       requests: pipelinedResult?.requests.total ?? 0,
       byStatus: pipelinedResult === undefined ? {} : statusCounts(pipelinedResult),
       errors: (pipelinedResult?.errors ?? 0) + (pipelinedResult?.timeouts ?? 0),
     },
+  }
+}
+
+/** The process's open file descriptors, from Linux's /proc; -1 where there is none. */
+function openFds(server: ServerProcess): number {
+  try {
+    return readdirSync(`/proc/${server.child.pid}/fd`).length
+  } catch {
+    return -1
   }
 }
 
