@@ -1,5 +1,5 @@
 import type { RequestListener } from 'node:http'
-import { after, before, describe } from 'node:test'
+import { after, afterEach, before, describe } from 'node:test'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import inject, { type InjectOptions } from 'light-my-request'
 import { buildApp } from '../src/app.js'
@@ -52,17 +52,6 @@ export function buildTestStore(options: MemoryStoreOptions): NoteStore {
   return currentStore === 'postgres' ? postgresStore(withEpoch) : new MemoryNoteStore(withEpoch)
 }
 
-/** A memory store with the test defaults, for the cases that need its synchronous answers. */
-export function buildMemoryTestApp(
-  overrides: Partial<Config> = {},
-  storeOptions: TestStoreOptions = {},
-): { app: FastifyInstance; store: MemoryNoteStore } {
-  const { app, store } = buildTestApp(overrides, storeOptions)
-  if (!(store instanceof MemoryNoteStore))
-    throw new Error('buildMemoryTestApp in a PostgreSQL suite')
-  return { app, store }
-}
-
 /** Where the apps of a suite keep their notes. */
 export const STORES = ['memory', 'postgres'] as const
 export type StoreKind = (typeof STORES)[number]
@@ -84,6 +73,8 @@ export function storeKind(): StoreKind {
  */
 const postgres = {
   cluster: undefined as Promise<{ cluster: PostgresCluster; url: string }> | undefined,
+  /** The cluster once started, until destroyed. */
+  running: undefined as PostgresCluster | undefined,
   url: '',
   suites: 0,
   schemas: 0,
@@ -103,20 +94,35 @@ function postgresStore(options: MemoryStoreOptions): NoteStore {
   return store
 }
 
-async function usePostgres(): Promise<void> {
-  postgres.cluster ??= (async () => {
+/** Starts the cluster, if it is not starting already; usePostgres waits for it. */
+function startPostgres(): void {
+  if (postgres.cluster !== undefined) return
+  postgres.cluster = (async () => {
     const cluster = await PostgresCluster.start({ durable: false })
+    postgres.running = cluster
     return { cluster, url: await cluster.createDatabase() }
   })()
-  postgres.url = (await postgres.cluster).url
+  // A failed start is reported by the first suite that waits for it.
+  postgres.cluster.catch(() => {})
+}
+
+async function usePostgres(): Promise<void> {
+  startPostgres()
+  postgres.url = (await (postgres.cluster as Promise<{ url: string }>)).url
+}
+
+/** Closes the stores made so far: each holds connections (and a LISTEN one while subscribed). */
+async function closeStores(): Promise<void> {
+  const stores = postgres.stores.splice(0)
+  await Promise.all(stores.map((store) => store.close()))
 }
 
 async function leavePostgres(): Promise<void> {
-  const stores = postgres.stores.splice(0)
-  await Promise.all(stores.map((store) => store.close()))
+  await closeStores()
   if (--postgres.suites > 0 || postgres.cluster === undefined) return
   const { cluster } = await postgres.cluster
   postgres.cluster = undefined
+  postgres.running = undefined
   postgres.url = ''
   await cluster.destroy()
 }
@@ -143,6 +149,11 @@ export function describeEachStore(
     describe(`${name} (on postgres)`, { skip: 'PostgreSQL is not installed' }, () => {})
     return
   }
+  if (postgres.suites === 0) {
+    // initdb and the server's start (a few seconds) overlap the memory half's cases.
+    startPostgres()
+    process.once('exit', () => postgres.running?.destroySync())
+  }
   for (const [title, lane] of variants('postgres')) {
     postgres.suites++
     describe(title, () => {
@@ -151,6 +162,8 @@ export function describeEachStore(
         currentStore = 'postgres'
         await usePostgres()
       })
+      // After the case's own after hooks (an app closed there is closed before its store).
+      afterEach(closeStores)
       after(async () => {
         currentLane = 'fastify'
         currentStore = 'memory'

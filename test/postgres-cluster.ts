@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process'
+import { execFile, execFileSync } from 'node:child_process'
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -142,6 +142,21 @@ export class PostgresCluster {
   async destroy(): Promise<void> {
     try {
       await this.stopServer('immediate')
+    } catch {
+      // Already stopped.
+    }
+    rmSync(this.dir, { recursive: true, force: true })
+  }
+
+  /**
+   * destroy(), synchronously: for a process 'exit' handler, when a cluster is still running because
+   * the hooks that would have destroyed it did not run (a filtered or failed test file).
+   */
+  destroySync(): void {
+    const stop = [join(this.#bin, 'pg_ctl'), 'stop', '-w', '-m', 'immediate', '-D', this.#data]
+    try {
+      if (process.getuid?.() === 0) execFileSync('runuser', ['-u', 'postgres', '--', ...stop])
+      else execFileSync(stop[0] as string, stop.slice(1))
     } catch {
       // Already stopped.
     }
