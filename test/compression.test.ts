@@ -7,7 +7,7 @@ import { send } from '../bench/http-client.js'
 import { type CodingChoice, parseAcceptEncoding } from '../src/api/compression.js'
 import { NoteOperations } from '../src/api/note-operations.js'
 import { MemoryNoteStore } from '../src/store/memory.js'
-import { buildTestApp, describeEachLane, fakeClock, TEST_EPOCH } from './helpers.js'
+import { buildTestApp, describeEachStore, fakeClock, TEST_EPOCH } from './helpers.js'
 import { openRaw, waitFor } from './socket.js'
 
 const JSON_UTF8 = 'application/json; charset=utf-8'
@@ -89,7 +89,7 @@ describe('parseAcceptEncoding', () => {
   }
 })
 
-describeEachLane('compression of GET /api/note (DECISION 26)', () => {
+describeEachStore('compression of GET /api/note (DECISION 26)', () => {
   it('sends the list as it is without Accept-Encoding, with Vary', async () => {
     const { app } = buildTestApp({}, { now: fakeClock(1000, 1) })
     await storeNotes(app, 20)
@@ -288,7 +288,7 @@ describeEachLane('compression of GET /api/note (DECISION 26)', () => {
   })
 })
 
-describeEachLane('compression of one note (DECISION 26)', () => {
+describeEachStore('compression of one note (DECISION 26)', () => {
   it('sends a note of 1 KiB as it is, without Vary', async () => {
     const app = await appWithNoteOf(1024)
     const response = await app.inject({ url: '/api/note/1000', headers: BR })
@@ -411,6 +411,7 @@ describeEachLane('compression of one note (DECISION 26)', () => {
   })
 })
 
+// On the memory store only: these count on its synchronous answers to see what is cached.
 describe('NoteOperations: the compressed list', () => {
   function operationsWith(notes: number): { store: MemoryNoteStore; operations: NoteOperations } {
     const store = new MemoryNoteStore({ maxNotes: 100_000, maxBytes: 1 << 30, epoch: 'e' })
@@ -452,6 +453,8 @@ describe('NoteOperations: the compressed list', () => {
   })
 })
 
+// On the memory store only: about the transport (a real client, keep-alive), which the store
+// does not change, and 2,000 notes would cost seconds to create on PostgreSQL.
 describe('compression over a real socket', () => {
   async function listen(notes: number): Promise<number> {
     const { app } = buildTestApp({}, { now: fakeClock(1000, 1) })

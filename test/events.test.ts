@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict'
 import { type IncomingHttpHeaders, request } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { describe, it, type TestContext } from 'node:test'
+import { it, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import { type AppOptions, buildApp } from '../src/app.js'
 import { type Config, DEFAULT_CONFIG } from '../src/config/config.js'
-import { MemoryNoteStore, type MemoryStoreOptions } from '../src/store/memory.js'
+import type { MemoryStoreOptions } from '../src/store/memory.js'
 import type { Change, NoteStore } from '../src/store/types.js'
-import { TEST_EPOCH } from './helpers.js'
+import { buildTestStore, describeEachStore, storeKind, TEST_EPOCH } from './helpers.js'
 import { PromisedNoteStore } from './promised-store.js'
 import { type SseClient as Client, SseClient, type SseMessage } from './sse-client.js'
 
@@ -24,7 +24,7 @@ async function listenFeed(
   t: TestContext,
   config: Partial<Config> = {},
   feed: AppOptions['feed'] = {},
-  makeStore: (options: MemoryStoreOptions) => NoteStore = (options) => new MemoryNoteStore(options),
+  makeStore: (options: MemoryStoreOptions) => NoteStore = buildTestStore,
 ): Promise<Feed> {
   const settings = { ...DEFAULT_CONFIG, ...config }
   const store = makeStore({
@@ -145,345 +145,357 @@ function asMessage(change: Change): SseMessage {
 const eventsOf = (client: Client): SseMessage[] =>
   client.messages.filter((m) => m.event !== undefined)
 
-describe('GET /api/events', () => {
-  it('streams every change as an event: created, updated, deleted, each with its version and JSON', async (t) => {
-    const { port, base } = await listenFeed(t)
-    const client = await openStream(t, port)
-    assert.equal(client.status, 200)
-    assert.equal(client.headers['content-type'], 'text/event-stream; charset=utf-8')
-    assert.equal(client.headers['cache-control'], 'no-cache')
-    assert.equal(client.headers['x-accel-buffering'], 'no')
-    assert.equal(client.headers['transfer-encoding'], 'chunked')
-    assert.equal(client.headers['content-length'], undefined)
-    assert.match(String(client.headers['x-request-id']), /^[0-9a-f]{12}-[0-9a-z]+$/)
-    // It opens with the reconnection delay and the version it starts after.
-    await client.until((c) => c.messages.length === 1)
-    assert.equal(client.text, 'retry: 2000\nid: e.0\n\n')
-
-    const { id } = await create(base, { title: 'a' })
-    assert.equal((await call(base, 'PATCH', `/api/note/${id}`, { done: true })).status, 200)
-    assert.equal((await call(base, 'DELETE', `/api/note/${id}`)).status, 200)
-    await client.events(3)
-    assert.equal(
-      client.text,
-      'retry: 2000\nid: e.0\n\n' +
-        `event: created\nid: e.1\ndata: {"title":"a","id":${id}}\n\n` +
-        `event: updated\nid: e.2\ndata: {"title":"a","id":${id},"done":true}\n\n` +
-        `event: deleted\nid: e.3\ndata: {"id":${id}}\n\n`,
-    )
-  })
-
-  it('starts with the next change when no token is given', async (t) => {
-    const { port, base } = await listenFeed(t)
-    await create(base, { n: 1 })
-    await create(base, { n: 2 })
-    const client = await openStream(t, port)
-    await client.until((c) => c.messages.length === 1)
-    assert.deepEqual(client.messages, [
-      { event: undefined, id: 'e.2', data: undefined, retry: '2000' },
-    ])
-    const third = await create(base, { n: 3 })
-    assert.deepEqual(await client.events(1), [
-      { event: 'created', id: 'e.3', data: `{"n":3,"id":${third.id}}`, retry: undefined },
-    ])
-  })
-
-  it('resumes after the token in Last-Event-ID, or in since, and the header wins', async (t) => {
-    const { port, base, store } = await listenFeed(t)
-    for (let n = 1; n <= 5; n++) await create(base, { n })
-    const bySince = await openStream(t, port, '/api/events?since=e.2')
-    const byHeader = await openStream(t, port, '/api/events', { 'last-event-id': 'e.3' })
-    const both = await openStream(t, port, '/api/events?since=e.1', { 'last-event-id': 'e.4' })
-    assert.deepEqual(await bySince.events(3), await expectedAfter(store, 'e.2'))
-    assert.deepEqual(await byHeader.events(2), await expectedAfter(store, 'e.3'))
-    assert.deepEqual(await both.events(1), await expectedAfter(store, 'e.4'))
-    // No id line at the start: the client already has its token.
-    assert.ok(bySince.text.startsWith('retry: 2000\n\nevent: created\nid: e.3\n'))
-    // Then live, without a gap or a repeat.
-    await create(base, { n: 6 })
-    assert.deepEqual(await bySince.events(4), await expectedAfter(store, 'e.2'))
-    assert.deepEqual(await byHeader.events(3), await expectedAfter(store, 'e.3'))
-    // The current version: nothing to replay, live from there.
-    const current = await openStream(t, port, `/api/events?since=${await store.version()}`)
-    await create(base, { n: 7 })
-    assert.deepEqual(await current.events(1), await expectedAfter(store, 'e.6'))
-  })
-
-  for (const [name, token] of [
-    ['of another store', 'x9.1'],
-    ['ahead of the store', 'e.zz'],
-    ['that is not a version', 'nonsense'],
-  ] as const) {
-    it(`begins with a reset (and then goes on live) for a token ${name}`, async (t) => {
+describeEachStore(
+  'GET /api/events',
+  () => {
+    it('streams every change as an event: created, updated, deleted, each with its version and JSON', async (t) => {
       const { port, base } = await listenFeed(t)
-      await create(base, { n: 1 })
-      const client = await openStream(t, port, `/api/events?since=${token}`)
-      await client.events(1)
+      const client = await openStream(t, port)
+      assert.equal(client.status, 200)
+      assert.equal(client.headers['content-type'], 'text/event-stream; charset=utf-8')
+      assert.equal(client.headers['cache-control'], 'no-cache')
+      assert.equal(client.headers['x-accel-buffering'], 'no')
+      assert.equal(client.headers['transfer-encoding'], 'chunked')
+      assert.equal(client.headers['content-length'], undefined)
+      assert.match(String(client.headers['x-request-id']), /^[0-9a-f]{12}-[0-9a-z]+$/)
+      // It opens with the reconnection delay and the version it starts after.
+      await client.until((c) => c.messages.length === 1)
+      assert.equal(client.text, 'retry: 2000\nid: e.0\n\n')
+
+      const { id } = await create(base, { title: 'a' })
+      assert.equal((await call(base, 'PATCH', `/api/note/${id}`, { done: true })).status, 200)
+      assert.equal((await call(base, 'DELETE', `/api/note/${id}`)).status, 200)
+      await client.events(3)
       assert.equal(
         client.text,
-        `retry: 2000\n\nevent: reset\nid: e.1\ndata: {"version":"${token}"}\n\n`,
+        'retry: 2000\nid: e.0\n\n' +
+          `event: created\nid: e.1\ndata: {"title":"a","id":${id}}\n\n` +
+          `event: updated\nid: e.2\ndata: {"title":"a","id":${id},"done":true}\n\n` +
+          `event: deleted\nid: e.3\ndata: {"id":${id}}\n\n`,
       )
-      const { id } = await create(base, { n: 2 })
-      assert.deepEqual((await client.events(2))[1], {
-        event: 'created',
-        id: 'e.2',
-        data: `{"n":2,"id":${id}}`,
-        retry: undefined,
-      })
     })
-  }
 
-  it('begins with a reset for a token older than the history kept (CHANGE_HISTORY)', async (t) => {
-    const { port, base, store } = await listenFeed(t, { changeHistory: 3 })
-    for (let n = 1; n <= 8; n++) await create(base, { n })
-    const tooOld = await openStream(t, port, '/api/events', { 'last-event-id': 'e.4' })
-    const kept = await openStream(t, port, '/api/events', { 'last-event-id': 'e.5' })
-    assert.deepEqual(await tooOld.events(1), [
-      { event: 'reset', id: 'e.8', data: '{"version":"e.4"}', retry: undefined },
-    ])
-    assert.deepEqual(await kept.events(3), await expectedAfter(store, 'e.5'))
-  })
-
-  for (const [what, path, headers, detail] of [
-    [
-      'a since with characters no token has',
-      '/api/events?since=a%20b',
-      {},
-      'since must be one version token, as Notes-Version or an event id gives it (1 to 256 characters of A-Z a-z 0-9 . _ ~ -).',
-    ],
-    [
-      'an empty since',
-      '/api/events?since=',
-      {},
-      'since must be one version token, as Notes-Version or an event id gives it (1 to 256 characters of A-Z a-z 0-9 . _ ~ -).',
-    ],
-    [
-      'two since parameters',
-      '/api/events?since=e.1&since=e.2',
-      {},
-      'since must be one version token, as Notes-Version or an event id gives it (1 to 256 characters of A-Z a-z 0-9 . _ ~ -).',
-    ],
-    [
-      'a Last-Event-ID with characters no token has',
-      '/api/events',
-      { 'last-event-id': 'e.1,e.2' },
-      'Last-Event-ID must be an event id this feed sent (1 to 256 characters of A-Z a-z 0-9 . _ ~ -).',
-    ],
-  ] as const) {
-    it(`answers 400 naming the parameter for ${what}`, async (t) => {
-      const { port } = await listenFeed(t)
-      const client = await openStream(t, port, path, headers)
-      await client.closed()
-      assert.equal(client.status, 400)
-      assert.equal(client.headers['content-type'], 'application/problem+json')
-      assert.deepEqual(JSON.parse(client.text), {
-        type: 'about:blank',
-        title: 'Bad Request',
-        status: 400,
-        detail,
-      })
-    })
-  }
-
-  for (const [kind, makeStore, tuning] of [
-    ['the memory store', undefined, {}],
-    [
-      'a store that answers late and reports changes late (history read 7 at a time)',
-      (options: MemoryStoreOptions) => new LateNoteStore(options),
-      { historyPage: 7 },
-    ],
-  ] as const) {
-    it(`sends every change after Notes-Version exactly once, in order, to clients that join during concurrent writes, with ${kind}`, async (t) => {
-      const { port, base, store } = await listenFeed(t, {}, tuning, makeStore)
-      const ids: number[] = []
-      for (let n = 0; n < 20; n++) ids.push((await create(base, { n })).id)
-      let written = 0
-      const writer = async (seed: number): Promise<void> => {
-        for (let i = 0; i < 60; i++) {
-          const pick = ids[(seed * 7 + i * 13) % ids.length] as number
-          const op = (seed + i) % 3
-          if (op === 0) ids.push((await create(base, { seed, i })).id)
-          const answer =
-            op === 0
-              ? { status: 200 }
-              : op === 1
-                ? await call(base, 'PATCH', `/api/note/${pick}`, { seed, i })
-                : await call(base, 'DELETE', `/api/note/${pick}`)
-          // A note deleted by another writer answers 404 and changes nothing.
-          if (answer.status === 200) written++
-        }
-      }
-      const readers: { since: string; client: Client }[] = []
-      const reader = async (delayMs: number, how: 'since' | 'header' | 'none'): Promise<void> => {
-        await sleep(delayMs)
-        if (how === 'none') {
-          // From the next change: the opening message names the version it starts after.
-          const client = await openStream(t, port)
-          await client.until((c) => c.messages.length > 0)
-          readers.push({ since: client.messages[0]?.id as string, client })
-          return
-        }
-        const list = await call(base, 'GET', '/api/note')
-        const since = list.headers['notes-version'] as string
-        const client =
-          how === 'since'
-            ? await openStream(t, port, `/api/events?since=${since}`)
-            : await openStream(t, port, '/api/events', { 'last-event-id': since })
-        readers.push({ since, client })
-      }
-      const first = await openStream(t, port)
-      await first.until((c) => c.messages.length === 1)
-      await Promise.all([
-        writer(1),
-        writer(2),
-        writer(3),
-        writer(4),
-        reader(0, 'since'),
-        reader(20, 'header'),
-        reader(40, 'since'),
-        reader(80, 'header'),
-        reader(120, 'since'),
-        reader(10, 'none'),
-        reader(60, 'none'),
-        reader(100, 'none'),
+    it('starts with the next change when no token is given', async (t) => {
+      const { port, base } = await listenFeed(t)
+      await create(base, { n: 1 })
+      await create(base, { n: 2 })
+      const client = await openStream(t, port)
+      await client.until((c) => c.messages.length === 1)
+      assert.deepEqual(client.messages, [
+        { event: undefined, id: 'e.2', data: undefined, retry: '2000' },
       ])
-      const final = await store.version()
-      const all = [{ since: first.messages[0]?.id as string, client: first }, ...readers]
-      for (const { since, client } of all) {
-        await client.until((c) => eventsOf(c).at(-1)?.id === final || since === final)
-        assert.deepEqual(
-          eventsOf(client),
-          await expectedAfter(store, since),
-          `stream since ${since}`,
+      const third = await create(base, { n: 3 })
+      assert.deepEqual(await client.events(1), [
+        { event: 'created', id: 'e.3', data: `{"n":3,"id":${third.id}}`, retry: undefined },
+      ])
+    })
+
+    it('resumes after the token in Last-Event-ID, or in since, and the header wins', async (t) => {
+      const { port, base, store } = await listenFeed(t)
+      for (let n = 1; n <= 5; n++) await create(base, { n })
+      const bySince = await openStream(t, port, '/api/events?since=e.2')
+      const byHeader = await openStream(t, port, '/api/events', { 'last-event-id': 'e.3' })
+      const both = await openStream(t, port, '/api/events?since=e.1', { 'last-event-id': 'e.4' })
+      assert.deepEqual(await bySince.events(3), await expectedAfter(store, 'e.2'))
+      assert.deepEqual(await byHeader.events(2), await expectedAfter(store, 'e.3'))
+      assert.deepEqual(await both.events(1), await expectedAfter(store, 'e.4'))
+      // No id line at the start: the client already has its token.
+      assert.ok(bySince.text.startsWith('retry: 2000\n\nevent: created\nid: e.3\n'))
+      // Then live, without a gap or a repeat.
+      await create(base, { n: 6 })
+      assert.deepEqual(await bySince.events(4), await expectedAfter(store, 'e.2'))
+      assert.deepEqual(await byHeader.events(3), await expectedAfter(store, 'e.3'))
+      // The current version: nothing to replay, live from there.
+      const current = await openStream(t, port, `/api/events?since=${await store.version()}`)
+      await create(base, { n: 7 })
+      assert.deepEqual(await current.events(1), await expectedAfter(store, 'e.6'))
+    })
+
+    for (const [name, token] of [
+      ['of another store', 'x9.1'],
+      ['ahead of the store', 'e.zz'],
+      ['that is not a version', 'nonsense'],
+    ] as const) {
+      it(`begins with a reset (and then goes on live) for a token ${name}`, async (t) => {
+        const { port, base } = await listenFeed(t)
+        await create(base, { n: 1 })
+        const client = await openStream(t, port, `/api/events?since=${token}`)
+        await client.events(1)
+        assert.equal(
+          client.text,
+          `retry: 2000\n\nevent: reset\nid: e.1\ndata: {"version":"${token}"}\n\n`,
         )
+        const { id } = await create(base, { n: 2 })
+        assert.deepEqual((await client.events(2))[1], {
+          event: 'created',
+          id: 'e.2',
+          data: `{"n":2,"id":${id}}`,
+          retry: undefined,
+        })
+      })
+    }
+
+    it('begins with a reset for a token older than the history kept (CHANGE_HISTORY)', async (t) => {
+      const { port, base, store } = await listenFeed(t, { changeHistory: 3 })
+      for (let n = 1; n <= 8; n++) await create(base, { n })
+      const tooOld = await openStream(t, port, '/api/events', { 'last-event-id': 'e.4' })
+      const kept = await openStream(t, port, '/api/events', { 'last-event-id': 'e.5' })
+      assert.deepEqual(await tooOld.events(1), [
+        { event: 'reset', id: 'e.8', data: '{"version":"e.4"}', retry: undefined },
+      ])
+      assert.deepEqual(await kept.events(3), await expectedAfter(store, 'e.5'))
+    })
+
+    for (const [what, path, headers, detail] of [
+      [
+        'a since with characters no token has',
+        '/api/events?since=a%20b',
+        {},
+        'since must be one version token, as Notes-Version or an event id gives it (1 to 256 characters of A-Z a-z 0-9 . _ ~ -).',
+      ],
+      [
+        'an empty since',
+        '/api/events?since=',
+        {},
+        'since must be one version token, as Notes-Version or an event id gives it (1 to 256 characters of A-Z a-z 0-9 . _ ~ -).',
+      ],
+      [
+        'two since parameters',
+        '/api/events?since=e.1&since=e.2',
+        {},
+        'since must be one version token, as Notes-Version or an event id gives it (1 to 256 characters of A-Z a-z 0-9 . _ ~ -).',
+      ],
+      [
+        'a Last-Event-ID with characters no token has',
+        '/api/events',
+        { 'last-event-id': 'e.1,e.2' },
+        'Last-Event-ID must be an event id this feed sent (1 to 256 characters of A-Z a-z 0-9 . _ ~ -).',
+      ],
+    ] as const) {
+      it(`answers 400 naming the parameter for ${what}`, async (t) => {
+        const { port } = await listenFeed(t)
+        const client = await openStream(t, port, path, headers)
+        await client.closed()
+        assert.equal(client.status, 400)
+        assert.equal(client.headers['content-type'], 'application/problem+json')
+        assert.deepEqual(JSON.parse(client.text), {
+          type: 'about:blank',
+          title: 'Bad Request',
+          status: 400,
+          detail,
+        })
+      })
+    }
+
+    for (const [kind, makeStore, tuning] of [
+      [`the ${storeKind()} store`, undefined, {}],
+      // A memory store made late on purpose: on PostgreSQL, the store itself is the late one.
+      ...(storeKind() === 'memory'
+        ? ([
+            [
+              'a store that answers late and reports changes late (history read 7 at a time)',
+              (options: MemoryStoreOptions) => new LateNoteStore(options),
+              { historyPage: 7 },
+            ],
+          ] as const)
+        : []),
+    ] as const) {
+      it(`sends every change after Notes-Version exactly once, in order, to clients that join during concurrent writes, with ${kind}`, async (t) => {
+        const { port, base, store } = await listenFeed(t, {}, tuning, makeStore)
+        const ids: number[] = []
+        for (let n = 0; n < 20; n++) ids.push((await create(base, { n })).id)
+        let written = 0
+        const writer = async (seed: number): Promise<void> => {
+          for (let i = 0; i < 60; i++) {
+            const pick = ids[(seed * 7 + i * 13) % ids.length] as number
+            const op = (seed + i) % 3
+            if (op === 0) ids.push((await create(base, { seed, i })).id)
+            const answer =
+              op === 0
+                ? { status: 200 }
+                : op === 1
+                  ? await call(base, 'PATCH', `/api/note/${pick}`, { seed, i })
+                  : await call(base, 'DELETE', `/api/note/${pick}`)
+            // A note deleted by another writer answers 404 and changes nothing.
+            if (answer.status === 200) written++
+          }
+        }
+        const readers: { since: string; client: Client }[] = []
+        const reader = async (delayMs: number, how: 'since' | 'header' | 'none'): Promise<void> => {
+          await sleep(delayMs)
+          if (how === 'none') {
+            // From the next change: the opening message names the version it starts after.
+            const client = await openStream(t, port)
+            await client.until((c) => c.messages.length > 0)
+            readers.push({ since: client.messages[0]?.id as string, client })
+            return
+          }
+          const list = await call(base, 'GET', '/api/note')
+          const since = list.headers['notes-version'] as string
+          const client =
+            how === 'since'
+              ? await openStream(t, port, `/api/events?since=${since}`)
+              : await openStream(t, port, '/api/events', { 'last-event-id': since })
+          readers.push({ since, client })
+        }
+        const first = await openStream(t, port)
+        await first.until((c) => c.messages.length === 1)
+        await Promise.all([
+          writer(1),
+          writer(2),
+          writer(3),
+          writer(4),
+          reader(0, 'since'),
+          reader(20, 'header'),
+          reader(40, 'since'),
+          reader(80, 'header'),
+          reader(120, 'since'),
+          reader(10, 'none'),
+          reader(60, 'none'),
+          reader(100, 'none'),
+        ])
+        const final = await store.version()
+        const all = [{ since: first.messages[0]?.id as string, client: first }, ...readers]
+        for (const { since, client } of all) {
+          await client.until((c) => eventsOf(c).at(-1)?.id === final || since === final)
+          assert.deepEqual(
+            eventsOf(client),
+            await expectedAfter(store, since),
+            `stream since ${since}`,
+          )
+        }
+        assert.equal(eventsOf(first).length, written)
+        assert.ok(written > 150, `only ${written} writes succeeded`)
+      })
+    }
+
+    it('sends a comment every heartbeat interval', async (t) => {
+      const { port } = await listenFeed(t, {}, { heartbeatMs: 30 })
+      const client = await openStream(t, port)
+      await client.until((c) => c.comments >= 2)
+      assert.ok(client.text.startsWith('retry: 2000\nid: e.0\n\n:\n\n:\n\n'))
+    })
+
+    it('refuses a stream beyond MAX_EVENT_STREAMS with 503 and Retry-After, and takes one again when a stream ends', async (t) => {
+      const { port } = await listenFeed(t, { maxEventStreams: 2 })
+      const one = await openStream(t, port)
+      await openStream(t, port)
+      const refused = await openStream(t, port)
+      await refused.closed()
+      assert.equal(refused.status, 503)
+      assert.equal(refused.headers['retry-after'], '10')
+      assert.equal(refused.headers['content-type'], 'application/problem+json')
+      assert.deepEqual(JSON.parse(refused.text), {
+        type: 'about:blank',
+        title: 'Service Unavailable',
+        status: 503,
+        detail: 'The service serves at most 2 event streams at once; retry after 10 s.',
+      })
+      one.close()
+      for (let attempt = 0; ; attempt++) {
+        const again = await openStream(t, port)
+        if (again.status === 200) break
+        // The server may not have seen the close yet.
+        assert.ok(attempt < 50, 'a stream was refused long after another had closed')
+        await sleep(20)
       }
-      assert.equal(eventsOf(first).length, written)
-      assert.ok(written > 150, `only ${written} writes succeeded`)
     })
-  }
 
-  it('sends a comment every heartbeat interval', async (t) => {
-    const { port } = await listenFeed(t, {}, { heartbeatMs: 30 })
-    const client = await openStream(t, port)
-    await client.until((c) => c.comments >= 2)
-    assert.ok(client.text.startsWith('retry: 2000\nid: e.0\n\n:\n\n:\n\n'))
-  })
-
-  it('refuses a stream beyond MAX_EVENT_STREAMS with 503 and Retry-After, and takes one again when a stream ends', async (t) => {
-    const { port } = await listenFeed(t, { maxEventStreams: 2 })
-    const one = await openStream(t, port)
-    await openStream(t, port)
-    const refused = await openStream(t, port)
-    await refused.closed()
-    assert.equal(refused.status, 503)
-    assert.equal(refused.headers['retry-after'], '10')
-    assert.equal(refused.headers['content-type'], 'application/problem+json')
-    assert.deepEqual(JSON.parse(refused.text), {
-      type: 'about:blank',
-      title: 'Service Unavailable',
-      status: 503,
-      detail: 'The service serves at most 2 event streams at once; retry after 10 s.',
+    it('cuts off a client that stops reading once its backlog passes the bound, and the client resumes from its last id without loss', async (t) => {
+      const { port, base, store } = await listenFeed(t, {}, { maxBacklogBytes: 64 * 1024 })
+      const slow = await openStream(t, port)
+      await slow.until((c) => c.messages.length === 1)
+      const since = slow.messages[0]?.id as string
+      slow.response.pause()
+      const big = 'x'.repeat(200 * 1024)
+      for (let n = 0; n < 100; n++) await create(base, { n, big })
+      slow.response.resume()
+      await slow.closed()
+      assert.equal(slow.ended, 'aborted')
+      const received = eventsOf(slow)
+      assert.ok(received.length < 100, `all ${received.length} events arrived: never cut off`)
+      const lastId = received.at(-1)?.id ?? since
+      const resumed = await openStream(t, port, '/api/events', { 'last-event-id': lastId })
+      await resumed.events(100 - received.length)
+      assert.deepEqual([...received, ...eventsOf(resumed)], await expectedAfter(store, since))
     })
-    one.close()
-    for (let attempt = 0; ; attempt++) {
-      const again = await openStream(t, port)
-      if (again.status === 200) break
-      // The server may not have seen the close yet.
-      assert.ok(attempt < 50, 'a stream was refused long after another had closed')
-      await sleep(20)
-    }
-  })
 
-  it('cuts off a client that stops reading once its backlog passes the bound, and the client resumes from its last id without loss', async (t) => {
-    const { port, base, store } = await listenFeed(t, {}, { maxBacklogBytes: 64 * 1024 })
-    const slow = await openStream(t, port)
-    await slow.until((c) => c.messages.length === 1)
-    const since = slow.messages[0]?.id as string
-    slow.response.pause()
-    const big = 'x'.repeat(200 * 1024)
-    for (let n = 0; n < 100; n++) await create(base, { n, big })
-    slow.response.resume()
-    await slow.closed()
-    assert.equal(slow.ended, 'aborted')
-    const received = eventsOf(slow)
-    assert.ok(received.length < 100, `all ${received.length} events arrived: never cut off`)
-    const lastId = received.at(-1)?.id ?? since
-    const resumed = await openStream(t, port, '/api/events', { 'last-event-id': lastId })
-    await resumed.events(100 - received.length)
-    assert.deepEqual([...received, ...eventsOf(resumed)], await expectedAfter(store, since))
-  })
-
-  it('ends every stream at once when the app closes, so the shutdown is not held up', async (t) => {
-    const { app, port, store } = await listenFeed(t)
-    const clients = [await openStream(t, port), await openStream(t, port, '/api/events?since=e.0')]
-    await store.create({ n: 1 })
-    for (const client of clients) await client.events(1)
-    await app.close()
-    for (const client of clients) {
-      await client.closed()
-      assert.equal(client.ended, true)
-    }
-    // New connections are refused once closed.
-    await assert.rejects(SseClient.open(port), { code: 'ECONNREFUSED' })
-  })
-
-  it('answers HEAD with the head of a stream, OPTIONS with Allow, and other methods 405', async (t) => {
-    const { port } = await listenFeed(t)
-    const head = await SseClient.open(port, '/api/events', {}, 'HEAD')
-    await head.closed()
-    assert.equal(head.status, 200)
-    assert.equal(head.headers['content-type'], 'text/event-stream; charset=utf-8')
-    assert.equal(head.headers['content-length'], undefined)
-    assert.equal(head.text, '')
-    const options = await SseClient.open(port, '/api/events', {}, 'OPTIONS')
-    await options.closed()
-    assert.equal(options.status, 204)
-    assert.equal(options.headers.allow, 'GET, HEAD, OPTIONS')
-    const post = await SseClient.open(port, '/api/events', {}, 'POST')
-    await post.closed()
-    assert.equal(post.status, 405)
-    assert.equal(post.headers.allow, 'GET, HEAD, OPTIONS')
-  })
-
-  it('needs an access key when keys are on, and a read key may follow the feed', async (t) => {
-    const { port, base } = await listenFeed(t, { apiKeys: ['sk-w'], apiReadKeys: ['sk-r'] })
-    const anonymous = await openStream(t, port)
-    await anonymous.closed()
-    assert.equal(anonymous.status, 401)
-    assert.equal(anonymous.headers['www-authenticate'], 'Bearer')
-    assert.equal(
-      JSON.parse(anonymous.text).detail,
-      'This API needs an access key: send Authorization: Bearer <key>.',
-    )
-    const reader = await openStream(t, port, '/api/events', { authorization: 'Bearer sk-r' })
-    assert.equal(reader.status, 200)
-    const created = await call(
-      base,
-      'POST',
-      '/api/note',
-      { a: 1 },
-      { authorization: 'Bearer sk-w' },
-    )
-    const { id } = (JSON.parse(created.body) as { data: { id: number } }).data
-    assert.deepEqual(await reader.events(1), [
-      { event: 'created', id: 'e.1', data: `{"a":1,"id":${id}}`, retry: undefined },
-    ])
-  })
-
-  it('carries the CORS and RateLimit headers of every answer, and stays open past the rate window', async (t) => {
-    const { port, base } = await listenFeed(t, {
-      corsOrigin: ['https://app.example'],
-      rateLimit: 2,
-      rateLimitWindowMs: 100,
+    it('ends every stream at once when the app closes, so the shutdown is not held up', async (t) => {
+      const { app, port, store } = await listenFeed(t)
+      const clients = [
+        await openStream(t, port),
+        await openStream(t, port, '/api/events?since=e.0'),
+      ]
+      await store.create({ n: 1 })
+      for (const client of clients) await client.events(1)
+      await app.close()
+      for (const client of clients) {
+        await client.closed()
+        assert.equal(client.ended, true)
+      }
+      // New connections are refused once closed.
+      await assert.rejects(SseClient.open(port), { code: 'ECONNREFUSED' })
     })
-    const client = await openStream(t, port, '/api/events', { origin: 'https://app.example' })
-    assert.equal(client.status, 200)
-    assert.equal(client.headers['access-control-allow-origin'], 'https://app.example')
-    assert.equal(client.headers['ratelimit-limit'], '2')
-    await sleep(250)
-    const { id } = await create(base, { a: 1 })
-    assert.deepEqual(await client.events(1), [
-      { event: 'created', id: 'e.1', data: `{"a":1,"id":${id}}`, retry: undefined },
-    ])
-  })
-})
+
+    it('answers HEAD with the head of a stream, OPTIONS with Allow, and other methods 405', async (t) => {
+      const { port } = await listenFeed(t)
+      const head = await SseClient.open(port, '/api/events', {}, 'HEAD')
+      await head.closed()
+      assert.equal(head.status, 200)
+      assert.equal(head.headers['content-type'], 'text/event-stream; charset=utf-8')
+      assert.equal(head.headers['content-length'], undefined)
+      assert.equal(head.text, '')
+      const options = await SseClient.open(port, '/api/events', {}, 'OPTIONS')
+      await options.closed()
+      assert.equal(options.status, 204)
+      assert.equal(options.headers.allow, 'GET, HEAD, OPTIONS')
+      const post = await SseClient.open(port, '/api/events', {}, 'POST')
+      await post.closed()
+      assert.equal(post.status, 405)
+      assert.equal(post.headers.allow, 'GET, HEAD, OPTIONS')
+    })
+
+    it('needs an access key when keys are on, and a read key may follow the feed', async (t) => {
+      const { port, base } = await listenFeed(t, { apiKeys: ['sk-w'], apiReadKeys: ['sk-r'] })
+      const anonymous = await openStream(t, port)
+      await anonymous.closed()
+      assert.equal(anonymous.status, 401)
+      assert.equal(anonymous.headers['www-authenticate'], 'Bearer')
+      assert.equal(
+        JSON.parse(anonymous.text).detail,
+        'This API needs an access key: send Authorization: Bearer <key>.',
+      )
+      const reader = await openStream(t, port, '/api/events', { authorization: 'Bearer sk-r' })
+      assert.equal(reader.status, 200)
+      const created = await call(
+        base,
+        'POST',
+        '/api/note',
+        { a: 1 },
+        { authorization: 'Bearer sk-w' },
+      )
+      const { id } = (JSON.parse(created.body) as { data: { id: number } }).data
+      assert.deepEqual(await reader.events(1), [
+        { event: 'created', id: 'e.1', data: `{"a":1,"id":${id}}`, retry: undefined },
+      ])
+    })
+
+    it('carries the CORS and RateLimit headers of every answer, and stays open past the rate window', async (t) => {
+      const { port, base } = await listenFeed(t, {
+        corsOrigin: ['https://app.example'],
+        rateLimit: 2,
+        rateLimitWindowMs: 100,
+      })
+      const client = await openStream(t, port, '/api/events', { origin: 'https://app.example' })
+      assert.equal(client.status, 200)
+      assert.equal(client.headers['access-control-allow-origin'], 'https://app.example')
+      assert.equal(client.headers['ratelimit-limit'], '2')
+      await sleep(250)
+      const { id } = await create(base, { a: 1 })
+      assert.deepEqual(await client.events(1), [
+        { event: 'created', id: 'e.1', data: `{"a":1,"id":${id}}`, retry: undefined },
+      ])
+    })
+  },
+  { lanes: false },
+)

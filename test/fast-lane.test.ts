@@ -1,10 +1,16 @@
 import assert from 'node:assert/strict'
-import { describe, it } from 'node:test'
+import { it } from 'node:test'
 import fc from 'fast-check'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import type { InjectOptions } from 'light-my-request'
 import type { Config } from '../src/config/config.js'
-import { buildTestApp, fakeClock, injectThroughServer } from './helpers.js'
+import {
+  buildTestApp,
+  describeEachStore,
+  fakeClock,
+  injectThroughServer,
+  storeKind,
+} from './helpers.js'
 
 /** Headers that differ between two answers to the same request for reasons other than the app. */
 const PER_RESPONSE = new Set(['date', 'x-request-id'])
@@ -107,98 +113,117 @@ function toInject({ method, url, contentType, body }: Request): InjectOptions {
   }
 }
 
-describe('the fast lane', () => {
-  it('answers every request as Fastify does: status, headers and body', async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.array(REQUEST, { minLength: 1, maxLength: 25 }), async (requests) => {
-        const { viaFastify, viaServer } = twins()
-        for (const request of [...requests, { method: 'GET', url: '/api/note' } as Request]) {
-          const options = toInject(request)
-          const expected = await viaFastify.inject(options)
-          const actual = await viaServer(options)
-          assert.deepEqual(observed(actual), observed(expected), JSON.stringify(request))
-          assert.equal(typeof actual.headers['x-request-id'], 'string')
-        }
-      }),
-      { numRuns: 150 },
-    )
-  })
+/** Runs of a property: a fresh PostgreSQL schema costs ~0.1 s, and each run makes two. */
+const runs = (memory: number): number => (storeKind() === 'postgres' ? memory / 10 : memory)
 
-  it('answers as Fastify does with access keys on, whatever the Authorization', async () => {
-    const KEYED_REQUEST = fc.record({ request: REQUEST, authorization: AUTHORIZATION })
-    await fc.assert(
-      fc.asyncProperty(fc.array(KEYED_REQUEST, { minLength: 1, maxLength: 25 }), async (steps) => {
-        const { viaFastify, viaServer } = twins(KEYS)
-        for (const { request, authorization } of steps) {
-          const options = toInject(request)
-          if (authorization !== undefined) {
-            options.headers = { ...options.headers, authorization } as NonNullable<
-              typeof options.headers
-            >
+describeEachStore(
+  'the fast lane',
+  () => {
+    it('answers every request as Fastify does: status, headers and body', async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.array(REQUEST, { minLength: 1, maxLength: 25 }), async (requests) => {
+          const { viaFastify, viaServer } = twins()
+          for (const request of [...requests, { method: 'GET', url: '/api/note' } as Request]) {
+            const options = toInject(request)
+            const expected = await viaFastify.inject(options)
+            const actual = await viaServer(options)
+            assert.deepEqual(observed(actual), observed(expected), JSON.stringify(request))
+            assert.equal(typeof actual.headers['x-request-id'], 'string')
           }
-          const expected = await viaFastify.inject(options)
-          const actual = await viaServer(options)
-          assert.deepEqual(observed(actual), observed(expected), JSON.stringify(options))
-        }
-      }),
-      { numRuns: 100 },
-    )
-  })
-
-  it("serves everyday note requests without Fastify's request pipeline", async () => {
-    const { viaServer, counted } = twins()
-    const json = { 'content-type': 'application/json' }
-    const everyday: InjectOptions[] = [
-      { method: 'POST', url: '/api/note', headers: json, payload: '{"title":"a"}' },
-      { method: 'GET', url: '/api/note' },
-      { method: 'GET', url: '/api/note?limit=1&order=desc' },
-      { method: 'GET', url: '/api/note', headers: { 'if-none-match': '"e.1"' } },
-      { method: 'GET', url: '/api/note/1000' },
-      { method: 'GET', url: '/api/note/424242' },
-      { method: 'PATCH', url: '/api/note/1000', headers: json, payload: '{"body":"b"}' },
-      { method: 'PATCH', url: '/api/note/1000', headers: json, payload: '{"body":' },
-      { method: 'DELETE', url: '/api/note/1000' },
-    ]
-    for (const request of everyday) await viaServer(request)
-    assert.equal(counted.fastify, 0)
-  })
-
-  it('hands everything else to Fastify', async () => {
-    const { viaServer, counted } = twins()
-    const others: InjectOptions[] = [
-      { method: 'HEAD', url: '/api/note' },
-      { method: 'OPTIONS', url: '/api/note/1' },
-      { method: 'GET', url: '/api/note/' },
-      { method: 'GET', url: '/api/note/?limit=1' },
-      { method: 'GET', url: '/api/note/%31' },
-      { method: 'GET', url: '/api/note/abc' },
-      { method: 'PUT', url: '/api/note/1' },
-      { method: 'POST', url: '/api/note', headers: { 'content-type': 'text/plain' }, payload: 'x' },
-      { method: 'POST', url: '/api/note' },
-      { method: 'DELETE', url: '/api/note/1', headers: { 'content-type': 'application/json' } },
-      // DECISION 25: a merge patch is Fastify's to parse and apply, whatever its case or charset.
-      ...['application/merge-patch+json', 'Application/Merge-Patch+JSON; charset=utf-8'].map(
-        (type) => ({
-          method: 'PATCH' as const,
-          url: '/api/note/1',
-          headers: { 'content-type': type },
-          payload: '{"a":null}',
         }),
-      ),
-      { method: 'GET', url: '/healthz' },
-    ]
-    for (const request of others) await viaServer(request)
-    assert.equal(counted.fastify, others.length)
-  })
+        { numRuns: runs(150) },
+      )
+    })
 
-  it('gives ids from the same sequence as Fastify, and echoes a caller id', async () => {
-    const { app } = buildTestApp()
-    const viaServer = injectThroughServer(app)
-    const fast = (await viaServer('/api/note')).headers['x-request-id'] as string
-    const slow = (await app.inject('/api/note')).headers['x-request-id'] as string
-    const [prefix, count] = fast.split('-') as [string, string]
-    assert.equal(slow, `${prefix}-${(Number.parseInt(count, 36) + 1).toString(36)}`)
-    const echoed = await viaServer({ url: '/api/note/1', headers: { 'x-request-id': 'web-1:42' } })
-    assert.equal(echoed.headers['x-request-id'], 'web-1:42')
-  })
-})
+    it('answers as Fastify does with access keys on, whatever the Authorization', async () => {
+      const KEYED_REQUEST = fc.record({ request: REQUEST, authorization: AUTHORIZATION })
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(KEYED_REQUEST, { minLength: 1, maxLength: 25 }),
+          async (steps) => {
+            const { viaFastify, viaServer } = twins(KEYS)
+            for (const { request, authorization } of steps) {
+              const options = toInject(request)
+              if (authorization !== undefined) {
+                options.headers = { ...options.headers, authorization } as NonNullable<
+                  typeof options.headers
+                >
+              }
+              const expected = await viaFastify.inject(options)
+              const actual = await viaServer(options)
+              assert.deepEqual(observed(actual), observed(expected), JSON.stringify(options))
+            }
+          },
+        ),
+        { numRuns: runs(100) },
+      )
+    })
+
+    it("serves everyday note requests without Fastify's request pipeline", async () => {
+      const { viaServer, counted } = twins()
+      const json = { 'content-type': 'application/json' }
+      const everyday: InjectOptions[] = [
+        { method: 'POST', url: '/api/note', headers: json, payload: '{"title":"a"}' },
+        { method: 'GET', url: '/api/note' },
+        { method: 'GET', url: '/api/note?limit=1&order=desc' },
+        { method: 'GET', url: '/api/note', headers: { 'if-none-match': '"e.1"' } },
+        { method: 'GET', url: '/api/note/1000' },
+        { method: 'GET', url: '/api/note/424242' },
+        { method: 'PATCH', url: '/api/note/1000', headers: json, payload: '{"body":"b"}' },
+        { method: 'PATCH', url: '/api/note/1000', headers: json, payload: '{"body":' },
+        { method: 'DELETE', url: '/api/note/1000' },
+      ]
+      for (const request of everyday) await viaServer(request)
+      assert.equal(counted.fastify, 0)
+    })
+
+    it('hands everything else to Fastify', async () => {
+      const { viaServer, counted } = twins()
+      const others: InjectOptions[] = [
+        { method: 'HEAD', url: '/api/note' },
+        { method: 'OPTIONS', url: '/api/note/1' },
+        { method: 'GET', url: '/api/note/' },
+        { method: 'GET', url: '/api/note/?limit=1' },
+        { method: 'GET', url: '/api/note/%31' },
+        { method: 'GET', url: '/api/note/abc' },
+        { method: 'PUT', url: '/api/note/1' },
+        {
+          method: 'POST',
+          url: '/api/note',
+          headers: { 'content-type': 'text/plain' },
+          payload: 'x',
+        },
+        { method: 'POST', url: '/api/note' },
+        { method: 'DELETE', url: '/api/note/1', headers: { 'content-type': 'application/json' } },
+        // DECISION 25: a merge patch is Fastify's to parse and apply, whatever its case or charset.
+        ...['application/merge-patch+json', 'Application/Merge-Patch+JSON; charset=utf-8'].map(
+          (type) => ({
+            method: 'PATCH' as const,
+            url: '/api/note/1',
+            headers: { 'content-type': type },
+            payload: '{"a":null}',
+          }),
+        ),
+        { method: 'GET', url: '/healthz' },
+      ]
+      for (const request of others) await viaServer(request)
+      assert.equal(counted.fastify, others.length)
+    })
+
+    it('gives ids from the same sequence as Fastify, and echoes a caller id', async () => {
+      const { app } = buildTestApp()
+      const viaServer = injectThroughServer(app)
+      const fast = (await viaServer('/api/note')).headers['x-request-id'] as string
+      const slow = (await app.inject('/api/note')).headers['x-request-id'] as string
+      const [prefix, count] = fast.split('-') as [string, string]
+      assert.equal(slow, `${prefix}-${(Number.parseInt(count, 36) + 1).toString(36)}`)
+      const echoed = await viaServer({
+        url: '/api/note/1',
+        headers: { 'x-request-id': 'web-1:42' },
+      })
+      assert.equal(echoed.headers['x-request-id'], 'web-1:42')
+    })
+  },
+  // Each case compares both lanes itself.
+  { lanes: false },
+)

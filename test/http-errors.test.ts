@@ -5,7 +5,14 @@ import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
 import { MemoryNoteStore } from '../src/store/memory.js'
 import type { NoteStore } from '../src/store/types.js'
-import { buildTestApp, describeEachLane, fakeClock, inLane, postNote } from './helpers.js'
+import {
+  buildTestApp,
+  describeEachLane,
+  describeEachStore,
+  fakeClock,
+  inLane,
+  postNote,
+} from './helpers.js'
 import { PromisedNoteStore } from './promised-store.js'
 
 function assertProblem(
@@ -37,7 +44,7 @@ async function assertStoreEmpty(app: ReturnType<typeof buildTestApp>['app']): Pr
   assert.equal((await app.inject('/api/note')).body, '{"data":[]}')
 }
 
-describeEachLane('request bodies', () => {
+describeEachStore('request bodies', () => {
   for (const contentType of [
     'application/json',
     'application/json; charset=utf-8',
@@ -237,6 +244,7 @@ describeEachLane('request bodies', () => {
   })
 })
 
+// On the memory store only: routing, before any store is asked.
 describeEachLane('methods and paths', () => {
   it('answers 404 problem JSON for a path that is not ours', async () => {
     const { app } = buildTestApp()
@@ -301,7 +309,7 @@ describeEachLane('methods and paths', () => {
   })
 })
 
-describeEachLane('capacity', () => {
+describeEachStore('capacity', () => {
   it('answers 507 past the note cap, keeps every note, serves reads and frees room on delete', async () => {
     const { app } = buildTestApp({ maxNotes: 2 }, { now: fakeClock(1) })
     await postNote(app, { n: 1 })
@@ -330,6 +338,7 @@ describeEachLane('capacity', () => {
   })
 })
 
+// On the memory store only: a memory store made to fail stands for a broken backend.
 describeEachLane('server errors', () => {
   const failing: NoteStore = Object.assign(new MemoryNoteStore({ maxNotes: 1, maxBytes: 1 }), {
     create: () => {
@@ -369,6 +378,8 @@ describeEachLane('server errors', () => {
   })
 })
 
+// A memory store behind promises; the PostgreSQL store is asynchronous itself, and runs the
+// suites above.
 describeEachLane('an asynchronous store', () => {
   it('serves every operation through promises', async () => {
     const store = new PromisedNoteStore({ maxNotes: 1, maxBytes: 1 << 20, now: fakeClock(1) })

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
-import { buildTestApp, describeEachLane, fakeClock, JSON_HEADERS } from './helpers.js'
+import { buildTestApp, describeEachStore, fakeClock, JSON_HEADERS } from './helpers.js'
 
-describeEachLane('Idempotency-Key on POST (DECISION 30)', () => {
+describeEachStore('Idempotency-Key on POST (DECISION 30)', () => {
   const post = (
     app: ReturnType<typeof buildTestApp>['app'],
     key: string | undefined,
@@ -33,7 +33,7 @@ describeEachLane('Idempotency-Key on POST (DECISION 30)', () => {
     assert.equal(again.body, first.body)
     assert.equal(again.headers.etag, first.headers.etag)
     assert.equal(again.headers['idempotent-replayed'], 'true')
-    assert.equal(store.stats().notes, 1)
+    assert.equal((await store.stats()).notes, 1)
   })
 
   it('answers 422 for the same key with another body, and creates nothing', async () => {
@@ -45,7 +45,7 @@ describeEachLane('Idempotency-Key on POST (DECISION 30)', () => {
     const problem = JSON.parse(other.body) as { status: number; detail: string }
     assert.equal(problem.status, 422)
     assert.match(problem.detail, /^This Idempotency-Key was already used with a different/)
-    assert.equal(store.stats().notes, 1)
+    assert.equal((await store.stats()).notes, 1)
   })
 
   it('refuses a key that is empty, too long or not visible ASCII with a 400', async () => {
@@ -64,7 +64,7 @@ describeEachLane('Idempotency-Key on POST (DECISION 30)', () => {
       )
     }
     assert.equal((await post(app, 'x'.repeat(255), '{}')).statusCode, 200)
-    assert.equal(store.stats().notes, 1)
+    assert.equal((await store.stats()).notes, 1)
   })
 
   it('keeps keys apart from each other and from requests without one', async () => {
@@ -73,6 +73,6 @@ describeEachLane('Idempotency-Key on POST (DECISION 30)', () => {
     await post(app, 'b', '{}')
     await post(app, undefined, '{}')
     await post(app, undefined, '{}')
-    assert.equal(store.stats().notes, 4)
+    assert.equal((await store.stats()).notes, 4)
   })
 })

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { patchKind } from '../src/api/note-routes.js'
-import { buildTestApp, describeEachLane, fakeClock } from './helpers.js'
+import { buildTestApp, describeEachStore, fakeClock } from './helpers.js'
 import { NON_OBJECT_PATCHES, RFC7396_EXAMPLES, withIdJson } from './merge-patch-cases.js'
 
 const MERGE_PATCH = 'application/merge-patch+json'
@@ -49,7 +49,7 @@ async function listBody(app: FastifyInstance): Promise<string> {
   return (await app.inject('/api/note')).body
 }
 
-describeEachLane('PATCH with application/merge-patch+json (RFC 7396)', () => {
+describeEachStore('PATCH with application/merge-patch+json (RFC 7396)', () => {
   for (const { target, patch: body, result } of RFC7396_EXAMPLES) {
     it(`turns ${target} patched with ${body} into ${result}`, async () => {
       const { app } = buildTestApp({}, { now: fakeClock(1) })
@@ -193,7 +193,7 @@ describeEachLane('PATCH with application/merge-patch+json (RFC 7396)', () => {
       'The store holds its maximum of 1024 bytes of notes. Delete notes to make room.',
     )
     assert.equal(await listBody(app), `{"data":[${stored}]}`)
-    assert.equal(store.stats().bytes, Buffer.byteLength(stored))
+    assert.equal((await store.stats()).bytes, Buffer.byteLength(stored))
     // The cap applies to the merged result: removing t makes room for the same growth.
     assertNote(
       await patch(app, `{"t":null,"o":{"b":"${'y'.repeat(200)}"}}`),

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { inLane, LANES } from './helpers.js'
+import { buildTestApp, describeEachStore, inLane, LANES } from './helpers.js'
 import { buildOpsApp } from './ops-app.js'
 
 /** The sample lines of `names` in a Prometheus text exposition, in order. */
@@ -72,31 +72,6 @@ describe('GET /metrics', () => {
     })
   }
 
-  it('reports the notes and bytes stored and the capacity left', async () => {
-    const { app } = buildOpsApp({ metrics: true, maxNotes: 10, maxStoreBytes: 1000 })
-    let bytes = 0
-    for (const payload of [{ title: 'a' }, {}]) {
-      const created = await app.inject({ method: 'POST', url: '/api/note', payload })
-      bytes += Buffer.byteLength(JSON.stringify(created.json().data))
-    }
-    const response = await app.inject({ method: 'GET', url: '/metrics' })
-    assert.deepEqual(
-      samples(
-        response.body,
-        'notes_stored',
-        'notes_stored_bytes',
-        'notes_capacity_remaining',
-        'notes_capacity_remaining_bytes',
-      ),
-      [
-        'notes_stored 2',
-        `notes_stored_bytes ${bytes}`,
-        'notes_capacity_remaining 8',
-        `notes_capacity_remaining_bytes ${1000 - bytes}`,
-      ],
-    )
-  })
-
   it('includes process and Node.js metrics', async () => {
     const { app } = buildOpsApp({ metrics: true })
     const { body } = await app.inject({ method: 'GET', url: '/metrics' })
@@ -121,3 +96,35 @@ describe('GET /metrics', () => {
     assert.deepEqual(samples(body, 'http_requests_total'), [])
   })
 })
+
+// The store's own counts, read through NoteStore.stats (a promise on PostgreSQL).
+describeEachStore(
+  'GET /metrics: what the store holds',
+  () => {
+    it('reports the notes and bytes stored and the capacity left', async () => {
+      const { app } = buildTestApp({ metrics: true, maxNotes: 10, maxStoreBytes: 1000 })
+      let bytes = 0
+      for (const payload of [{ title: 'a' }, {}]) {
+        const created = await app.inject({ method: 'POST', url: '/api/note', payload })
+        bytes += Buffer.byteLength(JSON.stringify(created.json().data))
+      }
+      const response = await app.inject({ method: 'GET', url: '/metrics' })
+      assert.deepEqual(
+        samples(
+          response.body,
+          'notes_stored',
+          'notes_stored_bytes',
+          'notes_capacity_remaining',
+          'notes_capacity_remaining_bytes',
+        ),
+        [
+          'notes_stored 2',
+          `notes_stored_bytes ${bytes}`,
+          'notes_capacity_remaining 8',
+          `notes_capacity_remaining_bytes ${1000 - bytes}`,
+        ],
+      )
+    })
+  },
+  { lanes: false },
+)

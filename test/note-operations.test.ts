@@ -6,7 +6,7 @@ import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
 import { MemoryNoteStore } from '../src/store/memory.js'
 import type { MaybePromise, NoteFields } from '../src/store/types.js'
-import { fakeClock, injectThroughServer } from './helpers.js'
+import { buildTestStore, describeEachStore, fakeClock, injectThroughServer } from './helpers.js'
 
 /** A fixture's one change to the meaning of create and delete: a header each, and 201 on create. */
 class WithReceipt extends NoteOperations {
@@ -39,7 +39,7 @@ function then(
 
 /** An app on a fresh store with the fixture's operations, counting what reaches Fastify's router. */
 function appWithReceipts(): { app: FastifyInstance; reachedFastify: () => number } {
-  const store = new MemoryNoteStore({ maxNotes: 10, maxBytes: 10_000, now: fakeClock(5000, 1) })
+  const store = buildTestStore({ maxNotes: 10, maxBytes: 10_000, now: fakeClock(5000, 1) })
   const app = buildApp({ store, config: DEFAULT_CONFIG, operations: new WithReceipt(store) })
   let reached = 0
   app.addHook('onRequest', (_request, _reply, done) => {
@@ -49,40 +49,48 @@ function appWithReceipts(): { app: FastifyInstance; reachedFastify: () => number
   return { app, reachedFastify: () => reached }
 }
 
-describe('NoteOperations: one change to an operation reaches both lanes', () => {
-  it('answers a changed create and delete the same through Fastify and through the fast lane', async () => {
-    const viaFastify = appWithReceipts()
-    const viaServer = appWithReceipts()
-    const send = injectThroughServer(viaServer.app)
-    const post = {
-      method: 'POST' as const,
-      url: '/api/note',
-      headers: { 'content-type': 'application/json' },
-      payload: '{"title":"a"}',
-    }
+describeEachStore(
+  'NoteOperations: one change to an operation reaches both lanes',
+  () => {
+    it('answers a changed create and delete the same through Fastify and through the fast lane', async () => {
+      const viaFastify = appWithReceipts()
+      const viaServer = appWithReceipts()
+      const send = injectThroughServer(viaServer.app)
+      const post = {
+        method: 'POST' as const,
+        url: '/api/note',
+        headers: { 'content-type': 'application/json' },
+        payload: '{"title":"a"}',
+      }
 
-    const fromFastify = await viaFastify.app.inject(post)
-    const fromLane = await send(post)
-    for (const response of [fromFastify, fromLane]) {
-      assert.equal(response.statusCode, 201)
-      assert.equal(response.headers['x-receipt'], 'created')
-      assert.equal(response.headers['content-type'], 'application/json; charset=utf-8')
-      assert.equal(response.body, '{"data":{"title":"a","id":5000}}')
-    }
+      const fromFastify = await viaFastify.app.inject(post)
+      const fromLane = await send(post)
+      for (const response of [fromFastify, fromLane]) {
+        assert.equal(response.statusCode, 201)
+        assert.equal(response.headers['x-receipt'], 'created')
+        assert.equal(response.headers['content-type'], 'application/json; charset=utf-8')
+        assert.equal(response.body, '{"data":{"title":"a","id":5000}}')
+      }
 
-    const remove = { method: 'DELETE' as const, url: '/api/note/005000' }
-    for (const response of [await viaFastify.app.inject(remove), await send(remove)]) {
-      assert.equal(response.statusCode, 200)
-      assert.equal(response.headers['x-receipt'], 'deleted 005000')
-      assert.equal(response.body, '{"data":"005000"}')
-    }
+      const remove = { method: 'DELETE' as const, url: '/api/note/005000' }
+      for (const response of [await viaFastify.app.inject(remove), await send(remove)]) {
+        assert.equal(response.statusCode, 200)
+        assert.equal(response.headers['x-receipt'], 'deleted 005000')
+        assert.equal(response.body, '{"data":"005000"}')
+      }
 
-    // The fast lane took both of its requests: the changed answers did not come from Fastify.
-    assert.equal(viaFastify.reachedFastify(), 2)
-    assert.equal(viaServer.reachedFastify(), 0)
-    await Promise.all([viaFastify.app.close(), viaServer.app.close()])
-  })
+      // The fast lane took both of its requests: the changed answers did not come from Fastify.
+      assert.equal(viaFastify.reachedFastify(), 2)
+      assert.equal(viaServer.reachedFastify(), 0)
+      await Promise.all([viaFastify.app.close(), viaServer.app.close()])
+    })
+  },
+  // Each case goes through both lanes itself.
+  { lanes: false },
+)
 
+// On the memory store only: it reads the operations' synchronous answers.
+describe('NoteOperations: the contract answers', () => {
   it('keeps the contract answers when nothing is changed', async () => {
     const store = new MemoryNoteStore({
       maxNotes: 10,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
-import { buildTestApp, dataOf, describeEachLane, fakeClock, postNote } from './helpers.js'
+import { buildTestApp, dataOf, describeEachStore, fakeClock, postNote } from './helpers.js'
 
 const JSON_UTF8 = 'application/json; charset=utf-8'
 
@@ -12,7 +12,7 @@ function assertEmptyNotFound(response: LightMyRequestResponse): void {
   assert.equal(response.headers['content-type'], undefined)
 }
 
-describeEachLane('POST /api/note', () => {
+describeEachStore('POST /api/note', () => {
   it('returns the note with every body field and an id equal to the creation time', async () => {
     const { app } = buildTestApp({}, { now: fakeClock(1_763_000_000_000) })
     const response = await postNote(app, { title: 'a', body: 'b', tags: ['x'], meta: { n: 1 } })
@@ -102,7 +102,7 @@ describeEachLane('POST /api/note', () => {
   })
 })
 
-describeEachLane('GET /api/note', () => {
+describeEachStore('GET /api/note', () => {
   it('returns an empty array when nothing is stored', async () => {
     const { app } = buildTestApp()
     const response = await app.inject('/api/note')
@@ -141,7 +141,7 @@ describeEachLane('GET /api/note', () => {
   })
 })
 
-describeEachLane('GET /api/note/:id', () => {
+describeEachStore('GET /api/note/:id', () => {
   it('returns the note', async () => {
     const { app } = buildTestApp({}, { now: fakeClock(42) })
     await postNote(app, { t: 'x' })
@@ -216,7 +216,7 @@ describeEachLane('GET /api/note/:id', () => {
   })
 })
 
-describeEachLane('PATCH /api/note/:id', () => {
+describeEachStore('PATCH /api/note/:id', () => {
   it('merges the body over the note shallowly and returns it', async () => {
     const { app } = buildTestApp({}, { now: fakeClock(3) })
     await postNote(app, { title: 'old', body: 'keep', nested: { a: 1, b: 2 } })
@@ -287,7 +287,7 @@ describeEachLane('PATCH /api/note/:id', () => {
   })
 })
 
-describeEachLane('DELETE /api/note/:id', () => {
+describeEachStore('DELETE /api/note/:id', () => {
   it('removes the note and answers the :id segment as a string', async () => {
     const { app } = buildTestApp({}, { now: fakeClock(7) })
     await postNote(app, {})

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process'
+import { execFile, execFileSync } from 'node:child_process'
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -54,22 +54,25 @@ async function freePort(): Promise<number> {
 
 /**
  * A throwaway PostgreSQL cluster in a temp dir on a free 127.0.0.1 port, trust auth, durable
- * settings (fsync and synchronous_commit on). As root, initdb and pg_ctl run as the `postgres`
- * user, which they require.
+ * settings (fsync and synchronous_commit on) unless `durable: false` (for suites that prove no
+ * durability, where waiting for every commit's flush only costs time). As root, initdb and pg_ctl
+ * run as the `postgres` user, which they require.
  */
 export class PostgresCluster {
   readonly dir: string
   readonly port: number
   readonly #bin: string
+  readonly #durable: boolean
   #databases = 0
 
-  private constructor(bin: string, dir: string, port: number) {
+  private constructor(bin: string, dir: string, port: number, durable: boolean) {
     this.#bin = bin
     this.dir = dir
     this.port = port
+    this.#durable = durable
   }
 
-  static async start(): Promise<PostgresCluster> {
+  static async start({ durable = true }: { durable?: boolean } = {}): Promise<PostgresCluster> {
     const bin = findPostgresBin()
     if (bin === undefined) throw new Error('PostgreSQL binaries not found')
     const dir = mkdtempSync(join(tmpdir(), 'notes-pg-'))
@@ -79,7 +82,7 @@ export class PostgresCluster {
       const { stdout: gid } = await run('id', ['-g', 'postgres'])
       chownSync(dir, Number(stdout.trim()), Number(gid.trim()))
     }
-    const cluster = new PostgresCluster(bin, dir, await freePort())
+    const cluster = new PostgresCluster(bin, dir, await freePort(), durable)
     await cluster.#as(join(bin, 'initdb'), [
       '-D',
       cluster.#data,
@@ -126,7 +129,7 @@ export class PostgresCluster {
       '-l',
       join(this.dir, 'log'),
       '-o',
-      `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=on -c synchronous_commit=on`,
+      `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c max_connections=200 ${this.#durable ? '-c fsync=on -c synchronous_commit=on' : '-c fsync=off -c synchronous_commit=off'}`,
     ])
   }
 
@@ -139,6 +142,21 @@ export class PostgresCluster {
   async destroy(): Promise<void> {
     try {
       await this.stopServer('immediate')
+    } catch {
+      // Already stopped.
+    }
+    rmSync(this.dir, { recursive: true, force: true })
+  }
+
+  /**
+   * destroy(), synchronously: for a process 'exit' handler, when a cluster is still running because
+   * the hooks that would have destroyed it did not run (a filtered or failed test file).
+   */
+  destroySync(): void {
+    const stop = [join(this.#bin, 'pg_ctl'), 'stop', '-w', '-m', 'immediate', '-D', this.#data]
+    try {
+      if (process.getuid?.() === 0) execFileSync('runuser', ['-u', 'postgres', '--', ...stop])
+      else execFileSync(stop[0] as string, stop.slice(1))
     } catch {
       // Already stopped.
     }

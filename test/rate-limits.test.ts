@@ -123,7 +123,7 @@ describeEachLane('rate limits', () => {
       assert.equal(response.body, tooMany(3, retryAfter))
       assertReset(retryAfter, start - 1000, request.method)
     }
-    assert.equal(store.stats().notes, 3)
+    assert.equal((await store.stats()).notes, 3)
     assert.equal((await app.inject('/healthz')).statusCode, 200)
   })
 

@@ -96,6 +96,8 @@ class EventStream {
   overflow = false
   /** A read of the history is under way. */
   reading = false
+  /** The head and the opening (retry, and the id it starts after) are sent. */
+  opened = false
   closed = false
 
   constructor(
@@ -167,8 +169,10 @@ export class ChangeFeed {
   }
 
   /**
-   * Takes over a response whose head (status 200 and EVENT_STREAM_HEADERS) is written, and streams
-   * the changes after the version token `since` to it, or those after now when it is undefined.
+   * Takes over a response whose head (status 200 and EVENT_STREAM_HEADERS) is set but not sent, and
+   * streams the changes after the version token `since` to it, or those after now when it is
+   * undefined. The head goes out with the opening, once the stream's start is fixed: a client that
+   * has the head and then writes gets its own change, however late the store answers (PostgreSQL).
    */
   open(response: ServerResponse, since: string | undefined): void {
     this.#start()
@@ -208,6 +212,8 @@ export class ChangeFeed {
       opening = `retry: ${RETRY_MS}\nid: ${stream.token}\n\n`
     }
     if (stream.token === this.#lastVersion) stream.last = this.#lastSequence
+    stream.response.flushHeaders()
+    stream.opened = true
     if (!this.#write(stream, opening)) return
     await this.#catchUp(stream)
   }
@@ -434,8 +440,8 @@ export class ChangeFeed {
 
   #beat(): void {
     for (const stream of this.#live) this.#write(stream, HEARTBEAT)
-    // Paced by #send, not cut off.
-    for (const stream of this.#catchingUp) this.#put(stream, HEARTBEAT)
+    // Paced by #send, not cut off; none before the head and the opening.
+    for (const stream of this.#catchingUp) if (stream.opened) this.#put(stream, HEARTBEAT)
   }
 
   /** Ends a stream's response and its connection, without waiting for a client that does not read. */

@@ -76,8 +76,7 @@ export function registerEventRoutes(app: FastifyInstance, feed: ChangeFeed): voi
     if (request.method === 'HEAD') {
       reply.raw.end()
     } else {
-      // The feed writes on the socket itself, after the head.
-      reply.raw.flushHeaders()
+      // The feed sends the head with the stream's opening, then writes on the socket itself.
       feed.open(reply.raw, start.since)
     }
     return reply

@@ -44,6 +44,11 @@ export interface PostgresStoreOptions {
   schema?: string
   /** Clock for ids and Last-Modified, in ms since the epoch; tests pass a fake one. */
   now?: () => number
+  /**
+   * The first part of every version token when this store creates its schema; default random.
+   * Used only then: an existing schema keeps the epoch it was created with. Tests pass a fixed one.
+   */
+  epoch?: string
   /** Changes kept for the change feed (CHANGE_HISTORY); default 10,000. */
   historyLimit?: number
   /** Idempotency keys remembered (DECISION 30); default 100,000. */
@@ -163,7 +168,7 @@ export class PostgresNoteStore implements NoteStore {
     this.#opening ??= retryUntilConnected(async () => {
       const client = await this.#pool.connect()
       try {
-        await migrate(client, this.#options.schema ?? 'public')
+        await migrate(client, this.#options.schema ?? 'public', this.#options.epoch)
         const { rows } = await client.query<{ epoch: string; sequence: string }>(
           'SELECT epoch, sequence FROM notes_clock',
         )
