@@ -1,5 +1,13 @@
 import { execFile, execFileSync } from 'node:child_process'
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -131,6 +139,22 @@ export class PostgresCluster {
       '-o',
       `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c max_connections=200 ${this.#durable ? '-c fsync=on -c synchronous_commit=on' : '-c fsync=off -c synchronous_commit=off'}`,
     ])
+  }
+
+  /**
+   * Freezes the server (SIGSTOP to the postmaster and every backend it started): connections stay
+   * open and nothing answers, as when a database host stops responding. Returns the thaw.
+   */
+  async freeze(): Promise<() => void> {
+    const postmaster = Number(
+      readFileSync(join(this.#data, 'postmaster.pid'), 'latin1').split('\n')[0],
+    )
+    const { stdout } = await run('pgrep', ['-P', String(postmaster)])
+    const pids = [postmaster, ...stdout.split('\n').filter(Boolean).map(Number)]
+    for (const pid of pids) process.kill(pid, 'SIGSTOP')
+    return () => {
+      for (const pid of pids) process.kill(pid, 'SIGCONT')
+    }
   }
 
   /** Stops the server: 'immediate' is a crash (recovery at the next start), 'fast' a clean stop. */

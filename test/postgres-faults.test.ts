@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { PostgresNoteStore } from '../src/store/postgres/store.js'
+import { StoreUnavailableError } from '../src/store/types.js'
 import { type ServerProcess, startServer } from './hostile/server-process.js'
 import { PostgresCluster, postgresAvailable } from './postgres-cluster.js'
 
@@ -148,6 +150,59 @@ if (postgresAvailable('PostgreSQL fault tests')) {
         )
       } finally {
         await instance.stop()
+      }
+    })
+
+    it('answers every write of one note with a 503 in time when the database stops answering', async () => {
+      // PATCHes of one note wait for each other in an instance; behind a write that hangs, the
+      // wait must end at the statement timeout, not one timeout per write ahead of it.
+      const store = new PostgresNoteStore({
+        url: await cluster.createDatabase(),
+        maxNotes: 100,
+        maxBytes: 1 << 20,
+        statementTimeoutMs: 300,
+        poolSize: 4,
+      })
+      try {
+        const { json } = await store.create({ hot: true })
+        const { id } = JSON.parse(json) as { id: number }
+        await store.get(id) // both pipelined read connections open
+        await store.get(id)
+        const thaw = await cluster.freeze()
+        let outcomes: { ms: number; unavailable: boolean }[]
+        try {
+          // Reads too, each on a connection made anew after the last one timed out: pg's connect
+          // timeout ('timeout expired') was once answered 500.
+          for (let i = 0; i < 3; i++) await assert.rejects(store.get(id), StoreUnavailableError)
+          const started = performance.now()
+          outcomes = await Promise.all(
+            [1, 2, 3, 4, 5, 6].map(async (n) => {
+              try {
+                await store.update(id, { n })
+                return { ms: performance.now() - started, unavailable: false }
+              } catch (err) {
+                return {
+                  ms: performance.now() - started,
+                  unavailable: err instanceof StoreUnavailableError,
+                }
+              }
+            }),
+          )
+        } finally {
+          thaw()
+        }
+        assert.ok(
+          outcomes.every((o) => o.unavailable),
+          JSON.stringify(outcomes),
+        )
+        // The first write ends at the client's timeout (statement timeout + 1 s, as the server
+        // cannot run its own); the five behind it at the statement timeout. Six in turn would
+        // take six times as long.
+        const slowest = Math.max(...outcomes.map((o) => o.ms))
+        assert.ok(slowest < 3000, `the last 503 came after ${slowest.toFixed(0)} ms`)
+        assert.deepEqual(JSON.parse((await store.get(id))?.json ?? '{}'), { hot: true, id })
+      } finally {
+        await store.close()
       }
     })
 

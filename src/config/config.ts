@@ -314,7 +314,7 @@ export const OPTIONS: readonly Option<keyof Config>[] = [
   opt(
     'databasePoolSize',
     'DATABASE_POOL_SIZE',
-    'connections each instance opens to PostgreSQL at most',
+    'pooled connections each instance opens to PostgreSQL at most, for writes and list reads (point reads use 2 more, the change feed 1)',
     10,
     integer(1, 1000),
   ),

@@ -14,7 +14,7 @@ const UNAVAILABLE_STATES = new Set([
 ])
 
 const UNAVAILABLE_MESSAGES =
-  /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection ended|not queryable|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND/
+  /Connection terminated|timeout exceeded when trying to connect|timeout expired|Query read timeout|Client has encountered a connection error|Connection ended|not queryable|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND/
 
 /**
  * Whether `err` says the database cannot be reached (or is too slow), as opposed to a bug: those
@@ -132,14 +132,25 @@ export class PipelinedReads {
     this.#slots = new Array(count).fill(undefined)
   }
 
-  /** One statement, named (prepared once per connection) when `name` is given. */
+  /**
+   * One statement, prepared once per connection under `name`. A failure that says the connection
+   * is unusable (isUnavailable) drops it, so the next read connects anew.
+   */
   async query<R extends pg.QueryResultRow>(
     name: string,
     text: string,
     values: unknown[],
   ): Promise<pg.QueryResult<R>> {
-    const client = await this.#connection()
-    return client.query<R>({ name, text, values })
+    const index = this.#next
+    this.#next = (index + 1) % this.#slots.length
+    const slot = this.#connection(index)
+    const client = await slot
+    try {
+      return await client.query<R>({ name, text, values })
+    } catch (err) {
+      if (isUnavailable(err)) this.#drop(index, slot, client)
+      throw err
+    }
   }
 
   async close(): Promise<void> {
@@ -153,22 +164,24 @@ export class PipelinedReads {
     )
   }
 
-  #connection(): Promise<pg.Client> {
+  #connection(index: number): Promise<pg.Client> {
     if (this.#closed) return Promise.reject(new Error('Client was closed and is not queryable'))
-    const index = this.#next
-    this.#next = (index + 1) % this.#slots.length
     const slot = this.#slots[index]
     if (slot !== undefined) return slot
     const client = new pg.Client(this.#config)
     const connected = client.connect().then(() => client)
-    // Only this connection's own slot: a newer one may hold it already.
-    const drop = (): void => {
-      if (this.#slots[index] === connected) this.#slots[index] = undefined
-    }
+    const drop = (): void => this.#drop(index, connected, client)
     client.on('error', drop)
     client.on('end', drop)
     connected.catch(drop)
     this.#slots[index] = connected
     return connected
+  }
+
+  /** Forgets a connection that failed, if its slot still holds it (a newer one may), and ends it. */
+  #drop(index: number, slot: Promise<pg.Client>, client: pg.Client): void {
+    if (this.#slots[index] !== slot) return
+    this.#slots[index] = undefined
+    client.end().catch(() => {})
   }
 }

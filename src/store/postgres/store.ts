@@ -124,6 +124,7 @@ export class PostgresNoteStore implements NoteStore {
   readonly #maxKeys: number
   readonly #keyTtlMs: number
   readonly #pollMs: number
+  readonly #statementTimeoutMs: number
   #opening: Promise<void> | undefined
   #epoch = ''
   /** The highest change sequence this instance has seen. */
@@ -151,9 +152,10 @@ export class PostgresNoteStore implements NoteStore {
     this.#maxKeys = options.maxIdempotencyKeys ?? 100_000
     this.#keyTtlMs = options.idempotencyTtlMs ?? 24 * 60 * 60 * 1000
     this.#pollMs = options.pollMs ?? 1000
+    this.#statementTimeoutMs = options.statementTimeoutMs ?? 5000
     const connection = {
       url: options.url,
-      statementTimeoutMs: options.statementTimeoutMs ?? 5000,
+      statementTimeoutMs: this.#statementTimeoutMs,
       schema: options.schema ?? 'public',
     }
     this.#pool = createPool({ ...connection, poolSize: options.poolSize ?? 10 })
@@ -366,17 +368,38 @@ export class PostgresNoteStore implements NoteStore {
    * again when another write came first; 50 clients patching one note at once would otherwise
    * make 49 of them lose each round, each loss a transaction on the clock row, and throughput fell
    * to a few writes a second (bench W5 on PostgreSQL). Waiting here, only writers on other
-   * instances (or a PATCH that moved another note to this id) can come first.
+   * instances (or a PATCH that moved another note to this id) can come first. The wait is bounded
+   * by the statement timeout: behind a write that hangs (a database that stopped answering), the
+   * others get their 503 in time rather than one statement timeout each, in turn.
    */
   #oneAtATime<T>(id: number, write: () => Promise<T>): Promise<T> {
     const previous = this.#noteWrites.get(id)
-    const result = previous === undefined ? write() : previous.then(write, write)
+    const result = previous === undefined ? write() : this.#waitFor(id, previous).then(write)
     const settled = result.then(ignore, ignore)
     this.#noteWrites.set(id, settled)
     void settled.then(() => {
       if (this.#noteWrites.get(id) === settled) this.#noteWrites.delete(id)
     })
     return result
+  }
+
+  /** Resolves when `previous` settles; rejects with a 503 after the statement timeout. */
+  #waitFor(id: number, previous: Promise<unknown>): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () =>
+          reject(
+            new StoreUnavailableError(
+              `Note ${id} is waiting for an earlier write that the database has not answered.`,
+            ),
+          ),
+        this.#statementTimeoutMs,
+      )
+      void previous.then(() => {
+        clearTimeout(timer)
+        resolve()
+      })
+    })
   }
 
   async version(): Promise<string> {
@@ -509,7 +532,11 @@ export class PostgresNoteStore implements NoteStore {
           }
         }
       } catch (err) {
-        for (const create of batch) create.reject(err)
+        // The database is away: the creates queued behind this statement would each wait out a
+        // timeout of their own, in turn; they get their 503 now.
+        const failed =
+          err instanceof StoreUnavailableError ? batch.concat(this.#queued.splice(0)) : batch
+        for (const create of failed) create.reject(err)
       }
     }
     this.#committing = false
