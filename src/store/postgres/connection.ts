@@ -58,19 +58,33 @@ export interface PoolOptions {
 }
 
 /**
- * A pool whose clients fail fast: statement_timeout on the server, a client-side query timeout a
- * little above it (for a server that vanished without closing the socket), and a bound on the time
- * to connect. An idle client that loses its server is dropped by the pool (the error is expected).
+ * What every connection of the store is made with. It fails fast: statement_timeout on the server,
+ * a client-side query timeout a little above it (for a server that vanished without closing the
+ * socket), and a bound on the time to connect.
  */
-export function createPool({ url, poolSize, statementTimeoutMs, schema }: PoolOptions): pg.Pool {
-  const pool = new pg.Pool({
+function clientConfig({
+  url,
+  statementTimeoutMs,
+  schema,
+}: Omit<PoolOptions, 'poolSize'>): pg.ClientConfig {
+  return {
     connectionString: url,
-    max: poolSize,
     statement_timeout: statementTimeoutMs,
     query_timeout: statementTimeoutMs + 1000,
     connectionTimeoutMillis: Math.min(statementTimeoutMs + 1000, 2000),
-    idleTimeoutMillis: 30_000,
     options: `-c search_path=${schema},public`,
+  }
+}
+
+/**
+ * A pool of such connections. An idle client that loses its server is dropped by the pool (the
+ * error is expected).
+ */
+export function createPool(options: PoolOptions): pg.Pool {
+  const pool = new pg.Pool({
+    ...clientConfig(options),
+    max: options.poolSize,
+    idleTimeoutMillis: 30_000,
   })
   pool.on('error', () => {
     // An idle client lost its connection: the pool drops it and connects anew when needed.
@@ -120,15 +134,8 @@ export class PipelinedReads {
   #next = 0
   #closed = false
 
-  constructor({ url, statementTimeoutMs, schema }: Omit<PoolOptions, 'poolSize'>, count: number) {
-    this.#config = {
-      connectionString: url,
-      pipeline: true,
-      statement_timeout: statementTimeoutMs,
-      query_timeout: statementTimeoutMs + 1000,
-      connectionTimeoutMillis: Math.min(statementTimeoutMs + 1000, 2000),
-      options: `-c search_path=${schema},public`,
-    } as pg.ClientConfig
+  constructor(options: Omit<PoolOptions, 'poolSize'>, count: number) {
+    this.#config = { ...clientConfig(options), pipeline: true }
     this.#slots = new Array(count).fill(undefined)
   }
 

@@ -98,6 +98,9 @@ function backOff(attempt: number): Promise<void> {
 
 function ignore(): void {}
 
+/** A conditional write that found the note changed since it was read: read it again. */
+const LOST = Symbol('lost')
+
 /** A write that other instances kept beating: 503, so the client retries later (never a 500). */
 function lostToOtherWriters(id: number): StoreUnavailableError {
   return new StoreUnavailableError(
@@ -294,20 +297,13 @@ export class PostgresNoteStore implements NoteStore {
     return this.#oneAtATime(id, () => this.#update(id, fields, kind, conditions))
   }
 
-  async #update(
+  #update(
     id: number,
     fields: NoteFields,
     kind: PatchKind,
     conditions: Preconditions | undefined,
   ): Promise<NoteRecord | undefined | PreconditionFailed> {
-    for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
-      if (attempt > 0) await backOff(attempt)
-      const row = await this.#find(id)
-      if (row === undefined) return undefined
-      const current = this.#record(row)
-      if (conditions !== undefined && !meets(current, conditions)) {
-        return new PreconditionFailed(current)
-      }
+    return this.#writeFound(id, conditions, undefined, async (row) => {
       const note = JSON.parse(row.json) as NoteFields
       if (kind === 'merge-patch') mergePatchInto(note, fields)
       else for (const key of Object.keys(fields)) setField(note, key, fields[key])
@@ -327,37 +323,47 @@ export class PostgresNoteStore implements NoteStore {
         ],
       )
       const seq = (rows[0] as { seq: string | null }).seq
-      if (seq === null) continue
-      return this.#written(json, Number(seq), modified)
-    }
-    throw lostToOtherWriters(id)
+      return seq === null ? LOST : this.#written(json, Number(seq), modified)
+    })
   }
 
   delete(id: number, conditions?: Preconditions): Promise<boolean | PreconditionFailed> {
-    return this.#oneAtATime(id, () => this.#delete(id, conditions))
+    return this.#oneAtATime(id, () =>
+      this.#writeFound(id, conditions, false, async (row) => {
+        const { rows } = await this.#write<{ seq: string | null }>(
+          'SELECT notes_delete($1, $2, $3, $4) AS seq',
+          [row.position, row.written, `{"id":${JSON.stringify(id)}}`, this.#historyLimit],
+        )
+        const seq = (rows[0] as { seq: string | null }).seq
+        if (seq === null) return LOST
+        this.#see(Number(seq))
+        this.#pump()
+        return true
+      }),
+    )
   }
 
-  async #delete(
+  /**
+   * A PATCH or DELETE: finds note `id` (`absent` when there is none), checks the conditions
+   * against it, and `write`s it, which writes only if the note is still as found and answers LOST
+   * otherwise; then it finds the note again, after a back-off, up to MAX_WRITE_ATTEMPTS times.
+   */
+  async #writeFound<T>(
     id: number,
     conditions: Preconditions | undefined,
-  ): Promise<boolean | PreconditionFailed> {
+    absent: T,
+    write: (row: NoteRow) => Promise<T | typeof LOST>,
+  ): Promise<T | PreconditionFailed> {
     for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
       if (attempt > 0) await backOff(attempt)
       const row = await this.#find(id)
-      if (row === undefined) return false
-      const current = this.#record(row)
-      if (conditions !== undefined && !meets(current, conditions)) {
-        return new PreconditionFailed(current)
+      if (row === undefined) return absent
+      if (conditions !== undefined) {
+        const current = this.#record(row)
+        if (!meets(current, conditions)) return new PreconditionFailed(current)
       }
-      const { rows } = await this.#write<{ seq: string | null }>(
-        'SELECT notes_delete($1, $2, $3, $4) AS seq',
-        [row.position, row.written, `{"id":${JSON.stringify(id)}}`, this.#historyLimit],
-      )
-      const seq = (rows[0] as { seq: string | null }).seq
-      if (seq === null) continue
-      this.#see(Number(seq))
-      this.#pump()
-      return true
+      const written = await write(row)
+      if (written !== LOST) return written
     }
     throw lostToOtherWriters(id)
   }
