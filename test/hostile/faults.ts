@@ -1,5 +1,6 @@
 import http from 'node:http'
 import net from 'node:net'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import autocannon from 'autocannon'
 import { startServer } from './server-process.js'
@@ -73,8 +74,12 @@ export interface SigtermResult {
   /** What a new connection 100 ms after SIGTERM met. */
   newConnection: string
   exitCode: number | null
-  /** From SIGTERM to the process's exit, in ms. */
+  /** From SIGTERM to the process's exit, in ms, by the service's own clock. */
   shutdownMs: number
+  /** From SIGTERM to when this (busy) harness saw the exit, in ms: at least shutdownMs. */
+  seenMs: number
+  /** The longest this harness's event loop was blocked from SIGTERM to the exit, in ms. */
+  harnessLagMs: number
 }
 
 /**
@@ -144,6 +149,8 @@ export async function sigtermUnderLoad(options: {
   )
   await sleep(50)
 
+  const lag = monitorEventLoopDelay({ resolution: 10 })
+  lag.enable()
   const signalledAt = Date.now()
   server.child.kill('SIGTERM')
   await sleep(100)
@@ -158,6 +165,7 @@ export async function sigtermUnderLoad(options: {
     }),
   )
   const exit = await server.exited
+  lag.disable()
   const result = await load.stop()
   const began = new Set<unknown>()
   const answered = new Map<unknown, number>()
@@ -180,6 +188,8 @@ export async function sigtermUnderLoad(options: {
     newConnection,
     exitCode: exit.code,
     shutdownMs: exit.at - signalledAt,
+    seenMs: exit.seenAt - signalledAt,
+    harnessLagMs: Math.round(lag.max / 1e6),
   }
 }
 

@@ -4,12 +4,18 @@ import { fileURLToPath } from 'node:url'
 
 const SERVER = fileURLToPath(new URL('../../src/server.js', import.meta.url))
 const PROBE = new URL('./server-probe.js', import.meta.url).href
+const EXIT_CLOCK = new URL('./exit-clock.js', import.meta.url).href
 
 export interface ServerExit {
   code: number | null
   signal: NodeJS.Signals | null
-  /** Date.now() when the process exited. */
+  /**
+   * Date.now() when the process exited, by its own clock (exit-clock.ts); when it died without
+   * running its exit handlers (SIGKILL, a crash), when this process saw the exit.
+   */
   at: number
+  /** Date.now() when this process saw the exit (later than `at` when this process was busy). */
+  seenAt: number
 }
 
 /** The real service (`node dist/src/server.js`) in a child process, as it runs in production. */
@@ -61,7 +67,7 @@ export async function stopRunningServers(): Promise<void> {
 /** Starts the service on 127.0.0.1 and a free port (or `port`), and resolves once it listens. */
 export async function startServer(options: StartOptions = {}): Promise<ServerProcess> {
   const probe = options.probe === true
-  const nodeArgs = probe ? ['--expose-gc', '--import', PROBE] : []
+  const nodeArgs = ['--import', EXIT_CLOCK, ...(probe ? ['--expose-gc', '--import', PROBE] : [])]
   const child = spawn(process.execPath, [...nodeArgs, SERVER], {
     env: {
       PATH: process.env.PATH ?? '',
@@ -73,17 +79,23 @@ export async function startServer(options: StartOptions = {}): Promise<ServerPro
     stdio: probe ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
   })
   running.add(child)
-  const exited = once(child, 'exit').then(([code, signal]) => ({
-    code: code as number | null,
-    signal: signal as NodeJS.Signals | null,
-    at: Date.now(),
-  }))
-  void exited.then(() => running.delete(child))
-  const logs: Record<string, unknown>[] = []
   let stderr = ''
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
     stderr += chunk
   })
+  // 'exit' can come before the last of stderr has been read; 'close' comes after both.
+  const exited = once(child, 'close').then(([code, signal]) => {
+    const seenAt = Date.now()
+    const clock = /^exit-clock (\d+)$/m.exec(stderr)
+    return {
+      code: code as number | null,
+      signal: signal as NodeJS.Signals | null,
+      at: clock === null ? seenAt : Number(clock[1]),
+      seenAt,
+    }
+  })
+  void exited.then(() => running.delete(child))
+  const logs: Record<string, unknown>[] = []
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`the server did not listen in time; stderr: ${stderr}`)),
@@ -117,7 +129,7 @@ export async function startServer(options: StartOptions = {}): Promise<ServerPro
       clearTimeout(timer)
       reject(
         new Error(
-          `the server exited (${exit.code ?? exit.signal}) before listening; stderr: ${stderr}`,
+          `the server exited (${exit.code ?? exit.signal}) before listening; stderr: ${stderr.replace(/^exit-clock \d+\n/m, '')}`,
         ),
       )
     })

@@ -113,7 +113,9 @@ async function soakAndFaults(): Promise<void> {
     console.log(
       `  in flight: ${counts(sigterm.inFlight)}, ${sigterm.inFlightConnectionClose} with Connection: close; new connection: ${sigterm.newConnection}`,
     )
-    console.log(`  exit ${sigterm.exitCode} ${sigterm.shutdownMs} ms after SIGTERM`)
+    console.log(
+      `  exit ${sigterm.exitCode} ${sigterm.shutdownMs} ms after SIGTERM (seen by the harness after ${sigterm.seenMs} ms; its event loop blocked up to ${sigterm.harnessLagMs} ms)`,
+    )
     report('SIGTERM under load', checkSigterm(sigterm, 40, 10_000))
 
     if (onPostgres) {
