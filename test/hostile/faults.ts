@@ -3,7 +3,7 @@ import net from 'node:net'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import autocannon from 'autocannon'
-import { startServer } from './server-process.js'
+import { type ServerProcess, startServer } from './server-process.js'
 import { statusCounts } from './soak-run.js'
 import { CLOSED, header, WireConnection, type WireResponse } from './wire.js'
 
@@ -31,6 +31,14 @@ function startLoad(options: autocannon.Options): {
       instance.stop()
       return result
     },
+  }
+}
+
+/** Resolves once the service has logged `msg`, or after `timeoutMs` whatever it logged. */
+async function untilLogged(server: ServerProcess, msg: string, timeoutMs: number): Promise<void> {
+  const giveUpAt = Date.now() + timeoutMs
+  for (let seen = 0; Date.now() < giveUpAt; await sleep(5)) {
+    for (; seen < server.logs.length; seen++) if (server.logs[seen]?.msg === msg) return
   }
 }
 
@@ -153,6 +161,9 @@ export async function sigtermUnderLoad(options: {
   lag.enable()
   const signalledAt = Date.now()
   server.child.kill('SIGTERM')
+  // 100 ms after the service has taken the signal (by its log), not after it was sent: a busy
+  // machine can delay the service's signal handler past a fixed 100 ms from the kill.
+  await untilLogged(server, 'shutting down: finishing requests in flight', 5000)
   await sleep(100)
   const newConnection = await connectOutcome(server.host, server.port)
   for (const conn of bodies) conn.write(body.slice(half))
