@@ -25,13 +25,22 @@ describe('notes-service --help', () => {
         '--host <value>',
         'env HOST, default 127.0.0.1; an IP address (127.0.0.1, ::1, 0.0.0.0 for every interface) or a host name (localhost)',
       ],
-      ['--log-requests [true|false]', 'env LOG_REQUESTS, default false; true or false'],
+      [
+        '--log-requests [true|false]',
+        'env LOG_REQUESTS, default false; true/false, 1/0, yes/no or on/off, in any case',
+      ],
       [
         '--cors-origin <value>',
         'env CORS_ORIGIN, default none; a comma-separated list of origins such as https://app.example.com, or *',
       ],
-      ['--metrics [true|false]', 'env METRICS, default false; true or false'],
-      ['--docs [true|false]', 'env DOCS, default false; true or false'],
+      [
+        '--metrics [true|false]',
+        'env METRICS, default false; true/false, 1/0, yes/no or on/off, in any case',
+      ],
+      [
+        '--docs [true|false]',
+        'env DOCS, default false; true/false, 1/0, yes/no or on/off, in any case',
+      ],
     ]
     const lines = help.split('\n')
     for (const [flag, details] of expected) {

@@ -148,7 +148,11 @@ describe('loadConfig', () => {
       [],
       'Invalid LOG_LEVEL "loud": expected one of fatal, error, warn, info, debug, trace, silent.',
     ],
-    [{ LOG_REQUESTS: 'maybe' }, [], 'Invalid LOG_REQUESTS "maybe": expected true or false.'],
+    [
+      { LOG_REQUESTS: 'maybe' },
+      [],
+      'Invalid LOG_REQUESTS "maybe": expected true/false, 1/0, yes/no or on/off, in any case.',
+    ],
     ...['a b', 'host_1', '-a.example', 'a..b', '1.2.3', '300.1.1.1', 'http://a', '[localhost]'].map(
       (host): [NodeJS.ProcessEnv, string[], string] => [
         { HOST: host },

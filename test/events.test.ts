@@ -158,9 +158,10 @@ describeEachStore(
       assert.equal(client.headers['transfer-encoding'], 'chunked')
       assert.equal(client.headers['content-length'], undefined)
       assert.match(String(client.headers['x-request-id']), /^[0-9a-f]{12}-[0-9a-z]+$/)
-      // It opens with the reconnection delay and the version it starts after.
+      // It opens with the reconnection delay and the version it starts after, as the id of a
+      // message with data: a client that records ids only from such messages has it too.
       await client.until((c) => c.messages.length === 1)
-      assert.equal(client.text, 'retry: 2000\nid: e.0\n\n')
+      assert.equal(client.text, 'retry: 2000\nid: e.0\ndata: {"version":"e.0"}\n\n')
 
       const { id } = await create(base, { title: 'a' })
       assert.equal((await call(base, 'PATCH', `/api/note/${id}`, { done: true })).status, 200)
@@ -168,7 +169,7 @@ describeEachStore(
       await client.events(3)
       assert.equal(
         client.text,
-        'retry: 2000\nid: e.0\n\n' +
+        'retry: 2000\nid: e.0\ndata: {"version":"e.0"}\n\n' +
           `event: created\nid: e.1\ndata: {"title":"a","id":${id}}\n\n` +
           `event: updated\nid: e.2\ndata: {"title":"a","id":${id},"done":true}\n\n` +
           `event: deleted\nid: e.3\ndata: {"id":${id}}\n\n`,
@@ -182,7 +183,7 @@ describeEachStore(
       const client = await openStream(t, port)
       await client.until((c) => c.messages.length === 1)
       assert.deepEqual(client.messages, [
-        { event: undefined, id: 'e.2', data: undefined, retry: '2000' },
+        { event: undefined, id: 'e.2', data: '{"version":"e.2"}', retry: '2000' },
       ])
       const third = await create(base, { n: 3 })
       assert.deepEqual(await client.events(1), [
@@ -373,7 +374,9 @@ describeEachStore(
       const { port } = await listenFeed(t, {}, { heartbeatMs: 30 })
       const client = await openStream(t, port)
       await client.until((c) => c.comments >= 2)
-      assert.ok(client.text.startsWith('retry: 2000\nid: e.0\n\n:\n\n:\n\n'))
+      assert.ok(
+        client.text.startsWith('retry: 2000\nid: e.0\ndata: {"version":"e.0"}\n\n:\n\n:\n\n'),
+      )
     })
 
     it('refuses a stream beyond MAX_EVENT_STREAMS with 503 and Retry-After, and takes one again when a stream ends', async (t) => {

@@ -480,6 +480,97 @@ describe('the notes page in Chromium', { skip: SKIP, concurrency: false }, () =>
     await watched.context.close()
   })
 
+  it('after Cancel on an editor whose note changed elsewhere, shows the new version and drops the warning', async () => {
+    const origin = await serve()
+    const note = await create(origin, { title: 'Plan', body: 'draft 1' })
+    const watched = await open(origin)
+    const { page } = watched
+    await loaded(page)
+    // The only note; while it is edited it has no heading to find it by.
+    const plan = page.locator('#notes > li')
+    await plan.getByRole('button', { name: 'Edit' }).click()
+    await page.locator('form.editor').waitFor()
+    const path = `/api/note/${String(note.id)}`
+    assert.equal((await api(origin, 'PATCH', path, { body: 'theirs' })).status, 200)
+    await plan.locator('.message', { hasText: 'changed elsewhere' }).waitFor()
+    await page.locator('form.editor').getByRole('button', { name: 'Cancel' }).click()
+    await plan.locator('.body', { hasText: 'theirs' }).waitFor()
+    // No editor, no Save button: nothing is left to say about saving.
+    assert.equal(await plan.locator('.message').textContent(), '')
+    await plan.getByRole('button', { name: 'Delete' }).click()
+    await plan.getByRole('button', { name: 'Yes, delete it' }).waitFor()
+    assert.equal(await plan.locator('.message').textContent(), '')
+    clean(watched)
+    await watched.context.close()
+  })
+
+  it('keeps "Delete this note?" open when the note changes elsewhere, and says so', async () => {
+    const origin = await serve()
+    const note = await create(origin, { title: 'Plan', body: 'draft 1' })
+    const watched = await open(origin)
+    const { page } = watched
+    await loaded(page)
+    const plan = item(page, 'Plan')
+    await plan.getByRole('button', { name: 'Delete' }).click()
+    await plan.getByText('Delete this note?').waitFor()
+    const path = `/api/note/${String(note.id)}`
+    assert.equal((await api(origin, 'PATCH', path, { body: 'theirs' })).status, 200)
+    await plan.locator('.body', { hasText: 'theirs' }).waitFor()
+    assert.equal(await plan.getByText('Delete this note?').isVisible(), true)
+    assert.equal(
+      await plan.locator('.message').textContent(),
+      'This note was just changed elsewhere: above is the new version.',
+    )
+    // The safe answer has the focus; the person sees the new version and decides.
+    assert.equal(await inPage(page, 'document.activeElement?.textContent'), 'Keep it')
+    await plan.getByRole('button', { name: 'Yes, delete it' }).click()
+    await plan.waitFor({ state: 'detached' })
+    assert.deepEqual(await listed(origin), [])
+    clean(watched)
+    await watched.context.close()
+  })
+
+  it("shows what is typed in the editor's inputs in normal weight, under bold labels", async () => {
+    const origin = await serve()
+    await create(origin, { title: 'Plan', body: 'draft 1' })
+    const watched = await open(origin)
+    const { page } = watched
+    await loaded(page)
+    await item(page, 'Plan').getByRole('button', { name: 'Edit' }).click()
+    const weight = (selector: string) =>
+      inPage<string>(page, `getComputedStyle(document.querySelector('${selector}')).fontWeight`)
+    assert.equal(await weight('form.editor .fields-part label'), '600')
+    for (const selector of [
+      'form.editor input[name="title"]',
+      'form.editor textarea[name="body"]',
+      'form.editor textarea[name="json"]',
+      '#create-title',
+      '#key-input',
+    ]) {
+      assert.equal(await weight(selector), '400', selector)
+    }
+    clean(watched)
+    await watched.context.close()
+  })
+
+  it('says once, where the list would be, that the service needs an access key', async () => {
+    const origin = await serve({ API_KEYS: 'write-key' })
+    const watched = await open(origin)
+    const { page } = watched
+    await page.getByRole('dialog', { name: 'Access key' }).waitFor()
+    await page.locator('#list-status:not(:text("Loading"))').waitFor()
+    assert.equal(
+      await page.locator('#list-status').textContent(),
+      'The notes could not be loaded. This API needs an access key: send Authorization: Bearer <key>.',
+    )
+    assert.equal(
+      await page.locator('#key-reason').textContent(),
+      'This API needs an access key: send Authorization: Bearer <key>.',
+    )
+    clean(watched)
+    await watched.context.close()
+  })
+
   it('shows what another page creates, edits and deletes within a second', async () => {
     const origin = await serve()
     const a = await open(origin)

@@ -9,8 +9,8 @@ import { type Config, isRejection, loadConfig, OPTIONS, type Option } from '../s
 import { type ServerProcess, startServer } from './hostile/server-process.js'
 
 /**
- * Every example in README.md and docs/operations.md, run against the real service and compared
- * with what it answers.
+ * Every example in README.md, docs/operations.md and docs/api.md, run against the real service and
+ * compared with what it answers.
  *
  * The conventions of their examples, which this file reads:
  * - A ```console block is a terminal transcript: `$ ` starts a command (a trailing `\` continues
@@ -24,15 +24,15 @@ import { type ServerProcess, startServer } from './hostile/server-process.js'
  * - `<!-- readme-test env: NAME=value ... -->` right before a block starts its service with those
  *   variables.
  * - Masked: 13-digit note ids (each README id stands for the real id answered in its place, and is
- *   replaced by it in later requests), generated request ids (12 hex digits, '-', a counter) and
- *   the Date header.
+ *   replaced by it in later requests), the epoch of version tokens (likewise: an ETag shown can be
+ *   sent back in If-Match), generated request ids (12 hex digits, '-', a counter) and the Date header.
  * - ```sh blocks are instructions (npm ci, npm start), not run; no other kind of block is allowed.
  */
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const CLI = join(ROOT, 'dist/src/cli.js')
 /** The documents whose examples are run, relative to the repository. */
-const DOCUMENTS = ['README.md', 'docs/operations.md']
+const DOCUMENTS = ['README.md', 'docs/operations.md', 'docs/api.md']
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8')
 
 interface Block {
@@ -340,7 +340,12 @@ const NOTE_ID = /\b\d{13}\b/g
  * README has one of the same kind in the same place: 13-digit ids (recorded in `ids`, README id ->
  * real id, so later requests can use them), generated request ids, Date headers.
  */
-function masked(actual: string, expected: string, ids: Map<string, string>): string {
+function masked(
+  actual: string,
+  expected: string,
+  ids: Map<string, string>,
+  epochs: Map<string, string>,
+): string {
   const seen = [...expected.matchAll(NOTE_ID)].map((m) => m[0])
   const found = [...actual.matchAll(NOTE_ID)].map((m) => m[0])
   let text = actual
@@ -348,7 +353,10 @@ function masked(actual: string, expected: string, ids: Map<string, string>): str
   const realEpoch = VERSION_EPOCH.exec(actual)?.[1]
   if (readmeEpoch !== undefined && realEpoch !== undefined) {
     text = text.replaceAll(`${realEpoch}.`, `${readmeEpoch}.`)
+    epochs.set(readmeEpoch, realEpoch)
   }
+  // An epoch seen before, also where no header shows it (an ETag inside a problem's detail).
+  for (const [readme, real] of epochs) text = text.replaceAll(`${real}.`, `${readme}.`)
   if (seen.length === found.length) {
     const toReadme = new Map<string, string>()
     seen.forEach((readmeId, i) => {
@@ -449,6 +457,8 @@ after(() => {
 /** Runs one console block: a fresh service (when the block calls curl) for all its steps. */
 async function runBlock(block: Block): Promise<void> {
   const ids = new Map<string, string>()
+  /** The README's version epoch -> the real one, as first seen in an output. */
+  const epochs = new Map<string, string>()
   const updates = pendingUpdates.get(block.file) ?? []
   pendingUpdates.set(block.file, updates)
   let server: ServerProcess | undefined
@@ -463,6 +473,7 @@ async function runBlock(block: Block): Promise<void> {
         assert.deepEqual(command.env, {}, `${where}: set the service's variables in a directive`)
         let line = step.command
         for (const [readmeId, realId] of ids) line = line.replaceAll(readmeId, realId)
+        for (const [readme, real] of epochs) line = line.replaceAll(`${readme}.`, `${real}.`)
         const curl = parseCurl(parseCommand(line).argv.slice(1))
         if (command.filters.length > 0) {
           // curl shows its progress meter when its output is not a terminal.
@@ -482,7 +493,7 @@ async function runBlock(block: Block): Promise<void> {
       }
       // The transcript shows an output's final newline as the start of the next line.
       const shown = output.endsWith('\n') ? output.slice(0, -1) : output
-      const seen = masked(shown, step.output.join('\n'), ids)
+      const seen = masked(shown, step.output.join('\n'), ids, epochs)
       if (process.env.README_UPDATE === '1' && !step.output.some((l) => l.trim() === '...')) {
         // For whoever changes an answer on purpose: writes the real outputs into the document.
         updates.push({ at: step.outputLine, count: step.output.length, lines: seen.split('\n') })

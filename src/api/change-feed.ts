@@ -83,6 +83,19 @@ export function resetText(current: string, token: string): string {
   return `event: reset\nid: ${current}\ndata: ${JSON.stringify({ version: token })}\n\n`
 }
 
+/**
+ * The opening of a stream that starts at the next change: the reconnection delay, and the version
+ * it starts after as the id of a message with data. The data line is what makes every client
+ * record the id: browsers and eventsource 5 record an id even from a block without data, but
+ * eventsource 4 (and other parsers that skip such blocks) would reconnect without Last-Event-ID
+ * and miss what changed meanwhile. It names no event, so it is a `message` (what `onmessage`
+ * sees; the changes are all named events), and a `created` listener never sees it.
+ * 'e.5' -> 'retry: 2000\nid: e.5\ndata: {"version":"e.5"}\n\n'
+ */
+export function startText(version: string): string {
+  return `retry: ${RETRY_MS}\nid: ${version}\ndata: ${JSON.stringify({ version })}\n\n`
+}
+
 /** One client's stream and where it stands in the store's sequence of changes. */
 class EventStream {
   /** The version token of the last change sent (or the one the stream starts after). */
@@ -209,7 +222,7 @@ export class ChangeFeed {
       // as its id, so that a client that reconnects before any event resumes from there.
       stream.token = await this.#store.version()
       if (stream.closed) return
-      opening = `retry: ${RETRY_MS}\nid: ${stream.token}\n\n`
+      opening = startText(stream.token)
     }
     if (stream.token === this.#lastVersion) stream.last = this.#lastSequence
     stream.response.flushHeaders()

@@ -111,7 +111,7 @@ function integer(min: number, max: number): (raw: string) => number | { expected
 function boolean(raw: string): boolean | { expected: string } {
   if (/^(true|1|yes|on)$/i.test(raw)) return true
   if (/^(false|0|no|off)$/i.test(raw)) return false
-  return { expected: 'true or false' }
+  return { expected: 'true/false, 1/0, yes/no or on/off, in any case' }
 }
 
 /** A host name label (RFC 1123): letters, digits and inner hyphens, 1 to 63 of them. */

@@ -124,9 +124,8 @@ export function describeFailure(answer: Answer): string {
     return `Your access key may only read: it cannot create, change or delete notes. Use a key that may write. (${problemDetail(answer) ?? 'Forbidden.'})`
   }
   const detail = problemDetail(answer)
-  if (answer.status === 401) {
-    return `This service needs an access key. ${detail ?? ''}`.trim()
-  }
+  // The service's 401 detail already says that a key is needed (and how to send it).
+  if (answer.status === 401) return detail ?? 'This service needs an access key.'
   if (detail !== undefined) return detail
   if (answer.status === 404) return 'This note no longer exists: it was deleted elsewhere.'
   return `The service answered with status ${answer.status}, and no explanation.`

@@ -56,6 +56,8 @@ export class NoteItem {
   readonly #headingId = uniqueId('note-')
   /** The open editor, while the person edits. */
   #editor: HTMLFormElement | undefined
+  /** "Delete this note?" is open: a newer version shown meanwhile keeps it open. */
+  #confirming = false
   #message: HTMLElement
 
   constructor(note: Note, context: ItemContext, etag?: string) {
@@ -81,8 +83,17 @@ export class NoteItem {
     if (sameJson(note, this.#note) && etag === undefined) return
     this.#note = note
     this.#etag = etag
-    if (this.#editor === undefined) this.#show()
-    else this.#say('This note was just changed elsewhere. Saving will show you that version first.')
+    if (this.#editor !== undefined) {
+      this.#say('This note was just changed elsewhere. Saving will show you that version first.')
+      return
+    }
+    const confirming = this.#confirming
+    this.#show()
+    if (confirming) {
+      // Closing the question under the person's pointer would look as if it had been answered.
+      this.#confirmDelete('keep')
+      this.#say('This note was just changed elsewhere: above is the new version.')
+    }
   }
 
   /** The note was deleted elsewhere. */
@@ -96,9 +107,14 @@ export class NoteItem {
     this.#message.textContent = text
   }
 
-  /** The note as text: heading, body, the other fields as compact JSON, its id and time. */
+  /**
+   * The note as text: heading, body, the other fields as compact JSON, its id and time. What was
+   * said about the previous view (an editor's warning, a question) goes with it.
+   */
   #show(): void {
     this.#editor = undefined
+    this.#confirming = false
+    this.#say('')
     const note = this.#note
     const titleKey = firstText(note, TITLE_FIELDS)
     const bodyKey = firstText(note, BODY_FIELDS)
@@ -113,7 +129,7 @@ export class NoteItem {
       'Delete',
     )
     editButton.addEventListener('click', () => void this.#openEditor())
-    deleteButton.addEventListener('click', () => this.#confirmDelete(actions, deleteButton))
+    deleteButton.addEventListener('click', () => this.#confirmDelete('yes'))
     const actions = h(
       'div',
       { class: 'actions' },
@@ -331,19 +347,27 @@ export class NoteItem {
     ;(draft ? jsonInput : titleInput).focus()
   }
 
-  /** Asks first; then deletes the version shown, with If-Match. */
-  #confirmDelete(actions: HTMLElement, deleteButton: HTMLButtonElement): void {
+  /** Asks first, in the shown note's actions; then deletes the version shown, with If-Match. */
+  #confirmDelete(focus: 'yes' | 'keep'): void {
+    const actions = this.element.querySelector('article > .actions')
+    if (!(actions instanceof HTMLElement)) return
     const yes = h('button', { type: 'button', class: 'danger' }, 'Yes, delete it')
     const no = h('button', { type: 'button' }, 'Keep it')
     const question = h('span', { class: 'question' }, 'Delete this note?')
     const buttons = Array.from(actions.children)
     replaceChildren(actions, question, yes, no)
+    this.#confirming = true
     no.addEventListener('click', () => {
+      this.#confirming = false
+      this.#say('')
       replaceChildren(actions, ...buttons)
-      deleteButton.focus()
+      this.#focusButton('Delete')
     })
-    yes.addEventListener('click', () => void this.#delete())
-    yes.focus()
+    yes.addEventListener('click', () => {
+      this.#confirming = false
+      void this.#delete()
+    })
+    ;(focus === 'yes' ? yes : no).focus()
   }
 
   async #delete(force?: { etag: string | undefined }): Promise<void> {
