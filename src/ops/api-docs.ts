@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { noneMatch } from '../api/conditional.js'
 import { JSON_CONTENT_TYPE } from '../api/note-operations.js'
 import type { OpenApiDocument } from '../api/openapi.js'
 import { sendProblem } from '../api/problem.js'
@@ -125,18 +126,10 @@ function fixedFile(contentType: string, body: Buffer): FixedFile {
   return { contentType, body, etag: `"${hash}"` }
 }
 
-/** 200 with the file, or 304 when the client's If-None-Match names it. */
+/** 200 with the file, or 304 when the client's If-None-Match names it (the API's comparison). */
 function sendFixed(request: FastifyRequest, reply: FastifyReply, file: FixedFile): FastifyReply {
   reply.header('etag', file.etag).header('cache-control', 'no-cache')
-  if (matchesETag(request.headers['if-none-match'], file.etag)) return reply.code(304).send()
+  const ifNoneMatch = request.headers['if-none-match']
+  if (ifNoneMatch !== undefined && noneMatch(ifNoneMatch, file.etag)) return reply.code(304).send()
   return reply.header('content-type', file.contentType).send(file.body)
-}
-
-/** '"a", W/"b"' matches '"b"' (If-None-Match compares weakly, RFC 9110 §13.1.2); '*' matches. */
-export function matchesETag(ifNoneMatch: string | undefined, etag: string): boolean {
-  if (ifNoneMatch === undefined) return false
-  return ifNoneMatch
-    .split(',')
-    .map((tag) => tag.trim().replace(/^W\//, ''))
-    .some((tag) => tag === etag || tag === '*')
 }
