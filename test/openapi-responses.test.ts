@@ -72,7 +72,7 @@ class ResponseChecker {
     const [declared, pointer] = this.#resolve(`${operationPointer}/responses/${key}`)
     return [
       ...this.#checkHeaders(declared, pointer, response),
-      ...this.#checkContent(method, declared, pointer, response),
+      ...this.#checkContent(method, declared, pointer, response, request.payloadAsStream === true),
       ...this.#checkRequest(operationPointer, request, response),
     ].map((problem) => `${label}: ${problem}`)
   }
@@ -94,11 +94,22 @@ class ResponseChecker {
     return problems
   }
 
-  #checkContent(method: string, declared: Json, pointer: string, response: Response): string[] {
+  /** `streamed`: an endless answer (the change feed), whose head alone is checked. */
+  #checkContent(
+    method: string,
+    declared: Json,
+    pointer: string,
+    response: Response,
+    streamed: boolean,
+  ): string[] {
     const content = declared.content as Json | undefined
     const contentType = response.headers['content-type']
     const bodyless = method === 'head' || response.statusCode === 204 || response.statusCode === 304
     if (bodyless && response.rawPayload.length > 0) return ['a body where none may be']
+    if (streamed) {
+      const mediaType = String(contentType).split(';')[0]?.trim() ?? ''
+      return content !== undefined && mediaType in content ? [] : [`Content-Type ${contentType}`]
+    }
     if (content === undefined) {
       if (contentType !== undefined) return [`Content-Type ${contentType} where none is declared`]
       return response.rawPayload.length === 0 ? [] : ['a body where none is declared']
@@ -221,11 +232,15 @@ async function check(
   const checker = new ResponseChecker(document ?? (served as OpenApiDocument))
   const problems: string[] = []
   const statuses = new Set<number>()
+  const streams: Response[] = []
   for (const request of requests) {
     const response = await app.inject(request)
     statuses.add(response.statusCode)
     problems.push(...checker.check({ request, response }))
+    if (request.payloadAsStream === true) streams.push(response)
   }
+  // The change feed's answers have no end: their heads are checked, then the clients go away.
+  for (const stream of streams) stream.raw.res.destroy()
   return { problems, statuses: [...statuses].sort() }
 }
 
@@ -439,6 +454,17 @@ describe('real answers, checked against the OpenAPI document the app serves', ()
       problems: [],
       statuses: [200, 204, 401, 403, 405, 429],
     })
+  })
+
+  it("matches the change feed's head, for GET as for HEAD", async () => {
+    const app = appWith({ ...SMALL, maxEventStreams: 2 })
+    const requests: Exchange['request'][] = [
+      { method: 'GET', url: '/api/events', payloadAsStream: true },
+      { method: 'GET', url: '/api/events?since=e.1', payloadAsStream: true },
+      { method: 'GET', url: '/api/events' },
+      { method: 'HEAD', url: '/api/events' },
+    ]
+    assert.deepEqual(await check(app, requests), { problems: [], statuses: [200, 503] })
   })
 
   it('matches the 503s of a store whose database is away', async () => {
