@@ -368,6 +368,7 @@ async function opsExchanges(app: FastifyInstance): Promise<Exchange['request'][]
     { method: 'GET', url: '/docs/' },
     { method: 'GET', url: '/docs', headers: { 'if-none-match': String(docs.headers.etag) } },
     { method: 'GET', url: '/docs/static/favicon-32x32.png' },
+    { method: 'GET', url: '/docs/static/swagger-ui.css', headers: { 'accept-encoding': 'br' } },
     { method: 'GET', url: '/docs/static/swagger-initializer.js' },
     { method: 'GET', url: '/docs/static/nope.js' },
     { method: 'HEAD', url: '/docs/static/nope.js' },

@@ -9,11 +9,21 @@ import {
 } from '../api/openapi-parts.js'
 import { DOCS_PAGE_FILE_NAMES, NO_SUCH_FILE } from './api-docs.js'
 
-/** A 304 of a page file: the client's copy is current. */
+/** Every answer of the page's files varies by Accept-Encoding (a text file may be compressed). */
+const ENCODING_HEADERS = {
+  Vary: header('VaryAlways'),
+  'Content-Encoding': header('ContentEncoding'),
+}
+
+/** A 304 of a page file: the client's copy (of this encoding) is current. */
 const NOT_MODIFIED = {
-  description:
-    'If-None-Match names the current ETag: the copy the client holds is current. No body.',
-  headers: { ...requestIdHeader, ETag: header('ETag'), 'Cache-Control': header('CacheControl') },
+  description: 'If-None-Match names the ETag of the encoding asked for. No body.',
+  headers: {
+    ...requestIdHeader,
+    ETag: header('ETag'),
+    'Cache-Control': header('CacheControl'),
+    Vary: header('VaryAlways'),
+  },
 }
 
 /** The OpenAPI paths of the document itself and, with `ui`, of the /docs page (api-docs.ts). */
@@ -39,7 +49,11 @@ export function apiDocsPaths({ ui }: { ui: boolean }): Paths {
       description:
         'Swagger UI rendering this document, which it reads from `/api/openapi.json`. Its files are under `/docs/static/`.',
       responses: {
-        '200': fixedFileResponse('An HTML page.', { 'text/html': { schema: { type: 'string' } } }),
+        '200': fixedFileResponse(
+          'An HTML page.',
+          { 'text/html': { schema: { type: 'string' } } },
+          ENCODING_HEADERS,
+        ),
         '304': NOT_MODIFIED,
       },
     },
@@ -56,11 +70,15 @@ export function apiDocsPaths({ ui }: { ui: boolean }): Paths {
         ]),
       ],
       responses: {
-        '200': fixedFileResponse('The file.', {
-          'text/css': { schema: { type: 'string' } },
-          'text/javascript': { schema: { type: 'string' } },
-          'image/png': { schema: { type: 'string', contentMediaType: 'image/png' } },
-        }),
+        '200': fixedFileResponse(
+          'The file; a script or style brotli- or gzip-compressed when the client accepts it.',
+          {
+            'text/css': { schema: { type: 'string' } },
+            'text/javascript': { schema: { type: 'string' } },
+            'image/png': { schema: { type: 'string', contentMediaType: 'image/png' } },
+          },
+          ENCODING_HEADERS,
+        ),
         '304': NOT_MODIFIED,
         '404': problemResponse('The page has no file of this name.', 404, NO_SUCH_FILE),
       },
