@@ -349,7 +349,22 @@ describe('the OpenAPI document', () => {
           headers: { 'content-type': 'text/plain' },
         },
       ],
+      [
+        'IdempotencyKeyReused',
+        {
+          method: 'POST',
+          url: '/api/note',
+          payload: '{"b":2}',
+          headers: { ...json, 'idempotency-key': 'once' },
+        },
+      ],
     ] as const
+    await app.inject({
+      method: 'POST',
+      url: '/api/note',
+      payload: '{"a":1}',
+      headers: { ...json, 'idempotency-key': 'once' },
+    })
     for (const [name, request] of cases) {
       const response = await app.inject(request)
       assert.deepEqual(response.json(), example(name), name)

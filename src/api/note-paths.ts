@@ -11,7 +11,7 @@ import {
 
 const parameter = (name: string) => ref('parameters', name)
 
-/** What a JSON body can be refused for, and a full store. */
+/** What a JSON body can be refused for (DELETE parses one too, when it is sent). */
 const BODY_ERRORS = {
   '400': response('BadRequest'),
   '413': response('PayloadTooLarge'),
