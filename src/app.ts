@@ -10,7 +10,6 @@ import { registerEventRoutes } from './api/event-routes.js'
 import { registerJsonBodyParser } from './api/json-body.js'
 import { NoteOperations } from './api/note-operations.js'
 import { registerNoteRoutes } from './api/note-routes.js'
-import { buildOpenApiDocument } from './api/openapi.js'
 import type { Config } from './config/config.js'
 import { readPackageInfo } from './config/package-info.js'
 import { registerCloseConnections } from './http/close-connections.js'
@@ -25,6 +24,7 @@ import { registerHealthChecks } from './ops/health.js'
 import { registerLoadShedding } from './ops/load-shedding.js'
 import { createRequestRecorder, registerMetrics } from './ops/metrics.js'
 import { registerNotesPage } from './ops/notes-page.js'
+import { describeService } from './ops/openapi-service.js'
 import { registerRateLimits } from './ops/rate-limits.js'
 import { registerRequestIds, requestIdGenerator, withRequestIdHeader } from './ops/request-id.js'
 import { setUpLogging } from './ops/request-logging.js'
@@ -163,13 +163,15 @@ export function buildApp({
   if (recorder !== undefined) registerMetrics(app, { store, recorder })
   registerHealthChecks(app, store)
   const { version } = readPackageInfo()
-  const document = buildOpenApiDocument({
+  const document = describeService({
     version,
     metrics: config.metrics,
     docs: config.docs,
     ui: config.ui,
     accessKeys: accessKeys !== undefined,
     rateLimits: config.rateLimit > 0,
+    cors: config.corsOrigin.length > 0,
+    loadShedding: config.maxEventLoopDelayMs > 0,
   })
   registerApiDocs(app, { document, ui: config.docs })
   if (config.ui) registerNotesPage(app)

@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { describe, it } from 'node:test'
+import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import type { Page } from 'playwright-core'
 import { DOCS_PAGE_FILE_NAMES } from '../src/ops/api-docs.js'
 import { CHROMIUM, launchChromium, MISSING, SKIP } from './chromium.js'
@@ -198,30 +199,93 @@ describe('GET /docs and its files', () => {
     }
   })
 
-  it('answers 304 with no body when If-None-Match names the ETag, 200 when it names another', async () => {
+  it('answers If-None-Match as the API does: 304 for a strong, weak or listed match and *, else 200', async () => {
     const { app } = buildOpsApp({ docs: true })
     for (const url of ['/docs', '/docs/static/swagger-ui-bundle.js']) {
       const first = await app.inject({ method: 'GET', url })
       const etag = String(first.headers.etag)
-      for (const ifNoneMatch of [etag, `"other", W/${etag}`, '*']) {
+      const cases: [string, number][] = [
+        [etag, 304],
+        [`W/${etag}`, 304],
+        [`"other", W/${etag}`, 304],
+        [`"a",${etag} , "b"`, 304],
+        ['*', 304],
+        ['"other"', 200],
+        ['W/"other"', 200],
+        [etag.slice(1, -1), 200],
+        [`${etag.slice(0, -1)}-br"`, 200],
+      ]
+      for (const [ifNoneMatch, status] of cases) {
         const again = await app.inject({
           method: 'GET',
           url,
           headers: { 'if-none-match': ifNoneMatch },
         })
-        assert.equal(again.statusCode, 304, `${url} ${ifNoneMatch}`)
-        assert.equal(again.headers.etag, etag)
-        assert.equal(again.headers['content-type'], undefined)
-        assert.equal(again.body, '')
+        const label = `${url} If-None-Match: ${ifNoneMatch}`
+        assert.equal(again.statusCode, status, label)
+        assert.equal(again.headers.etag, etag, label)
+        assert.equal(again.headers['cache-control'], 'no-cache', label)
+        if (status === 304) {
+          assert.equal(again.headers['content-type'], undefined, label)
+          assert.equal(again.body, '', label)
+        } else {
+          assert.deepEqual(again.rawPayload, first.rawPayload, label)
+        }
       }
-      const changed = await app.inject({
+    }
+  })
+
+  it('answers Accept-Encoding as the API does: identity;q=0, *;q=0, q-values, one ETag per coding', async () => {
+    const { app } = buildOpsApp({ docs: true })
+    const url = '/docs/static/swagger-ui.css'
+    const plain = await app.inject({ method: 'GET', url })
+    const etag = String(plain.headers.etag)
+    const tagged = (coding: string) => `${etag.slice(0, -1)}-${coding}"`
+    const cases: [string, string | undefined][] = [
+      ['gzip, deflate, br', 'br'],
+      ['gzip', 'gzip'],
+      ['br;q=0.1, gzip', 'gzip'],
+      ['*', 'br'],
+      ['*;q=0', undefined],
+      ['identity;q=0', undefined],
+      ['gzip, identity;q=0', 'gzip'],
+      ['gzip;q=0.5, identity', undefined],
+      ['deflate', undefined],
+    ]
+    for (const [accept, coding] of cases) {
+      const headers = { 'accept-encoding': accept }
+      const file = await app.inject({ method: 'GET', url, headers })
+      const body =
+        coding === 'br'
+          ? brotliDecompressSync(file.rawPayload)
+          : coding === 'gzip'
+            ? gunzipSync(file.rawPayload)
+            : file.rawPayload
+      assert.deepEqual(
+        [file.statusCode, file.headers['content-encoding'], file.headers.etag, file.headers.vary],
+        [200, coding, coding === undefined ? etag : tagged(coding), 'Accept-Encoding'],
+        accept,
+      )
+      assert.deepEqual(body, plain.rawPayload, accept)
+      const again = await app.inject({
         method: 'GET',
         url,
-        headers: { 'if-none-match': '"other"' },
+        headers: { ...headers, 'if-none-match': String(file.headers.etag) },
       })
-      assert.equal(changed.statusCode, 200, url)
-      assert.deepEqual(changed.rawPayload, first.rawPayload)
+      assert.equal(again.statusCode, 304, accept)
     }
+    // The page itself is under 1 KiB: compressed only when identity is refused.
+    const page = (accept: string) =>
+      app.inject({ method: 'GET', url: '/docs', headers: { 'accept-encoding': accept } })
+    assert.equal((await page('gzip')).headers['content-encoding'], undefined)
+    assert.equal((await page('gzip, identity;q=0')).headers['content-encoding'], 'gzip')
+    // Icons are compressed already.
+    const icon = await app.inject({
+      method: 'GET',
+      url: '/docs/static/favicon-32x32.png',
+      headers: { 'accept-encoding': 'br, identity;q=0' },
+    })
+    assert.equal(icon.headers['content-encoding'], undefined)
   })
 
   it('answers 404 problem JSON for a file the page does not have, and for the old copies of the document', async () => {

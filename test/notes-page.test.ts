@@ -2,7 +2,8 @@ import assert from 'node:assert/strict'
 import { readdirSync, readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
-import { chooseEncoding, PAGE_CSP } from '../src/ops/notes-page.js'
+import { parseAcceptEncoding } from '../src/api/compression.js'
+import { PAGE_CSP } from '../src/ops/notes-page.js'
 import { type PatchPlan, planPatch } from '../src/ui/note-patch.js'
 import { type SseEvent, SseParser } from '../src/ui/sse.js'
 import { buildOpsApp } from './ops-app.js'
@@ -68,8 +69,8 @@ describe('GET / (the notes page) and its files under /ui/', () => {
     const tag = String(plain.headers.etag).slice(0, -1)
     const cases = [
       { accept: 'gzip, deflate, br', encoding: 'br', etag: `${tag}-br"` },
-      { accept: 'gzip', encoding: 'gzip', etag: `${tag}-gz"` },
-      { accept: 'br;q=0, gzip;q=0.5', encoding: 'gzip', etag: `${tag}-gz"` },
+      { accept: 'gzip', encoding: 'gzip', etag: `${tag}-gzip"` },
+      { accept: 'br;q=0, gzip;q=0.5', encoding: 'gzip', etag: `${tag}-gzip"` },
       { accept: 'identity', encoding: undefined, etag: `${tag}"` },
     ]
     for (const { accept, encoding, etag } of cases) {
@@ -169,26 +170,86 @@ describe('GET / (the notes page) and its files under /ui/', () => {
   })
 })
 
-describe('chooseEncoding', () => {
-  const cases: [string | undefined, string][] = [
-    [undefined, 'identity'],
-    ['', 'identity'],
+describe("the page's Accept-Encoding and If-None-Match: the API's rules", () => {
+  // Each header -> the coding of / (large enough that every coding makes it smaller): the one
+  // the API's parser picks for its answers.
+  const codings: [string | undefined, string | undefined][] = [
+    [undefined, undefined],
+    ['', undefined],
     ['gzip, deflate, br', 'br'],
     ['gzip, deflate, br, zstd', 'br'],
     ['gzip', 'gzip'],
     ['GZIP', 'gzip'],
     ['br;q=0, gzip', 'gzip'],
-    ['br; q=0.1, gzip;q=1', 'br'],
+    ['br; q=0.1, gzip;q=1', 'gzip'],
+    ['br;q=2, gzip', 'gzip'],
     ['*', 'br'],
-    ['*;q=0', 'identity'],
-    ['deflate', 'identity'],
-    ['identity', 'identity'],
+    ['*;q=0', undefined],
+    ['gzip, *;q=0', 'gzip'],
+    ['deflate', undefined],
+    ['identity', undefined],
+    ['gzip;q=0.5, identity', undefined],
+    ['identity;q=0', undefined],
+    ['gzip, identity;q=0', 'gzip'],
   ]
-  for (const [header, expected] of cases) {
-    it(`${JSON.stringify(header)} -> ${expected}`, () => {
-      assert.equal(chooseEncoding(header), expected)
+  for (const [header, coding] of codings) {
+    it(`answers / to Accept-Encoding ${JSON.stringify(header)} in ${coding ?? 'identity'}`, async () => {
+      const { app } = buildOpsApp()
+      const headers = header === undefined ? {} : { 'accept-encoding': header }
+      const page = await app.inject({ method: 'GET', url: '/', headers })
+      assert.equal(page.statusCode, 200)
+      assert.equal(page.headers['content-encoding'], coding)
+      assert.equal(header === undefined ? undefined : parseAcceptEncoding(header)?.coding, coding)
     })
   }
+
+  it('compresses every file when identity is refused (identity;q=0), as the API does', async () => {
+    const { app } = buildOpsApp()
+    for (const name of builtFiles().keys()) {
+      const url = name === 'index.html' ? '/' : `/ui/${name}`
+      const plain = await app.inject({ method: 'GET', url })
+      const refused = await app.inject({
+        method: 'GET',
+        url,
+        headers: { 'accept-encoding': 'gzip, identity;q=0' },
+      })
+      assert.equal(refused.headers['content-encoding'], 'gzip', name)
+      assert.deepEqual(gunzipSync(refused.rawPayload), plain.rawPayload, name)
+      assert.equal(refused.headers.etag, `${String(plain.headers.etag).slice(0, -1)}-gzip"`, name)
+    }
+  })
+
+  it('answers 304 to a strong, weak or listed ETag of the encoding sent, and * ', async () => {
+    const { app } = buildOpsApp()
+    const br = { 'accept-encoding': 'br' }
+    const plain = await app.inject({ method: 'GET', url: '/' })
+    const compressed = await app.inject({ method: 'GET', url: '/', headers: br })
+    const etag = String(plain.headers.etag)
+    const brEtag = String(compressed.headers.etag)
+    assert.equal(brEtag, `${etag.slice(0, -1)}-br"`)
+    const cases: [Record<string, string>, string, number][] = [
+      [{}, etag, 304],
+      [{}, `W/${etag}`, 304],
+      [{}, `"other", ${etag}`, 304],
+      [{}, `"other",W/${etag} , "more"`, 304],
+      [{}, '*', 304],
+      [{}, '"other"', 200],
+      [{}, brEtag, 200],
+      [br, brEtag, 304],
+      [br, `W/${brEtag}`, 304],
+      [br, etag, 200],
+    ]
+    for (const [headers, ifNoneMatch, status] of cases) {
+      const answer = await app.inject({
+        method: 'GET',
+        url: '/',
+        headers: { ...headers, 'if-none-match': ifNoneMatch },
+      })
+      const label = `${JSON.stringify(headers)} If-None-Match: ${ifNoneMatch}`
+      assert.equal(answer.statusCode, status, label)
+      assert.equal(answer.headers.etag, headers === br ? brEtag : etag, label)
+    }
+  })
 })
 
 describe('SseParser (the page reads /api/events with it)', () => {

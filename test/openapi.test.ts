@@ -2,9 +2,11 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import type { FastifyInstance } from 'fastify'
-import { buildOpenApiDocument, type OpenApiDocument } from '../src/api/openapi.js'
+import type { OpenApiDocument } from '../src/api/openapi.js'
+import type { Operation } from '../src/api/openapi-parts.js'
 import type { Config } from '../src/config/config.js'
 import { readPackageInfo } from '../src/config/package-info.js'
+import { describeService } from '../src/ops/openapi-service.js'
 import { buildOpsApp } from './ops-app.js'
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
@@ -19,25 +21,53 @@ const FEATURE_SETS: Partial<Config>[] = [
   { metrics: true, docs: false, rateLimit: 10 },
   { metrics: false, docs: false, ui: false },
   { metrics: false, docs: true, ui: false, apiKeys: ['k1'] },
+  { metrics: false, docs: false, maxEventLoopDelayMs: 1000 },
 ]
 
 function documentFor(features: Partial<Config>): OpenApiDocument {
-  return buildOpenApiDocument({
+  return describeService({
     version: readPackageInfo().version,
     metrics: features.metrics ?? false,
     docs: features.docs ?? false,
     ui: features.ui ?? true,
     accessKeys: (features.apiKeys?.length ?? 0) + (features.apiReadKeys?.length ?? 0) > 0,
     rateLimits: (features.rateLimit ?? 0) > 0,
+    cors: (features.corsOrigin?.length ?? 0) > 0,
+    loadShedding: (features.maxEventLoopDelayMs ?? 0) > 0,
   })
 }
 
-/** 'GET /api/note/{id}' for every operation of the document. */
+/** The operation of `method` ('get') on `path`, if the document has one. */
+function operationOf(
+  document: OpenApiDocument,
+  path: string,
+  method: string,
+): Operation | undefined {
+  const item = document.paths[path] as Record<string, Operation | string | undefined> | undefined
+  const operation = item?.[method]
+  return typeof operation === 'object' ? operation : undefined
+}
+
+/** An operation the document adds for a method the path does not accept: it answers 405. */
+function answersNotAllowed(operation: Operation): boolean {
+  return '405' in operation.responses
+}
+
+/**
+ * 'GET /api/note/{id}' for every operation of the document that a route serves: not HEAD
+ * (Fastify answers it for every GET), OPTIONS and the 405s (the not-found handler answers them).
+ */
 function documentedOperations(document: OpenApiDocument): string[] {
-  return Object.entries(document.paths).flatMap(([path, item]) =>
-    Object.keys(item)
-      .filter((key) => HTTP_METHODS.includes(key))
-      .map((method) => `${method.toUpperCase()} ${path}`),
+  return Object.keys(document.paths).flatMap((path) =>
+    HTTP_METHODS.filter((method) => {
+      const operation = operationOf(document, path, method)
+      return (
+        operation !== undefined &&
+        method !== 'head' &&
+        method !== 'options' &&
+        !answersNotAllowed(operation)
+      )
+    }).map((method) => `${method.toUpperCase()} ${path}`),
   )
 }
 
@@ -109,12 +139,18 @@ describe('the OpenAPI document', () => {
   it('lists the five note operations with their envelopes, conditions and errors', () => {
     const document = documentFor({})
     const statuses = (path: string, method: string) =>
-      Object.keys(
-        (document.paths[path]?.[method] as { responses: object } | undefined)?.responses ?? {},
-      )
-    assert.deepEqual(statuses('/api/note', 'get'), ['200', '304', '400'])
-    assert.deepEqual(statuses('/api/note', 'post'), ['200', '400', '413', '415', '422', '507'])
-    assert.deepEqual(statuses('/api/note/{id}', 'get'), ['200', '304', '400', '404'])
+      Object.keys(operationOf(document, path, method)?.responses ?? {})
+    assert.deepEqual(statuses('/api/note', 'get'), ['200', '304', '400', '503'])
+    assert.deepEqual(statuses('/api/note', 'post'), [
+      '200',
+      '400',
+      '413',
+      '415',
+      '422',
+      '503',
+      '507',
+    ])
+    assert.deepEqual(statuses('/api/note/{id}', 'get'), ['200', '304', '400', '404', '503'])
     assert.deepEqual(statuses('/api/note/{id}', 'patch'), [
       '200',
       '400',
@@ -122,14 +158,24 @@ describe('the OpenAPI document', () => {
       '412',
       '413',
       '415',
+      '503',
       '507',
     ])
-    assert.deepEqual(statuses('/api/note/{id}', 'delete'), ['200', '400', '404', '412'])
+    assert.deepEqual(statuses('/api/note/{id}', 'delete'), [
+      '200',
+      '400',
+      '404',
+      '412',
+      '413',
+      '415',
+      '503',
+    ])
     const names = (path: string, method: string) =>
-      (
-        (document.paths[path]?.[method] as { parameters?: { $ref: string }[] } | undefined)
-          ?.parameters ?? []
-      ).map((parameter) => parameter.$ref.replace('#/components/parameters/', ''))
+      ((operationOf(document, path, method)?.parameters ?? []) as object[]).map((parameter) =>
+        '$ref' in parameter
+          ? String(parameter.$ref).replace('#/components/parameters/', '')
+          : `${String((parameter as { in: string }).in)} ${String((parameter as { name: string }).name)}`,
+      )
     assert.deepEqual(names('/api/note', 'get'), [
       'Limit',
       'After',
@@ -140,15 +186,86 @@ describe('the OpenAPI document', () => {
     ])
     assert.deepEqual(names('/api/note', 'post'), ['RequestId', 'IdempotencyKey'])
     assert.deepEqual(names('/api/note/{id}', 'patch'), [
-      'NoteId',
+      'path id',
       'RequestId',
       'IfMatch',
       'IfUnmodifiedSince',
     ])
+    assert.deepEqual(names('/api/note/{id}', 'put'), ['path id', 'RequestId'])
     assert.deepEqual(document.components.responses?.NoteNotFound, {
       description: 'No note has this id. The body is empty: Content-Length 0, no Content-Type.',
       headers: { 'X-Request-Id': { $ref: '#/components/headers/RequestId' } },
     })
+  })
+
+  it('has an operation for every method on every path: HEAD with GET, OPTIONS, the rest 405', () => {
+    const document = documentFor({ metrics: true, docs: true })
+    const table = Object.keys(document.paths).map((path) => [
+      path,
+      HTTP_METHODS.map((method) => {
+        const operation = operationOf(document, path, method)
+        if (operation === undefined) return `${method} missing`
+        if (answersNotAllowed(operation)) {
+          assert.deepEqual(operation.responses, {
+            '405': { $ref: '#/components/responses/MethodNotAllowed' },
+          })
+          return `${method} 405`
+        }
+        return method
+      }).join(' '),
+    ])
+    const gets = 'get put 405 post 405 delete 405 options head patch 405 trace 405'
+    assert.deepEqual(table, [
+      ['/api/note', 'get put 405 post delete 405 options head patch 405 trace 405'],
+      ['/api/note/{id}', 'get put 405 post 405 delete options head patch trace 405'],
+      ['/api/events', gets],
+      ['/healthz', gets],
+      ['/readyz', gets],
+      ['/api/openapi.json', gets],
+      ['/docs', gets],
+      ['/docs/static/{file}', gets],
+      ['/metrics', gets],
+      ['/', gets],
+      ['/ui/{file}', gets],
+    ])
+    // HEAD answers what GET answers, without the body; OPTIONS 204 with Allow.
+    for (const path of Object.keys(document.paths)) {
+      const get = operationOf(document, path, 'get')
+      const head = operationOf(document, path, 'head')
+      assert.deepEqual(head?.responses, get?.responses, path)
+      assert.deepEqual(head?.parameters, get?.parameters, path)
+      assert.deepEqual(operationOf(document, path, 'options')?.responses, {
+        '204': { $ref: '#/components/responses/Options' },
+      })
+    }
+  })
+
+  it('uses every component it defines, and describes both stores', () => {
+    for (const features of FEATURE_SETS) {
+      const document = documentFor(features)
+      const used = new Set(refsIn({ ...document, components: {} }))
+      // A component used only by another component counts once that one is used.
+      for (let size = 0; size !== used.size; ) {
+        size = used.size
+        for (const [kind, entries] of Object.entries(document.components)) {
+          for (const [name, value] of Object.entries(entries)) {
+            if (used.has(`#/components/${kind}/${name}`)) for (const r of refsIn(value)) used.add(r)
+          }
+        }
+      }
+      for (const [kind, entries] of Object.entries(document.components)) {
+        if (kind === 'securitySchemes') continue
+        for (const name of Object.keys(entries)) {
+          assert.ok(used.has(`#/components/${kind}/${name}`), `${kind}/${name} is unused`)
+        }
+      }
+      const description = String(document.info.description)
+      assert.match(
+        description,
+        /^A notes store: in memory by default \(empty at start, lost at exit\), in PostgreSQL when `DATABASE_URL` names a database\./,
+      )
+      assert.doesNotMatch(description, /DECISION/)
+    }
   })
 
   it('is served at /api/openapi.json as built, and nowhere else', async () => {
@@ -179,12 +296,14 @@ describe('the OpenAPI document', () => {
       { name: string; in: string }
     >
     for (const [path, item] of Object.entries(document.paths)) {
-      assert.equal(item.parameters, undefined, `${path} has path-level parameters`)
+      assert.equal('parameters' in item, false, `${path} has path-level parameters`)
       const variables = [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1])
-      for (const method of Object.keys(item).filter((key) => HTTP_METHODS.includes(key))) {
+      for (const method of HTTP_METHODS) {
         const declared = (
-          (item[method] as { parameters?: ({ $ref: string } | { name: string; in: string })[] })
-            .parameters ?? []
+          (operationOf(document, path, method)?.parameters ?? []) as (
+            | { $ref: string }
+            | { name: string; in: string }
+          )[]
         ).map((parameter) =>
           '$ref' in parameter ? parameters[parameter.$ref.split('/').pop() ?? ''] : parameter,
         )
@@ -230,7 +349,22 @@ describe('the OpenAPI document', () => {
           headers: { 'content-type': 'text/plain' },
         },
       ],
+      [
+        'IdempotencyKeyReused',
+        {
+          method: 'POST',
+          url: '/api/note',
+          payload: '{"b":2}',
+          headers: { ...json, 'idempotency-key': 'once' },
+        },
+      ],
     ] as const
+    await app.inject({
+      method: 'POST',
+      url: '/api/note',
+      payload: '{"a":1}',
+      headers: { ...json, 'idempotency-key': 'once' },
+    })
     for (const [name, request] of cases) {
       const response = await app.inject(request)
       assert.deepEqual(response.json(), example(name), name)
@@ -248,30 +382,44 @@ describe('the OpenAPI document', () => {
           'An access key from API_KEYS (may read and write) or API_READ_KEYS (may only GET and HEAD).',
       },
     })
-    const operation = (path: string, method: string) =>
-      document.paths[path]?.[method] as { responses: object; security?: unknown }
+    const added = (operation: Operation | undefined) =>
+      Object.keys(operation?.responses ?? {}).filter((s) => ['401', '403', '429'].includes(s))
     const table = documentedOperations(document).map((name) => {
       const [method = '', path = ''] = name.split(' ')
-      const { responses, security } = operation(path, method.toLowerCase())
-      const added = Object.keys(responses).filter((s) => ['401', '403', '429'].includes(s))
-      return [name, added, security]
+      const operation = operationOf(document, path, method.toLowerCase())
+      return [name, added(operation), operation?.security]
     })
     assert.deepEqual(table, [
       ['GET /api/note', ['401', '429'], undefined],
       ['POST /api/note', ['401', '403', '429'], undefined],
       ['GET /api/note/{id}', ['401', '429'], undefined],
-      ['PATCH /api/note/{id}', ['401', '403', '429'], undefined],
       ['DELETE /api/note/{id}', ['401', '403', '429'], undefined],
+      ['PATCH /api/note/{id}', ['401', '403', '429'], undefined],
       ['GET /api/events', ['401', '429'], undefined],
       ['GET /healthz', [], []],
       ['GET /readyz', [], []],
       ['GET /api/openapi.json', ['429'], []],
-      ['GET /metrics', ['401', '429'], undefined],
       ['GET /docs', ['429'], []],
       ['GET /docs/static/{file}', ['429'], []],
+      ['GET /metrics', ['401', '429'], undefined],
       ['GET /', ['429'], []],
       ['GET /ui/{file}', ['429'], []],
     ])
+    // HEAD as GET; OPTIONS open (a preflight carries no key); a 405 still needs a key first.
+    for (const path of Object.keys(document.paths)) {
+      const get = operationOf(document, path, 'get')
+      assert.deepEqual(added(operationOf(document, path, 'head')), added(get), path)
+      const options = operationOf(document, path, 'options')
+      const limited = path === '/healthz' || path === '/readyz' ? [] : ['429']
+      assert.deepEqual([added(options), options?.security], [limited, []], path)
+      const put = operationOf(document, path, 'put')
+      const guarded = path === '/api/note' || path === '/api/note/{id}' || path === '/api/events'
+      assert.deepEqual(
+        added(put),
+        guarded || path === '/metrics' ? ['401', '403', ...limited] : limited,
+        path,
+      )
+    }
     // Without keys and limits, none of it.
     const plain = documentFor({ metrics: true, docs: true })
     assert.equal(plain.security, undefined)

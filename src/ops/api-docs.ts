@@ -3,6 +3,14 @@ import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import {
+  type Coding,
+  Compression,
+  encodedEtag,
+  isLarge,
+  parseAcceptEncoding,
+} from '../api/compression.js'
+import { noneMatch } from '../api/conditional.js'
 import { JSON_CONTENT_TYPE } from '../api/note-operations.js'
 import type { OpenApiDocument } from '../api/openapi.js'
 import { sendProblem } from '../api/problem.js'
@@ -70,6 +78,8 @@ interface FixedFile {
   contentType: string
   body: Buffer
   etag: string
+  /** Its compressed copies, made at the first request that asks for each. */
+  encoded: Partial<Record<Coding, Promise<Buffer>>>
 }
 
 /**
@@ -77,8 +87,10 @@ interface FixedFile {
  * Swagger UI page that reads that same document (there is no second copy of it), and
  * `GET /docs/static/{file}` the page's scripts, styles and icons from `swagger-ui-dist` in
  * node_modules (no CDN), each with an ETag and `Cache-Control: no-cache`, so a browser
- * revalidates and gets a 304 instead of the 1.5 MB bundle again.
- * None of these requests is logged below warn.
+ * revalidates and gets a 304 instead of the 1.5 MB bundle again. Accept-Encoding and
+ * If-None-Match mean what they mean for the API's answers (compression.ts, conditional.ts): a
+ * text file is sent brotli- or gzip-compressed, compressed once per process and coding, with the
+ * ETag of that copy. None of these requests is logged below warn.
  *
  * The page's files are read only when the page is on, which saves their memory and start-up time.
  */
@@ -91,7 +103,10 @@ export function registerApiDocs(app: FastifyInstance, { document, ui }: ApiDocsO
   app.register(async (docs) => {
     const page = fixedFile('text/html; charset=utf-8', Buffer.from(PAGE))
     const files = await readDocsPageFiles()
-    docs.get('/docs', { logLevel: 'warn' }, (request, reply) => sendFixed(request, reply, page))
+    const compression = new Compression()
+    const send = (request: FastifyRequest, reply: FastifyReply, file: FixedFile) =>
+      sendFixed(request, reply, file, compression)
+    docs.get('/docs', { logLevel: 'warn' }, (request, reply) => send(request, reply, page))
     docs.get<{ Params: { file: string } }>(
       '/docs/static/:file',
       { logLevel: 'warn' },
@@ -100,7 +115,7 @@ export function registerApiDocs(app: FastifyInstance, { document, ui }: ApiDocsO
         if (file === undefined) {
           return sendProblem(reply, 404, NO_SUCH_FILE)
         }
-        return sendFixed(request, reply, file)
+        return send(request, reply, file)
       },
     )
   })
@@ -122,21 +137,56 @@ async function readDocsPageFiles(): Promise<Map<string, FixedFile>> {
 
 function fixedFile(contentType: string, body: Buffer): FixedFile {
   const hash = createHash('sha256').update(body).digest('base64url').slice(0, 27)
-  return { contentType, body, etag: `"${hash}"` }
+  return { contentType, body, etag: `"${hash}"`, encoded: {} }
 }
 
-/** 200 with the file, or 304 when the client's If-None-Match names it. */
-function sendFixed(request: FastifyRequest, reply: FastifyReply, file: FixedFile): FastifyReply {
-  reply.header('etag', file.etag).header('cache-control', 'no-cache')
-  if (matchesETag(request.headers['if-none-match'], file.etag)) return reply.code(304).send()
-  return reply.header('content-type', file.contentType).send(file.body)
+/**
+ * 200 with the file in the coding the client asks for, or 304 when it has that copy. As for the
+ * API's answers, a file of 1 KiB or less is sent as it is unless identity is refused, and a file
+ * whose compression is not ready while the thread pool is busy goes uncompressed. Images are
+ * compressed already.
+ */
+async function sendFixed(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  file: FixedFile,
+  compression: Compression,
+): Promise<FastifyReply> {
+  const header = request.headers['accept-encoding']
+  const choice = header === undefined ? undefined : parseAcceptEncoding(header)
+  let body = file.body
+  let etag = file.etag
+  let coding: Coding | undefined
+  if (
+    choice !== undefined &&
+    !file.contentType.startsWith('image/') &&
+    (choice.always || isLarge(file.body))
+  ) {
+    const compressed = await compressedOnce(file, choice.coding, compression)
+    if (compressed !== undefined) {
+      body = compressed
+      etag = encodedEtag(file.etag, choice.coding)
+      coding = choice.coding
+    }
+  }
+  reply.header('etag', etag).header('cache-control', 'no-cache').header('vary', 'Accept-Encoding')
+  const ifNoneMatch = request.headers['if-none-match']
+  if (ifNoneMatch !== undefined && noneMatch(ifNoneMatch, etag)) return reply.code(304).send()
+  if (coding !== undefined) reply.header('content-encoding', coding)
+  return reply.header('content-type', file.contentType).send(body)
 }
 
-/** '"a", W/"b"' matches '"b"' (If-None-Match compares weakly, RFC 9110 §13.1.2); '*' matches. */
-export function matchesETag(ifNoneMatch: string | undefined, etag: string): boolean {
-  if (ifNoneMatch === undefined) return false
-  return ifNoneMatch
-    .split(',')
-    .map((tag) => tag.trim().replace(/^W\//, ''))
-    .some((tag) => tag === etag || tag === '*')
+/** `file` compressed with `coding`, once; undefined while the thread pool is busy. */
+function compressedOnce(
+  file: FixedFile,
+  coding: Coding,
+  compression: Compression,
+): Promise<Buffer> | undefined {
+  const made = file.encoded[coding]
+  if (made !== undefined) return made
+  const compressed = compression.compress(file.body, coding, 'cached')
+  if (compressed === undefined) return undefined
+  const once = Promise.resolve(compressed)
+  file.encoded[coding] = once
+  return once
 }

@@ -2,8 +2,9 @@ import { createHash } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { type Coding, encodedEtag, parseAcceptEncoding } from '../api/compression.js'
+import { noneMatch } from '../api/conditional.js'
 import { sendProblem } from '../api/problem.js'
-import { matchesETag } from './api-docs.js'
 
 /**
  * The page's policy: everything from this origin only, no inline script or style, no plugins, no
@@ -42,7 +43,7 @@ export interface PageFile {
   variants: Record<Encoding, { body: Buffer; etag: string }>
 }
 
-export type Encoding = 'identity' | 'br' | 'gzip'
+export type Encoding = 'identity' | Coding
 
 /** The page's files by name: 'index.html' (served at /), 'main.js', 'style.css' ... */
 export type PageFiles = ReadonlyMap<string, PageFile>
@@ -107,33 +108,15 @@ function pageFile(contentType: string, body: Buffer): PageFile {
     },
   })
   const gz = gzipSync(body, { level: constants.Z_BEST_COMPRESSION })
+  const etag = `"${hash}"`
   return {
     contentType,
     variants: {
-      identity: { body, etag: `"${hash}"` },
-      br: { body: br, etag: `"${hash}-br"` },
-      gzip: { body: gz, etag: `"${hash}-gz"` },
+      identity: { body, etag },
+      br: { body: br, etag: encodedEtag(etag, 'br') },
+      gzip: { body: gz, etag: encodedEtag(etag, 'gzip') },
     },
   }
-}
-
-/**
- * The encoding to send for an Accept-Encoding header: brotli, else gzip, else none.
- * 'gzip, deflate, br' -> 'br'; 'gzip;q=1, br;q=0' -> 'gzip'; '*' -> 'br'; undefined -> 'identity'.
- * Small files are sent as they are when compression would not make them smaller.
- */
-export function chooseEncoding(acceptEncoding: string | undefined): Encoding {
-  if (acceptEncoding === undefined) return 'identity'
-  const weights = new Map<string, number>()
-  for (const part of acceptEncoding.split(',')) {
-    const [name = '', ...params] = part.trim().toLowerCase().split(';')
-    const q = params.map((p) => /^\s*q=([0-9.]+)\s*$/.exec(p)?.[1]).find((v) => v !== undefined)
-    weights.set(name.trim(), q === undefined ? 1 : Number(q))
-  }
-  const weight = (name: string): number => weights.get(name) ?? weights.get('*') ?? 0
-  if (weight('br') > 0) return 'br'
-  if (weight('gzip') > 0) return 'gzip'
-  return 'identity'
 }
 
 /**
@@ -161,19 +144,26 @@ export function registerNotesPage(app: FastifyInstance): void {
   })
 }
 
-/** 200 with the file in the best encoding the client takes, or 304 when it has that one. */
+/**
+ * 200 with the file in the coding the client asks for, or 304 when it has that one: the API's
+ * rules (compression.ts, conditional.ts), so that one header means the same on every path.
+ * A coding that would not make the file smaller is skipped, unless the client refused identity
+ * ('gzip, identity;q=0'), as the API compresses an answer of any size then.
+ */
 function sendPageFile(request: FastifyRequest, reply: FastifyReply, file: PageFile): FastifyReply {
-  let encoding = chooseEncoding(request.headers['accept-encoding'])
-  if (file.variants[encoding].body.length >= file.variants.identity.body.length) {
-    encoding = 'identity'
-  }
-  const { body, etag } = file.variants[encoding]
+  const header = request.headers['accept-encoding']
+  const choice = header === undefined ? undefined : parseAcceptEncoding(header)
+  const identity = file.variants.identity
+  let variant = choice === undefined ? identity : file.variants[choice.coding]
+  if (choice?.always === false && variant.body.length >= identity.body.length) variant = identity
+  const { body, etag } = variant
   reply
     .header('etag', etag)
     .header('cache-control', 'no-cache')
     .header('vary', 'Accept-Encoding')
     .header('x-content-type-options', 'nosniff')
-  if (matchesETag(request.headers['if-none-match'], etag)) return reply.code(304).send()
-  if (encoding !== 'identity') reply.header('content-encoding', encoding)
+  const ifNoneMatch = request.headers['if-none-match']
+  if (ifNoneMatch !== undefined && noneMatch(ifNoneMatch, etag)) return reply.code(304).send()
+  if (variant !== identity && choice !== undefined) reply.header('content-encoding', choice.coding)
   return reply.header('content-type', file.contentType).send(body)
 }

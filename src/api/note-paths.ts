@@ -1,0 +1,184 @@
+import {
+  header,
+  jsonResponse,
+  type Operation,
+  type Paths,
+  ref,
+  requestIdHeader,
+  response,
+  schema,
+} from './openapi-parts.js'
+
+const parameter = (name: string) => ref('parameters', name)
+
+/** What a JSON body can be refused for (DELETE parses one too, when it is sent). */
+const BODY_ERRORS = {
+  '400': response('BadRequest'),
+  '413': response('PayloadTooLarge'),
+  '415': response('UnsupportedMediaType'),
+}
+
+/** On every note operation: the PostgreSQL store's answer while its database is away. */
+const STORE_ERRORS = { '503': response('StoreUnavailable') }
+
+const READ_HEADERS = {
+  ...requestIdHeader,
+  ETag: header('ETag'),
+  'Cache-Control': header('CacheControl'),
+  Vary: header('Vary'),
+  'Content-Encoding': header('ContentEncoding'),
+}
+
+/**
+ * `/api/note` and `/api/note/{id}`: the five operations of the contract (note-routes.ts).
+ * The parameters sit on each operation, not on the path item: Swagger UI 5 shows path-level
+ * parameters of an OpenAPI 3.1 document as nameless inputs and sends '/api/note/{id}' literally.
+ */
+export function notePaths(): Paths {
+  return {
+    '/api/note': {
+      description: 'The notes, in the order they were created.',
+      get: listNotes(),
+      post: createNote(),
+    },
+    '/api/note/{id}': {
+      description: 'One note, found by the `id` in the path read as a decimal integer.',
+      get: getNote(),
+      patch: updateNote(),
+      delete: deleteNote(),
+    },
+  }
+}
+
+function listNotes(): Operation {
+  return {
+    tags: ['notes'],
+    operationId: 'listNotes',
+    summary: 'List notes',
+    parameters: ['Limit', 'After', 'Order', 'Q', 'IfNoneMatch', 'RequestId'].map(parameter),
+    description:
+      'Every stored note, oldest first; `data` is `[]` when there are none. With `limit` (or `after`), one page: keyset paging on list position, so a walk that follows `Link: rel="next"` visits every note that exists throughout it exactly once, whatever is written meanwhile. `order=desc` walks from the newest; `q` keeps the notes with a string value (at any depth, keys excluded) containing the text, case-insensitively. Other query parameters are ignored.',
+    responses: {
+      '200': {
+        ...jsonResponse('The notes, or one page of them.', schema('NoteListEnvelope')),
+        headers: {
+          ...READ_HEADERS,
+          Vary: header('VaryAlways'),
+          'Notes-Version': header('NotesVersion'),
+          'X-Total-Count': header('TotalCount'),
+          Link: header('Link'),
+        },
+      },
+      '304': response('ListNotModified'),
+      '400': response('BadPageQuery'),
+      ...STORE_ERRORS,
+    },
+  }
+}
+
+function createNote(): Operation {
+  return {
+    tags: ['notes'],
+    operationId: 'createNote',
+    summary: 'Create a note',
+    parameters: [parameter('RequestId'), parameter('IdempotencyKey')],
+    description:
+      'Stores the body fields plus a new `id`: the time in ms since the Unix epoch, raised when needed so that no two notes share one. An `id` in the body is replaced.',
+    requestBody: ref('requestBodies', 'NoteFields'),
+    responses: {
+      '200': {
+        ...jsonResponse('The note as stored.', schema('NoteEnvelope')),
+        headers: {
+          ...requestIdHeader,
+          ETag: header('ETag'),
+          'Idempotent-Replayed': header('IdempotentReplayed'),
+          Vary: header('Vary'),
+          'Content-Encoding': header('ContentEncoding'),
+        },
+      },
+      ...BODY_ERRORS,
+      '422': response('IdempotencyKeyReused'),
+      ...STORE_ERRORS,
+      '507': response('InsufficientStorage'),
+    },
+  }
+}
+
+/** Inline rather than a component, so that every operation on the path can repeat it. */
+const NOTE_ID = {
+  name: 'id',
+  in: 'path',
+  required: true,
+  description:
+    'The id of the note, as a decimal integer (`^-?[0-9]+$`; leading zeros allowed). Anything else matches no note: 404.',
+  schema: { type: 'string' },
+  example: '1767225600000',
+}
+
+function getNote(): Operation {
+  return {
+    tags: ['notes'],
+    operationId: 'getNote',
+    summary: 'Get a note',
+    parameters: [NOTE_ID, ...['RequestId', 'IfNoneMatch', 'IfModifiedSince'].map(parameter)],
+    responses: {
+      '200': {
+        ...jsonResponse('The note.', schema('NoteEnvelope')),
+        headers: { ...READ_HEADERS, 'Last-Modified': header('LastModified') },
+      },
+      '304': response('NoteNotModified'),
+      '400': response('BadUrl'),
+      '404': response('NoteNotFound'),
+      ...STORE_ERRORS,
+    },
+  }
+}
+
+function updateNote(): Operation {
+  return {
+    tags: ['notes'],
+    operationId: 'updateNote',
+    summary: 'Update a note',
+    parameters: [NOTE_ID, ...['RequestId', 'IfMatch', 'IfUnmodifiedSince'].map(parameter)],
+    description:
+      'Merges the body fields over the note: each replaces the stored field of the same name, the others stay. An `id` in the body is merged too, and the note is then found at its new id. With `Content-Type: application/merge-patch+json` the body is an RFC 7396 merge patch instead: `null` removes a field, objects merge recursively, arrays replace.',
+    requestBody: ref('requestBodies', 'NotePatch'),
+    responses: {
+      '200': {
+        ...jsonResponse('The note after the merge.', schema('NoteEnvelope')),
+        headers: {
+          ...requestIdHeader,
+          ETag: header('ETag'),
+          Vary: header('Vary'),
+          'Content-Encoding': header('ContentEncoding'),
+        },
+      },
+      '404': response('NoteNotFound'),
+      '412': response('PreconditionFailed'),
+      ...BODY_ERRORS,
+      ...STORE_ERRORS,
+      '507': response('InsufficientStorage'),
+    },
+  }
+}
+
+function deleteNote(): Operation {
+  return {
+    tags: ['notes'],
+    operationId: 'deleteNote',
+    summary: 'Delete a note',
+    parameters: [NOTE_ID, ...['RequestId', 'IfMatch', 'IfUnmodifiedSince'].map(parameter)],
+    description:
+      'A body is not needed; one that is sent is parsed as for PATCH, and refused (400, 413, 415) as for PATCH.',
+    responses: {
+      '200': jsonResponse(
+        'The note was deleted; `data` is the `id` path segment as sent, a string.',
+        schema('DeletedEnvelope'),
+      ),
+      '404': response('NoteNotFound'),
+      '412': response('PreconditionFailed'),
+      ...BODY_ERRORS,
+      ...STORE_ERRORS,
+    },
+  }
+}

@@ -1,0 +1,94 @@
+import {
+  fixedFileResponse,
+  header,
+  type Paths,
+  pathParameter,
+  problemResponse,
+  requestIdHeader,
+} from '../api/openapi-parts.js'
+import { NO_SUCH_PAGE_FILE } from './notes-page.js'
+
+/** What every answer of the page's files carries beside ETag and Cache-Control. */
+const FILE_HEADERS = {
+  Vary: header('VaryAlways'),
+  'Content-Encoding': header('ContentEncoding'),
+  'X-Content-Type-Options': {
+    description: '`nosniff`: the file is only ever what its Content-Type says.',
+    required: true,
+    schema: { type: 'string', const: 'nosniff' },
+  },
+}
+
+/** A 304 of a page file: the client's copy (of this encoding) is current. */
+const NOT_MODIFIED = {
+  description: 'If-None-Match names the ETag of the encoding asked for. No body.',
+  headers: {
+    ...requestIdHeader,
+    ETag: header('ETag'),
+    'Cache-Control': header('CacheControl'),
+    ...FILE_HEADERS,
+  },
+}
+
+/** The OpenAPI paths of the notes page and its files (notes-page.ts). */
+export function notesPagePaths(): Paths {
+  return {
+    '/': {
+      get: {
+        tags: ['operations'],
+        operationId: 'showNotesPage',
+        summary: 'The notes page',
+        description:
+          'A page for people that lists, creates, edits and deletes notes and follows changes live, through this API. Its files are under `/ui/`; it loads nothing from another host. Compressed and revalidated as the API answers are: `Accept-Encoding` and `If-None-Match` follow the same rules.',
+        responses: {
+          '200': fixedFileResponse(
+            'An HTML page.',
+            { 'text/html': { schema: { type: 'string' } } },
+            {
+              ...FILE_HEADERS,
+              'Content-Security-Policy': {
+                description: 'Same origin only, no inline script or style, Trusted Types.',
+                required: true,
+                schema: { type: 'string' },
+              },
+              'Referrer-Policy': {
+                description: '`no-referrer`.',
+                required: true,
+                schema: { type: 'string', const: 'no-referrer' },
+              },
+            },
+          ),
+          '304': NOT_MODIFIED,
+        },
+      },
+    },
+    '/ui/{file}': {
+      get: {
+        tags: ['operations'],
+        operationId: 'getNotesPageFile',
+        summary: 'A file of the notes page',
+        description:
+          'The scripts, style and icon of the notes page, brotli- or gzip-compressed when the client accepts it.',
+        parameters: [
+          pathParameter('file', 'The name of the file, as the page links it.', [
+            'main.js',
+            'style.css',
+          ]),
+        ],
+        responses: {
+          '200': fixedFileResponse(
+            'The file.',
+            {
+              'text/css': { schema: { type: 'string' } },
+              'text/javascript': { schema: { type: 'string' } },
+              'image/svg+xml': { schema: { type: 'string' } },
+            },
+            FILE_HEADERS,
+          ),
+          '304': NOT_MODIFIED,
+          '404': problemResponse('The page has no file of this name.', 404, NO_SUCH_PAGE_FILE),
+        },
+      },
+    },
+  }
+}

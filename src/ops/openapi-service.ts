@@ -1,0 +1,50 @@
+import { notePaths } from '../api/note-paths.js'
+import { buildOpenApiDocument, type OpenApiDocument } from '../api/openapi.js'
+import { eventsPaths } from '../api/openapi-events.js'
+import { needsAccessKey } from './access-keys.js'
+import { apiDocsPaths } from './api-docs-paths.js'
+import { healthPaths } from './health-paths.js'
+import { metricsPaths } from './metrics-paths.js'
+import { notesPagePaths } from './notes-page-paths.js'
+import { RATE_LIMIT_EXEMPT } from './rate-limits.js'
+
+export interface ServiceDescriptionOptions {
+  /** The service's version, for `info.version`. */
+  version: string
+  /** Whether `/metrics` is served. */
+  metrics: boolean
+  /** Whether `/docs` is served. */
+  docs: boolean
+  /** Whether the notes page is served at `/`. */
+  ui: boolean
+  /** Whether access keys are on (API_KEYS, API_READ_KEYS): the security scheme, 401 and 403. */
+  accessKeys: boolean
+  /** Whether rate limits are on (RATE_LIMIT): 429. */
+  rateLimits: boolean
+  /** Whether CORS is on (CORS_ORIGIN). */
+  cors: boolean
+  /** Whether load shedding is on (MAX_EVENT_LOOP_DELAY_MS). */
+  loadShedding: boolean
+}
+
+/**
+ * The OpenAPI document of the service as app.ts puts it together: the paths of each part that is
+ * on, as each part describes them, and what access keys and rate limits add to them.
+ */
+export function describeService(options: ServiceDescriptionOptions): OpenApiDocument {
+  return buildOpenApiDocument({
+    version: options.version,
+    paths: [
+      notePaths(),
+      eventsPaths(),
+      healthPaths(),
+      apiDocsPaths({ ui: options.docs }),
+      options.metrics ? metricsPaths() : {},
+      options.ui ? notesPagePaths() : {},
+    ],
+    accessKeys: options.accessKeys ? { guards: needsAccessKey } : undefined,
+    rateLimits: options.rateLimits ? { exempt: RATE_LIMIT_EXEMPT } : undefined,
+    cors: options.cors,
+    loadShedding: options.loadShedding,
+  })
+}
