@@ -10,6 +10,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 started=$SECONDS
+for tool in podman runc podman-compose debootstrap; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "container test: $tool is missing (apt-get install podman runc podman-compose debootstrap)" >&2
+    exit 1
+  fi
+done
 . test/container/podman-env.sh
 
 run_id=$(date +%s)-$$
@@ -46,7 +52,7 @@ bash test/container/base-images.sh
 # machine needs: its certificate store lent to `npm ci` (the npm registry is reached through it),
 # no pulling (no registry: the base is the local stand-in), Docker's format (keeps HEALTHCHECK).
 npmrc=$podman_env_dir/npmrc
-printf 'cafile=/etc/ssl/certs/ca-certificates.crt\n' >"$npmrc"
+printf 'cafile=/etc/ssl/certs/ca-certificates.crt\nupdate-notifier=false\n' >"$npmrc"
 at=$SECONDS
 podman build --quiet --pull=never --format docker --network=host \
   -v /etc/ssl/certs:/etc/ssl/certs:ro -v "$npmrc:/root/.npmrc:ro" \
