@@ -27,14 +27,11 @@ export CONTAINER_TEST_LABEL=io.notes-service.test.run=$run_id
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
-  local project
-  # Containers: those the tests started (labelled), and the compose projects' (named after the run).
+  # Containers: those the tests started, labelled with the run and named after it, the compose
+  # project's (nstest-RUN_service_1) included.
   {
     podman ps -aq --filter "label=$CONTAINER_TEST_LABEL"
-    for project in $(podman ps -a --format '{{index .Labels "com.docker.compose.project"}}' |
-      grep -F "nstest-$run_id" | sort -u); do
-      podman ps -aq --filter "label=com.docker.compose.project=$project"
-    done
+    podman ps -aq --filter "name=nstest-$run_id"
   } | sort -u | xargs -r podman rm -f -t 0 >/dev/null 2>&1 || true
   podman volume ls -q | grep -F "nstest-$run_id" | xargs -r podman volume rm -f >/dev/null 2>&1 || true
   podman network ls -q | grep -F "nstest-$run_id" | xargs -r podman network rm -f >/dev/null 2>&1 || true
