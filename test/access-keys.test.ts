@@ -6,7 +6,14 @@ import { buildApp } from '../src/app.js'
 import { type Config, DEFAULT_CONFIG } from '../src/config/config.js'
 import { bearerToken, requestPath } from '../src/ops/access-keys.js'
 import { MemoryNoteStore } from '../src/store/memory.js'
-import { buildTestApp, describeEachLane, fakeClock, injectThroughServer } from './helpers.js'
+import {
+  buildTestApp,
+  describeEachLane,
+  fakeClock,
+  injectThroughServer,
+  MEMORY,
+  type SuiteContext,
+} from './helpers.js'
 import { WireConnection, type WireResponse } from './hostile/wire.js'
 import { logCollector } from './ops-app.js'
 
@@ -163,9 +170,12 @@ function refusal(status: 401 | 403, detail: string, method = 'GET'): unknown {
 }
 
 /** The app with keys, and the same app without, on equal stores holding note 1000. */
-function twins(overrides: Partial<Config> = {}): { keyed: FastifyInstance; open: FastifyInstance } {
+function twins(
+  suite: SuiteContext,
+  overrides: Partial<Config> = {},
+): { keyed: FastifyInstance; open: FastifyInstance } {
   const make = (config: Partial<Config>): FastifyInstance => {
-    const { app, store } = buildTestApp({ ...config, ...overrides }, { now: fakeClock(1000, 1) })
+    const { app, store } = suite.buildApp({ ...config, ...overrides }, { now: fakeClock(1000, 1) })
     store.create({ title: 'first' })
     return app
   }
@@ -179,10 +189,10 @@ function withAuthorization(request: InjectOptions, credentials: Credentials): In
   return { ...request, headers: headers as NonNullable<InjectOptions['headers']> }
 }
 
-describeEachLane('access keys', () => {
+describeEachLane('access keys', (suite) => {
   for (const credentials of CREDENTIALS) {
     it(`answers every route as the keys allow, with ${credentials.name}`, async () => {
-      const { keyed, open } = twins()
+      const { keyed, open } = twins(suite)
       for (const route of ROUTES) {
         const { request } = route
         const label = `${request.method} ${request.url}`
@@ -212,7 +222,7 @@ describeEachLane('access keys', () => {
   }
 
   it('guards a note route however its URL is spelled', async () => {
-    const { keyed, open } = twins()
+    const { keyed, open } = twins(suite)
     const urls = [
       '/api/note/',
       '/api/note?limit=1',
@@ -235,13 +245,13 @@ describeEachLane('access keys', () => {
   })
 
   it('leaves the API open with no keys configured', async () => {
-    const { open } = twins()
+    const { open } = twins(suite)
     const response = await open.inject({ method: 'POST', url: '/api/note', payload: {} })
     assert.equal(response.statusCode, 200)
   })
 
   it('refuses writes with a read key when only read keys are set', async () => {
-    const { app } = buildTestApp({ apiReadKeys: [READ] })
+    const { app } = suite.buildApp({ apiReadKeys: [READ] })
     const authorization = `Bearer ${READ}`
     const read = await app.inject({ url: '/api/note', headers: { authorization } })
     assert.equal(read.statusCode, 200)
@@ -257,7 +267,7 @@ describeEachLane('access keys', () => {
 
 describe('access keys and the fast lane', () => {
   it('takes the requests the keys allow, and leaves the refused ones to Fastify', async () => {
-    const { keyed } = twins()
+    const { keyed } = twins(MEMORY)
     let throughFastify = 0
     // onResponse: the access check answers from an onRequest hook before any added later runs.
     keyed.addHook('onResponse', (_request, _reply, done) => {

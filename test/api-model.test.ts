@@ -6,7 +6,7 @@ import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
 import type { NoteStore } from '../src/store/types.js'
 import { operations, pickId } from './arbitraries.js'
-import { buildTestStore, describeEachStore, storeKind } from './helpers.js'
+import { describeEachStore } from './helpers.js'
 import { NoteModel } from './note-model.js'
 
 /** The media type each kind of update is sent as (DECISION 25). */
@@ -92,11 +92,11 @@ function againstTheModel(makeStore: (now: () => number) => NoteStore, numRuns: n
 
 describeEachStore(
   'the HTTP API against the model',
-  () => {
+  (suite) => {
     // A fresh PostgreSQL schema per run costs ~0.1 s: half the runs there.
     againstTheModel(
-      (now) => buildTestStore({ maxNotes: 1000, maxBytes: 1 << 24, now }),
-      storeKind() === 'postgres' ? 30 : 60,
+      (now) => suite.buildStore({ maxNotes: 1000, maxBytes: 1 << 24, now }),
+      suite.store === 'postgres' ? 30 : 60,
     )
   },
   { lanes: false },

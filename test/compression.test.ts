@@ -7,7 +7,13 @@ import { send } from '../bench/http-client.js'
 import { type CodingChoice, parseAcceptEncoding } from '../src/api/compression.js'
 import { NoteOperations } from '../src/api/note-operations.js'
 import { MemoryNoteStore } from '../src/store/memory.js'
-import { buildTestApp, describeEachStore, fakeClock, TEST_EPOCH } from './helpers.js'
+import {
+  buildTestApp,
+  describeEachStore,
+  fakeClock,
+  type SuiteContext,
+  TEST_EPOCH,
+} from './helpers.js'
 import { openRaw, waitFor } from './socket.js'
 
 const JSON_UTF8 = 'application/json; charset=utf-8'
@@ -42,8 +48,8 @@ async function storeNotes(app: FastifyInstance, count: number): Promise<void> {
 }
 
 /** A fresh app holding one note (id 1000) whose GET body is exactly `bytes` long. */
-async function appWithNoteOf(bytes: number): Promise<FastifyInstance> {
-  const { app } = buildTestApp({}, { now: fakeClock(1000) })
+async function appWithNoteOf(suite: SuiteContext, bytes: number): Promise<FastifyInstance> {
+  const { app } = suite.buildApp({}, { now: fakeClock(1000) })
   // {"data":{"pad":"","id":1000}} is 29 bytes.
   await app.inject({ method: 'POST', url: '/api/note', payload: { pad: 'x'.repeat(bytes - 29) } })
   const check = await app.inject('/api/note/1000')
@@ -89,9 +95,9 @@ describe('parseAcceptEncoding', () => {
   }
 })
 
-describeEachStore('compression of GET /api/note (DECISION 26)', () => {
+describeEachStore('compression of GET /api/note (DECISION 26)', (suite) => {
   it('sends the list as it is without Accept-Encoding, with Vary', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1000, 1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1000, 1) })
     await storeNotes(app, 20)
     const response = await app.inject('/api/note')
     assert.equal(response.statusCode, 200)
@@ -115,7 +121,7 @@ describeEachStore('compression of GET /api/note (DECISION 26)', () => {
     ['br', brotliDecompressSync],
   ] as const) {
     it(`compresses a list over 1 KiB with ${coding}, to exactly the uncompressed bytes`, async () => {
-      const { app } = buildTestApp({}, { now: fakeClock(1000, 1) })
+      const { app } = suite.buildApp({}, { now: fakeClock(1000, 1) })
       await storeNotes(app, 20)
       const identity = await app.inject('/api/note')
       const response = await app.inject({
@@ -139,7 +145,7 @@ describeEachStore('compression of GET /api/note (DECISION 26)', () => {
   }
 
   it('chooses the coding as Accept-Encoding says', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1000, 1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1000, 1) })
     await storeNotes(app, 20)
     for (const [header, coding] of [
       ['gzip, deflate, br', 'br'],
@@ -164,7 +170,7 @@ describeEachStore('compression of GET /api/note (DECISION 26)', () => {
   })
 
   it('compresses a body over 1 KiB and not one of 1 KiB', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1000) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1000) })
     // {"data":[{"pad":"","id":1000}]} is 31 bytes.
     await app.inject({ method: 'POST', url: '/api/note', payload: { pad: 'x'.repeat(1024 - 31) } })
     const atLimit = await app.inject({ url: '/api/note', headers: GZIP })
@@ -184,7 +190,7 @@ describeEachStore('compression of GET /api/note (DECISION 26)', () => {
   })
 
   it('compresses even a small list when identity is refused', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1000) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1000) })
     const response = await app.inject({
       url: '/api/note',
       headers: { 'accept-encoding': 'gzip, identity;q=0' },
@@ -195,7 +201,7 @@ describeEachStore('compression of GET /api/note (DECISION 26)', () => {
   })
 
   it('compresses pages, each with its own ETag per coding, and keeps Link', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1000, 1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1000, 1) })
     await storeNotes(app, 40)
     const identity = await app.inject('/api/note?limit=20&order=desc')
     const response = await app.inject({ url: '/api/note?limit=20&order=desc', headers: BR })
@@ -212,7 +218,7 @@ describeEachStore('compression of GET /api/note (DECISION 26)', () => {
   })
 
   it('answers HEAD with the headers of the compressed GET and no body', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1000, 1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1000, 1) })
     await storeNotes(app, 20)
     const get = await app.inject({ url: '/api/note', headers: GZIP })
     const head = await app.inject({ method: 'HEAD', url: '/api/note', headers: GZIP })
@@ -222,7 +228,7 @@ describeEachStore('compression of GET /api/note (DECISION 26)', () => {
   })
 
   it('answers 304 to If-None-Match with the ETag of the representation asked for', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1000, 1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1000, 1) })
     await storeNotes(app, 20)
     const gzipTag = `"${TEST_EPOCH}.k-gzip"`
     const notModified = await app.inject({
@@ -271,7 +277,7 @@ describeEachStore('compression of GET /api/note (DECISION 26)', () => {
   })
 
   it('answers 304 with the uncompressed ETag when the list is too small to compress', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1000, 1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1000, 1) })
     await storeNotes(app, 1)
     const response = await app.inject({
       url: '/api/note',
@@ -288,9 +294,9 @@ describeEachStore('compression of GET /api/note (DECISION 26)', () => {
   })
 })
 
-describeEachStore('compression of one note (DECISION 26)', () => {
+describeEachStore('compression of one note (DECISION 26)', (suite) => {
   it('sends a note of 1 KiB as it is, without Vary', async () => {
-    const app = await appWithNoteOf(1024)
+    const app = await appWithNoteOf(suite, 1024)
     const response = await app.inject({ url: '/api/note/1000', headers: BR })
     assert.equal(response.statusCode, 200)
     assert.equal(response.headers['content-encoding'], undefined)
@@ -299,7 +305,7 @@ describeEachStore('compression of one note (DECISION 26)', () => {
   })
 
   it('compresses a note over 1 KiB, with its own ETag, Last-Modified and Vary', async () => {
-    const app = await appWithNoteOf(1025)
+    const app = await appWithNoteOf(suite, 1025)
     const identity = await app.inject('/api/note/1000')
     assert.deepEqual(headersOf(identity), {
       'content-type': JSON_UTF8,
@@ -325,7 +331,7 @@ describeEachStore('compression of one note (DECISION 26)', () => {
   })
 
   it('answers If-None-Match with the compressed ETag 304, with that ETag and Vary', async () => {
-    const app = await appWithNoteOf(2000)
+    const app = await appWithNoteOf(suite, 2000)
     const response = await app.inject({
       url: '/api/note/1000',
       headers: { ...GZIP, 'if-none-match': `"${TEST_EPOCH}.1-gzip"` },
@@ -347,7 +353,7 @@ describeEachStore('compression of one note (DECISION 26)', () => {
   })
 
   it('takes a compressed ETag in If-Match on PATCH and DELETE', async () => {
-    const app = await appWithNoteOf(2000)
+    const app = await appWithNoteOf(suite, 2000)
     const patched = await app.inject({
       method: 'PATCH',
       url: '/api/note/1000',
@@ -373,7 +379,7 @@ describeEachStore('compression of one note (DECISION 26)', () => {
   })
 
   it('compresses the answers of POST and PATCH over 1 KiB, with the ETag a GET gives', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1000) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1000) })
     const created = await app.inject({
       method: 'POST',
       url: '/api/note',
@@ -402,7 +408,7 @@ describeEachStore('compression of one note (DECISION 26)', () => {
   })
 
   it('leaves the empty 404 as it is', async () => {
-    const { app } = buildTestApp()
+    const { app } = suite.buildApp()
     const response = await app.inject({ url: '/api/note/1', headers: GZIP })
     assert.equal(response.statusCode, 404)
     assert.equal(response.headers['content-length'], '0')

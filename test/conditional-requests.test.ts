@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
-import { buildTestApp, describeEachStore, fakeClock, JSON_HEADERS } from './helpers.js'
+import { describeEachStore, fakeClock, JSON_HEADERS } from './helpers.js'
 
 // 2023-11-14T22:13:20.000Z, then 1 ms later per clock read.
 const T0 = 1_700_000_000_000
@@ -12,9 +12,9 @@ function problemOf(response: LightMyRequestResponse): { status: number; detail: 
   return JSON.parse(response.body) as { status: number; detail: string }
 }
 
-describeEachStore('versions and conditional requests (DECISIONS 21, 22)', () => {
+describeEachStore('versions and conditional requests (DECISIONS 21, 22)', (suite) => {
   const setUp = async () => {
-    const { app, store } = buildTestApp({}, { now: fakeClock(T0, 1) })
+    const { app, store } = suite.buildApp({}, { now: fakeClock(T0, 1) })
     const created = await app.inject({
       method: 'POST',
       url: '/api/note',

@@ -117,11 +117,54 @@ describe('CORS', () => {
 
   it('answers any origin with * when CORS_ORIGIN is *', async () => {
     const { app } = buildOpsApp({ corsOrigin: ['*'] })
-    const response = await app.inject({
-      method: 'GET',
-      url: '/api/note',
-      headers: { origin: 'https://anyone.example' },
-    })
-    assert.equal(response.headers['access-control-allow-origin'], '*')
+    const exposed =
+      'X-Request-Id, Allow, ETag, Notes-Version, X-Total-Count, Link, Idempotent-Replayed, Retry-After'
+    for (const origin of ['https://anyone.example', 'http://localhost:5173', 'null']) {
+      const get = await app.inject({ method: 'GET', url: '/api/note', headers: { origin } })
+      assert.equal(get.statusCode, 200, origin)
+      assert.equal(get.body, '{"data":[]}')
+      // Vary: Origin is not needed with * (the answer is the same for every origin), but harmless.
+      assert.deepEqual(
+        corsHeaders(get.headers),
+        {
+          'access-control-allow-origin': '*',
+          'access-control-expose-headers': exposed,
+          vary: 'Origin, Accept-Encoding',
+        },
+        origin,
+      )
+      const missing = await app.inject({ method: 'GET', url: '/api/note/1', headers: { origin } })
+      assert.equal(missing.statusCode, 404, origin)
+      assert.equal(missing.body, '')
+      assert.deepEqual(
+        corsHeaders(missing.headers),
+        {
+          'access-control-allow-origin': '*',
+          'access-control-expose-headers': exposed,
+          vary: 'Origin',
+        },
+        origin,
+      )
+      const preflight = await app.inject({
+        method: 'OPTIONS',
+        url: '/api/note/1',
+        headers: { ...PREFLIGHT, origin },
+      })
+      assert.equal(preflight.statusCode, 204, origin)
+      assert.equal(preflight.body, '')
+      assert.deepEqual(
+        corsHeaders(preflight.headers),
+        {
+          'access-control-allow-origin': '*',
+          'access-control-allow-methods': 'GET, HEAD, POST, PATCH, DELETE',
+          'access-control-allow-headers':
+            'Content-Type, X-Request-Id, If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since, Idempotency-Key, Last-Event-ID',
+          'access-control-expose-headers': exposed,
+          'access-control-max-age': '600',
+          vary: 'Origin',
+        },
+        origin,
+      )
+    }
   })
 })

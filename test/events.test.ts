@@ -8,7 +8,7 @@ import { type AppOptions, buildApp } from '../src/app.js'
 import { type Config, DEFAULT_CONFIG } from '../src/config/config.js'
 import type { MemoryStoreOptions } from '../src/store/memory.js'
 import type { Change, NoteStore } from '../src/store/types.js'
-import { buildTestStore, describeEachStore, storeKind, TEST_EPOCH } from './helpers.js'
+import { describeEachStore, type SuiteContext, TEST_EPOCH } from './helpers.js'
 import { PromisedNoteStore } from './promised-store.js'
 import { type SseClient as Client, SseClient, type SseMessage } from './sse-client.js'
 
@@ -22,9 +22,10 @@ interface Feed {
 /** An app listening on 127.0.0.1 (streams need a real socket), closed when the test ends. */
 async function listenFeed(
   t: TestContext,
+  suite: SuiteContext,
   config: Partial<Config> = {},
   feed: AppOptions['feed'] = {},
-  makeStore: (options: MemoryStoreOptions) => NoteStore = buildTestStore,
+  makeStore: (options: MemoryStoreOptions) => NoteStore = suite.buildStore,
 ): Promise<Feed> {
   const settings = { ...DEFAULT_CONFIG, ...config }
   const store = makeStore({
@@ -147,9 +148,9 @@ const eventsOf = (client: Client): SseMessage[] =>
 
 describeEachStore(
   'GET /api/events',
-  () => {
+  (suite) => {
     it('streams every change as an event: created, updated, deleted, each with its version and JSON', async (t) => {
-      const { port, base } = await listenFeed(t)
+      const { port, base } = await listenFeed(t, suite)
       const client = await openStream(t, port)
       assert.equal(client.status, 200)
       assert.equal(client.headers['content-type'], 'text/event-stream; charset=utf-8')
@@ -177,7 +178,7 @@ describeEachStore(
     })
 
     it('starts with the next change when no token is given', async (t) => {
-      const { port, base } = await listenFeed(t)
+      const { port, base } = await listenFeed(t, suite)
       await create(base, { n: 1 })
       await create(base, { n: 2 })
       const client = await openStream(t, port)
@@ -192,7 +193,7 @@ describeEachStore(
     })
 
     it('resumes after the token in Last-Event-ID, or in since, and the header wins', async (t) => {
-      const { port, base, store } = await listenFeed(t)
+      const { port, base, store } = await listenFeed(t, suite)
       for (let n = 1; n <= 5; n++) await create(base, { n })
       const bySince = await openStream(t, port, '/api/events?since=e.2')
       const byHeader = await openStream(t, port, '/api/events', { 'last-event-id': 'e.3' })
@@ -218,7 +219,7 @@ describeEachStore(
       ['that is not a version', 'nonsense'],
     ] as const) {
       it(`begins with a reset (and then goes on live) for a token ${name}`, async (t) => {
-        const { port, base } = await listenFeed(t)
+        const { port, base } = await listenFeed(t, suite)
         await create(base, { n: 1 })
         const client = await openStream(t, port, `/api/events?since=${token}`)
         await client.events(1)
@@ -237,7 +238,7 @@ describeEachStore(
     }
 
     it('begins with a reset for a token older than the history kept (CHANGE_HISTORY)', async (t) => {
-      const { port, base, store } = await listenFeed(t, { changeHistory: 3 })
+      const { port, base, store } = await listenFeed(t, suite, { changeHistory: 3 })
       for (let n = 1; n <= 8; n++) await create(base, { n })
       const tooOld = await openStream(t, port, '/api/events', { 'last-event-id': 'e.4' })
       const kept = await openStream(t, port, '/api/events', { 'last-event-id': 'e.5' })
@@ -274,7 +275,7 @@ describeEachStore(
       ],
     ] as const) {
       it(`answers 400 naming the parameter for ${what}`, async (t) => {
-        const { port } = await listenFeed(t)
+        const { port } = await listenFeed(t, suite)
         const client = await openStream(t, port, path, headers)
         await client.closed()
         assert.equal(client.status, 400)
@@ -289,9 +290,9 @@ describeEachStore(
     }
 
     for (const [kind, makeStore, tuning] of [
-      [`the ${storeKind()} store`, undefined, {}],
+      [`the ${suite.store} store`, undefined, {}],
       // A memory store made late on purpose: on PostgreSQL, the store itself is the late one.
-      ...(storeKind() === 'memory'
+      ...(suite.store === 'memory'
         ? ([
             [
               'a store that answers late and reports changes late (history read 7 at a time)',
@@ -302,7 +303,7 @@ describeEachStore(
         : []),
     ] as const) {
       it(`sends every change after Notes-Version exactly once, in order, to clients that join during concurrent writes, with ${kind}`, async (t) => {
-        const { port, base, store } = await listenFeed(t, {}, tuning, makeStore)
+        const { port, base, store } = await listenFeed(t, suite, {}, tuning, makeStore)
         const ids: number[] = []
         for (let n = 0; n < 20; n++) ids.push((await create(base, { n })).id)
         let written = 0
@@ -371,7 +372,7 @@ describeEachStore(
     }
 
     it('sends a comment every heartbeat interval', async (t) => {
-      const { port } = await listenFeed(t, {}, { heartbeatMs: 30 })
+      const { port } = await listenFeed(t, suite, {}, { heartbeatMs: 30 })
       const client = await openStream(t, port)
       await client.until((c) => c.comments >= 2)
       assert.ok(
@@ -380,7 +381,7 @@ describeEachStore(
     })
 
     it('refuses a stream beyond MAX_EVENT_STREAMS with 503 and Retry-After, and takes one again when a stream ends', async (t) => {
-      const { port } = await listenFeed(t, { maxEventStreams: 2 })
+      const { port } = await listenFeed(t, suite, { maxEventStreams: 2 })
       const one = await openStream(t, port)
       await openStream(t, port)
       const refused = await openStream(t, port)
@@ -405,7 +406,7 @@ describeEachStore(
     })
 
     it('cuts off a client that stops reading once its backlog passes the bound, and the client resumes from its last id without loss', async (t) => {
-      const { port, base, store } = await listenFeed(t, {}, { maxBacklogBytes: 64 * 1024 })
+      const { port, base, store } = await listenFeed(t, suite, {}, { maxBacklogBytes: 64 * 1024 })
       const slow = await openStream(t, port)
       await slow.until((c) => c.messages.length === 1)
       const since = slow.messages[0]?.id as string
@@ -424,7 +425,7 @@ describeEachStore(
     })
 
     it('ends every stream at once when the app closes, so the shutdown is not held up', async (t) => {
-      const { app, port, store } = await listenFeed(t)
+      const { app, port, store } = await listenFeed(t, suite)
       const clients = [
         await openStream(t, port),
         await openStream(t, port, '/api/events?since=e.0'),
@@ -441,7 +442,7 @@ describeEachStore(
     })
 
     it('answers HEAD with the head of a stream, OPTIONS with Allow, and other methods 405', async (t) => {
-      const { port } = await listenFeed(t)
+      const { port } = await listenFeed(t, suite)
       const head = await SseClient.open(port, '/api/events', {}, 'HEAD')
       await head.closed()
       assert.equal(head.status, 200)
@@ -459,7 +460,10 @@ describeEachStore(
     })
 
     it('needs an access key when keys are on, and a read key may follow the feed', async (t) => {
-      const { port, base } = await listenFeed(t, { apiKeys: ['sk-w'], apiReadKeys: ['sk-r'] })
+      const { port, base } = await listenFeed(t, suite, {
+        apiKeys: ['sk-w'],
+        apiReadKeys: ['sk-r'],
+      })
       const anonymous = await openStream(t, port)
       await anonymous.closed()
       assert.equal(anonymous.status, 401)
@@ -484,7 +488,7 @@ describeEachStore(
     })
 
     it('carries the CORS and RateLimit headers of every answer, and stays open past the rate window', async (t) => {
-      const { port, base } = await listenFeed(t, {
+      const { port, base } = await listenFeed(t, suite, {
         corsOrigin: ['https://app.example'],
         rateLimit: 2,
         rateLimitWindowMs: 100,

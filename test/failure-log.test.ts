@@ -8,7 +8,7 @@ import { DEFAULT_CONFIG } from '../src/config/config.js'
 import { FailureLog } from '../src/ops/failure-log.js'
 import { MemoryNoteStore } from '../src/store/memory.js'
 import { type NoteRecord, StoreFullError } from '../src/store/types.js'
-import { describeEachLane, inLane, JSON_HEADERS } from './helpers.js'
+import { describeEachLane, JSON_HEADERS, type SuiteContext } from './helpers.js'
 import { waitFor } from './socket.js'
 
 interface LogLine {
@@ -29,10 +29,12 @@ class BrokenStore extends MemoryNoteStore {
 }
 
 /** An app in the current lane, logging pino's JSON lines at info into an array. */
-function appWithLog(store: MemoryNoteStore) {
+function appWithLog(suite: SuiteContext, store: MemoryNoteStore) {
   const lines: LogLine[] = []
   const stream = { write: (line: string) => void lines.push(parseLine(line)) }
-  const app = inLane(buildApp({ store, config: DEFAULT_CONFIG, logger: { level: 'info', stream } }))
+  const app = suite.inLane(
+    buildApp({ store, config: DEFAULT_CONFIG, logger: { level: 'info', stream } }),
+  )
   return { app, lines }
 }
 
@@ -60,9 +62,9 @@ function countByLevel(lines: readonly LogLine[]): [number, number][] {
 
 const FLOOD = 500
 
-describeEachLane('logging failed requests (DECISION 20)', () => {
+describeEachLane('logging failed requests (DECISION 20)', (suite) => {
   it(`logs ${FLOOD} 507s from a full store as one warn line, without a stack, and one summary on close`, async () => {
-    const { app, lines } = appWithLog(new MemoryNoteStore({ maxNotes: 1, maxBytes: 10_000 }))
+    const { app, lines } = appWithLog(suite, new MemoryNoteStore({ maxNotes: 1, maxBytes: 10_000 }))
     const post = (i: number) =>
       app.inject({
         method: 'POST',
@@ -95,7 +97,10 @@ describeEachLane('logging failed requests (DECISION 20)', () => {
   })
 
   it('logs a flood of 400s as one info line, without a stack, and one summary on close', async () => {
-    const { app, lines } = appWithLog(new MemoryNoteStore({ maxNotes: 10, maxBytes: 10_000 }))
+    const { app, lines } = appWithLog(
+      suite,
+      new MemoryNoteStore({ maxNotes: 10, maxBytes: 10_000 }),
+    )
     for (let i = 0; i < 100; i++) {
       const response = await app.inject({
         method: 'POST',
@@ -120,7 +125,7 @@ describeEachLane('logging failed requests (DECISION 20)', () => {
   })
 
   it('logs every 500 as an error, with its stack and the request id', async () => {
-    const { app, lines } = appWithLog(new BrokenStore({ maxNotes: 10, maxBytes: 10_000 }))
+    const { app, lines } = appWithLog(suite, new BrokenStore({ maxNotes: 10, maxBytes: 10_000 }))
     for (const id of ['bug-1', 'bug-2']) {
       const response = await app.inject({
         method: 'POST',

@@ -4,13 +4,7 @@ import fc from 'fast-check'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import type { InjectOptions } from 'light-my-request'
 import type { Config } from '../src/config/config.js'
-import {
-  buildTestApp,
-  describeEachStore,
-  fakeClock,
-  injectThroughServer,
-  storeKind,
-} from './helpers.js'
+import { describeEachStore, fakeClock, injectThroughServer, type SuiteContext } from './helpers.js'
 
 /** Headers that differ between two answers to the same request for reasons other than the app. */
 const PER_RESPONSE = new Set(['date', 'x-request-id'])
@@ -24,14 +18,17 @@ function observed(response: LightMyRequestResponse): unknown {
 }
 
 /** Two apps on identical stores: one reached through Fastify, one through the server listener. */
-function twins(keys: Partial<Config> = {}): {
+function twins(
+  suite: SuiteContext,
+  keys: Partial<Config> = {},
+): {
   viaFastify: FastifyInstance
   viaServer: (options: InjectOptions | string) => Promise<LightMyRequestResponse>
   counted: { fastify: number }
 } {
   // Same limits and clock, so the two stores hand out the same ids.
   const make = (): FastifyInstance =>
-    buildTestApp(
+    suite.buildApp(
       { maxNotes: 50, bodyLimit: 4096, maxDepth: 8, ...keys },
       { now: fakeClock(1000, 1) },
     ).app
@@ -114,15 +111,16 @@ function toInject({ method, url, contentType, body }: Request): InjectOptions {
 }
 
 /** Runs of a property: a fresh PostgreSQL schema costs ~0.1 s, and each run makes two. */
-const runs = (memory: number): number => (storeKind() === 'postgres' ? memory / 10 : memory)
+const runs = (suite: SuiteContext, memory: number): number =>
+  suite.store === 'postgres' ? memory / 10 : memory
 
 describeEachStore(
   'the fast lane',
-  () => {
+  (suite) => {
     it('answers every request as Fastify does: status, headers and body', async () => {
       await fc.assert(
         fc.asyncProperty(fc.array(REQUEST, { minLength: 1, maxLength: 25 }), async (requests) => {
-          const { viaFastify, viaServer } = twins()
+          const { viaFastify, viaServer } = twins(suite)
           for (const request of [...requests, { method: 'GET', url: '/api/note' } as Request]) {
             const options = toInject(request)
             const expected = await viaFastify.inject(options)
@@ -131,7 +129,7 @@ describeEachStore(
             assert.equal(typeof actual.headers['x-request-id'], 'string')
           }
         }),
-        { numRuns: runs(150) },
+        { numRuns: runs(suite, 150) },
       )
     })
 
@@ -141,7 +139,7 @@ describeEachStore(
         fc.asyncProperty(
           fc.array(KEYED_REQUEST, { minLength: 1, maxLength: 25 }),
           async (steps) => {
-            const { viaFastify, viaServer } = twins(KEYS)
+            const { viaFastify, viaServer } = twins(suite, KEYS)
             for (const { request, authorization } of steps) {
               const options = toInject(request)
               if (authorization !== undefined) {
@@ -155,12 +153,12 @@ describeEachStore(
             }
           },
         ),
-        { numRuns: runs(100) },
+        { numRuns: runs(suite, 100) },
       )
     })
 
     it("serves everyday note requests without Fastify's request pipeline", async () => {
-      const { viaServer, counted } = twins()
+      const { viaServer, counted } = twins(suite)
       const json = { 'content-type': 'application/json' }
       const everyday: InjectOptions[] = [
         { method: 'POST', url: '/api/note', headers: json, payload: '{"title":"a"}' },
@@ -178,7 +176,7 @@ describeEachStore(
     })
 
     it('hands everything else to Fastify', async () => {
-      const { viaServer, counted } = twins()
+      const { viaServer, counted } = twins(suite)
       const others: InjectOptions[] = [
         { method: 'HEAD', url: '/api/note' },
         { method: 'OPTIONS', url: '/api/note/1' },
@@ -211,7 +209,7 @@ describeEachStore(
     })
 
     it('gives ids from the same sequence as Fastify, and echoes a caller id', async () => {
-      const { app } = buildTestApp()
+      const { app } = suite.buildApp()
       const viaServer = injectThroughServer(app)
       const fast = (await viaServer('/api/note')).headers['x-request-id'] as string
       const slow = (await app.inject('/api/note')).headers['x-request-id'] as string

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import type { RequestListener } from 'node:http'
 import { after, afterEach, before, describe } from 'node:test'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
@@ -7,7 +8,7 @@ import { type Config, DEFAULT_CONFIG } from '../src/config/config.js'
 import { MemoryNoteStore, type MemoryStoreOptions } from '../src/store/memory.js'
 import { PostgresNoteStore } from '../src/store/postgres/store.js'
 import type { NoteStore } from '../src/store/types.js'
-import { PostgresCluster, postgresAvailable } from './postgres-cluster.js'
+import { postgresAvailable, testDatabase } from './postgres-cluster.js'
 
 export interface TestApp {
   app: FastifyInstance
@@ -25,160 +26,17 @@ export type TestStoreOptions = Partial<
   >
 >
 
-/**
- * A fresh app and store with the shipped defaults, overridable per test: a memory store, or inside
- * describeEachStore's PostgreSQL half, a PostgreSQL store in a schema of its own.
- */
+/** A fresh app and store with the shipped defaults, overridable per test, on the memory store. */
 export function buildTestApp(
   overrides: Partial<Config> = {},
   storeOptions: TestStoreOptions = {},
 ): TestApp {
-  const config = { ...DEFAULT_CONFIG, ...overrides }
-  const store = buildTestStore({
-    maxNotes: config.maxNotes,
-    maxBytes: config.maxStoreBytes,
-    historyLimit: config.changeHistory,
-    ...storeOptions,
-  })
-  return { app: inLane(buildApp({ store, config })), store }
-}
-
-/**
- * A fresh store of the current kind (memory, or PostgreSQL inside describeEachStore's PostgreSQL
- * half), with the test epoch unless `options` gives one.
- */
-export function buildTestStore(options: MemoryStoreOptions): NoteStore {
-  const withEpoch = { epoch: TEST_EPOCH, ...options }
-  return currentStore === 'postgres' ? postgresStore(withEpoch) : new MemoryNoteStore(withEpoch)
+  return MEMORY.buildApp(overrides, storeOptions)
 }
 
 /** Where the apps of a suite keep their notes. */
 export const STORES = ['memory', 'postgres'] as const
 export type StoreKind = (typeof STORES)[number]
-
-let currentStore: StoreKind = 'memory'
-
-/**
- * The kind of store buildTestApp makes now, and while describeEachStore defines a suite's cases
- * (for the few cases that differ by store).
- */
-export function storeKind(): StoreKind {
-  return currentStore
-}
-
-/**
- * One PostgreSQL cluster per test file, started by the first PostgreSQL suite that runs and
- * destroyed after the last one defined; every app gets a fresh schema in its one database. Not
- * durable: these suites prove behaviour, not what survives a crash (postgres-faults does).
- */
-const postgres = {
-  cluster: undefined as Promise<{ cluster: PostgresCluster; url: string }> | undefined,
-  /** The cluster once started, until destroyed. */
-  running: undefined as PostgresCluster | undefined,
-  url: '',
-  suites: 0,
-  schemas: 0,
-  stores: [] as PostgresNoteStore[],
-  available: undefined as boolean | undefined,
-}
-
-function postgresStore(options: MemoryStoreOptions): NoteStore {
-  if (postgres.url === '') throw new Error('a PostgreSQL test app outside describeEachStore')
-  const store = new PostgresNoteStore({
-    ...options,
-    url: postgres.url,
-    schema: `app_${++postgres.schemas}`,
-    poolSize: 2,
-  })
-  postgres.stores.push(store)
-  return store
-}
-
-/** Starts the cluster, if it is not starting already; usePostgres waits for it. */
-function startPostgres(): void {
-  if (postgres.cluster !== undefined) return
-  postgres.cluster = (async () => {
-    const cluster = await PostgresCluster.start({ durable: false })
-    postgres.running = cluster
-    return { cluster, url: await cluster.createDatabase() }
-  })()
-  // A failed start is reported by the first suite that waits for it.
-  postgres.cluster.catch(() => {})
-}
-
-async function usePostgres(): Promise<void> {
-  startPostgres()
-  postgres.url = (await (postgres.cluster as Promise<{ url: string }>)).url
-}
-
-/** Closes the stores made so far: each holds connections (and a LISTEN one while subscribed). */
-async function closeStores(): Promise<void> {
-  const stores = postgres.stores.splice(0)
-  await Promise.all(stores.map((store) => store.close()))
-}
-
-async function leavePostgres(): Promise<void> {
-  await closeStores()
-  if (--postgres.suites > 0 || postgres.cluster === undefined) return
-  const { cluster } = await postgres.cluster
-  postgres.cluster = undefined
-  postgres.running = undefined
-  postgres.url = ''
-  await cluster.destroy()
-}
-
-/**
- * Defines `suite` once per store and lane: "name (through fastify, on memory)", ... "name
- * (through server, on postgres)"; with `lanes: false` (a suite on real sockets, where the lane is
- * the server's) once per store: "name (on memory)", "name (on postgres)". buildTestApp and
- * buildTestStore inside make that store. Without PostgreSQL's binaries the PostgreSQL half is
- * skipped, loudly (postgresAvailable); under CI=true that is a failure.
- */
-export function describeEachStore(
-  name: string,
-  suite: () => void,
-  { lanes = true }: { lanes?: boolean } = {},
-): void {
-  const variants = (store: StoreKind): [string, Lane][] =>
-    lanes
-      ? LANES.map((lane) => [`${name} (through ${lane}, on ${store})`, lane])
-      : [[`${name} (on ${store})`, 'fastify']]
-  for (const [title, lane] of variants('memory')) describeOn(title, lane, suite)
-  postgres.available ??= postgresAvailable('the HTTP suites on PostgreSQL in this file')
-  if (!postgres.available) {
-    describe(`${name} (on postgres)`, { skip: 'PostgreSQL is not installed' }, () => {})
-    return
-  }
-  if (postgres.suites === 0) {
-    // initdb and the server's start (a few seconds) overlap the memory half's cases.
-    startPostgres()
-    process.once('exit', () => postgres.running?.destroySync())
-  }
-  for (const [title, lane] of variants('postgres')) {
-    postgres.suites++
-    describe(title, () => {
-      before(async () => {
-        currentLane = lane
-        currentStore = 'postgres'
-        await usePostgres()
-      })
-      // After the case's own after hooks (an app closed there is closed before its store).
-      afterEach(closeStores)
-      after(async () => {
-        currentLane = 'fastify'
-        currentStore = 'memory'
-        await leavePostgres()
-      })
-      // storeKind() says 'postgres' while the suite's cases are defined too.
-      currentStore = 'postgres'
-      try {
-        suite()
-      } finally {
-        currentStore = 'memory'
-      }
-    })
-  }
-}
 
 /**
  * How tests reach an app: 'fastify' is `app.inject` as Fastify provides it (its router, hooks and
@@ -188,30 +46,142 @@ export function describeEachStore(
 export const LANES = ['fastify', 'server'] as const
 export type Lane = (typeof LANES)[number]
 
-let currentLane: Lane = 'fastify'
-
 /**
- * Defines `suite` once per lane, on the memory store; apps made by buildTestApp or inLane inside
- * use that lane. describeEachStore runs a suite on PostgreSQL too.
+ * What a suite defined by describeEachStore or describeEachLane runs on, handed to it: its cases
+ * build their apps and stores through it, so each knows its store and lane from its own suite.
  */
-export function describeEachLane(name: string, suite: () => void): void {
-  for (const lane of LANES) describeOn(`${name} (through ${lane})`, lane, suite)
+export interface SuiteContext {
+  /** Where the apps and stores made here keep their notes. */
+  readonly store: StoreKind
+  /** How the apps made here (or passed to inLane) are reached. */
+  readonly lane: Lane
+  /** A fresh app and store of this suite's kind, in its lane, with the shipped defaults. */
+  buildApp(overrides?: Partial<Config>, storeOptions?: TestStoreOptions): TestApp
+  /** A fresh store of this suite's kind, with the test epoch unless `options` gives one. */
+  buildStore(options: MemoryStoreOptions): NoteStore
+  /** The app, with `inject` going through the server's request listener in the 'server' lane. */
+  inLane(app: FastifyInstance): FastifyInstance
 }
 
-function describeOn(title: string, lane: Lane, suite: () => void): void {
-  describe(title, () => {
-    before(() => {
-      currentLane = lane
+function suiteContext(
+  store: StoreKind,
+  lane: Lane,
+  makeStore: (options: MemoryStoreOptions) => NoteStore,
+): SuiteContext {
+  const buildStore = (options: MemoryStoreOptions): NoteStore =>
+    makeStore({ epoch: TEST_EPOCH, ...options })
+  return {
+    store,
+    lane,
+    buildStore,
+    inLane: (app) => inLane(app, lane),
+    buildApp(overrides = {}, storeOptions = {}) {
+      const config = { ...DEFAULT_CONFIG, ...overrides }
+      const store = buildStore({
+        maxNotes: config.maxNotes,
+        maxBytes: config.maxStoreBytes,
+        historyLimit: config.changeHistory,
+        ...storeOptions,
+      })
+      return { app: inLane(buildApp({ store, config }), lane), store }
+    },
+  }
+}
+
+const memoryStore = (options: MemoryStoreOptions): NoteStore => new MemoryNoteStore(options)
+
+/**
+ * The memory store through Fastify: what buildTestApp makes, and the context that helpers shared
+ * with suites take outside describeEachStore and describeEachLane.
+ */
+export const MEMORY: SuiteContext = suiteContext('memory', 'fastify', memoryStore)
+
+/**
+ * The PostgreSQL side of one suite: every store made in it gets a fresh schema in this process's
+ * test database (testDatabase), and is closed after each case. Not durable: these suites prove
+ * behaviour, not what survives a crash (postgres-faults does).
+ */
+function postgresSuite(lane: Lane): {
+  context: SuiteContext
+  open: () => Promise<void>
+  closeStores: () => Promise<void>
+} {
+  let url = ''
+  const stores: PostgresNoteStore[] = []
+  const context = suiteContext('postgres', lane, (options) => {
+    if (url === '') throw new Error('a PostgreSQL test app outside a case of its suite')
+    const store = new PostgresNoteStore({
+      ...options,
+      url,
+      // Random: the suites of a file share one database and know nothing of each other.
+      schema: `app_${randomBytes(6).toString('hex')}`,
+      poolSize: 2,
     })
-    after(() => {
-      currentLane = 'fastify'
-    })
-    suite()
+    stores.push(store)
+    return store
   })
+  return {
+    context,
+    open: async () => {
+      url = await testDatabase()
+    },
+    // Each store holds connections (and a LISTEN one while subscribed).
+    closeStores: async () => {
+      await Promise.all(stores.splice(0).map((store) => store.close()))
+    },
+  }
+}
+
+/**
+ * Defines `suite` once per store and lane: "name (through fastify, on memory)", ... "name
+ * (through server, on postgres)"; with `lanes: false` (a suite on real sockets, where the lane is
+ * the server's) once per store: "name (on memory)", "name (on postgres)". Each gets the context of
+ * its store and lane, and makes its apps and stores through it. Without PostgreSQL's binaries the
+ * PostgreSQL half is skipped, loudly (postgresAvailable); under CI=true that is a failure.
+ */
+export function describeEachStore(
+  name: string,
+  suite: (context: SuiteContext) => void,
+  { lanes = true }: { lanes?: boolean } = {},
+): void {
+  const variants = (store: StoreKind): [string, Lane][] =>
+    lanes
+      ? LANES.map((lane) => [`${name} (through ${lane}, on ${store})`, lane])
+      : [[`${name} (on ${store})`, 'fastify']]
+  for (const [title, lane] of variants('memory')) {
+    describe(title, () => suite(suiteContext('memory', lane, memoryStore)))
+  }
+  if (!postgresAvailable(`the HTTP suites on PostgreSQL (${name})`)) {
+    describe(`${name} (on postgres)`, { skip: 'PostgreSQL is not installed' }, () => {})
+    return
+  }
+  // The database (and, in a file run alone, the cluster: a few seconds) is made while the memory
+  // half's cases run; a failure is reported by the first suite that waits for it.
+  testDatabase().catch(() => {})
+  for (const [title, lane] of variants('postgres')) {
+    const { context, open, closeStores } = postgresSuite(lane)
+    describe(title, () => {
+      before(open)
+      // After the case's own after hooks (an app closed there is closed before its store).
+      afterEach(closeStores)
+      after(closeStores)
+      suite(context)
+    })
+  }
+}
+
+/**
+ * Defines `suite` once per lane, on the memory store, handing it the context of that lane.
+ * describeEachStore runs a suite on PostgreSQL too.
+ */
+export function describeEachLane(name: string, suite: (context: SuiteContext) => void): void {
+  for (const lane of LANES) {
+    describe(`${name} (through ${lane})`, () => suite(suiteContext('memory', lane, memoryStore)))
+  }
 }
 
 /** The app, with `inject` going through the server's request listener in the 'server' lane. */
-export function inLane(app: FastifyInstance, lane: Lane = currentLane): FastifyInstance {
+export function inLane(app: FastifyInstance, lane: Lane): FastifyInstance {
   if (lane === 'server') app.inject = injectThroughServer(app) as typeof app.inject
   return app
 }

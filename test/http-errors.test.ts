@@ -6,11 +6,10 @@ import { DEFAULT_CONFIG } from '../src/config/config.js'
 import { MemoryNoteStore } from '../src/store/memory.js'
 import type { NoteStore } from '../src/store/types.js'
 import {
-  buildTestApp,
+  type buildTestApp,
   describeEachLane,
   describeEachStore,
   fakeClock,
-  inLane,
   postNote,
 } from './helpers.js'
 import { PromisedNoteStore } from './promised-store.js'
@@ -44,7 +43,7 @@ async function assertStoreEmpty(app: ReturnType<typeof buildTestApp>['app']): Pr
   assert.equal((await app.inject('/api/note')).body, '{"data":[]}')
 }
 
-describeEachStore('request bodies', () => {
+describeEachStore('request bodies', (suite) => {
   for (const contentType of [
     'application/json',
     'application/json; charset=utf-8',
@@ -54,7 +53,7 @@ describeEachStore('request bodies', () => {
     'application/vnd.notes+json; charset=utf8',
   ]) {
     it(`accepts ${contentType}`, async () => {
-      const { app } = buildTestApp({}, { now: fakeClock(1) })
+      const { app } = suite.buildApp({}, { now: fakeClock(1) })
       const response = await app.inject(post(contentType, '{"a":1}'))
       assert.equal(response.body, '{"data":{"a":1,"id":1}}')
     })
@@ -70,7 +69,7 @@ describeEachStore('request bodies', () => {
     'json',
   ]) {
     it(`answers 415 for ${contentType}, storing nothing`, async () => {
-      const { app } = buildTestApp()
+      const { app } = suite.buildApp()
       const response = await app.inject(post(contentType, '{"a":1}'))
       assertProblem(response, 415, /UTF-8/)
       await assertStoreEmpty(app)
@@ -78,7 +77,7 @@ describeEachStore('request bodies', () => {
   }
 
   it('answers 415 for a body without a Content-Type', async () => {
-    const { app } = buildTestApp()
+    const { app } = suite.buildApp()
     assertProblem(
       await app.inject(post(undefined, '{"a":1}')),
       415,
@@ -95,7 +94,7 @@ describeEachStore('request bodies', () => {
     ['two values', '{}{}'],
   ] as const) {
     it(`answers 400 for ${name}`, async () => {
-      const { app } = buildTestApp()
+      const { app } = suite.buildApp()
       assertProblem(
         await app.inject(post('application/json', payload)),
         400,
@@ -114,7 +113,7 @@ describeEachStore('request bodies', () => {
     ['true', 'a boolean'],
   ] as const) {
     it(`answers 400 for a body that is ${payload}, on POST and PATCH`, async () => {
-      const { app } = buildTestApp({}, { now: fakeClock(1) })
+      const { app } = suite.buildApp({}, { now: fakeClock(1) })
       const detail = `The request body must be a JSON object, not ${kind}.`
       assertProblem(await app.inject(post('application/json', payload)), 400, detail)
       await postNote(app, { keep: 1 })
@@ -129,7 +128,7 @@ describeEachStore('request bodies', () => {
   }
 
   it('answers 400 for a body that is not UTF-8', async () => {
-    const { app } = buildTestApp()
+    const { app } = suite.buildApp()
     const payload = Buffer.concat([
       Buffer.from('{"a":"'),
       Buffer.from([0xc3, 0x28]),
@@ -144,7 +143,7 @@ describeEachStore('request bodies', () => {
   })
 
   it('answers 413 for a body over the limit and stores nothing', async () => {
-    const { app } = buildTestApp({ bodyLimit: 100 })
+    const { app } = suite.buildApp({ bodyLimit: 100 })
     const payload = JSON.stringify({ t: 'x'.repeat(100) })
     assertProblem(
       await app.inject(post('application/json', payload)),
@@ -155,14 +154,14 @@ describeEachStore('request bodies', () => {
   })
 
   it('accepts a body exactly at the limit', async () => {
-    const { app } = buildTestApp({ bodyLimit: 100 }, { now: fakeClock(1) })
+    const { app } = suite.buildApp({ bodyLimit: 100 }, { now: fakeClock(1) })
     const payload = JSON.stringify({ t: 'x'.repeat(92) })
     assert.equal(payload.length, 100)
     assert.equal((await app.inject(post('application/json', payload))).statusCode, 200)
   })
 
   it('answers 400 for a field nested past MAX_DEPTH and stores nothing', async () => {
-    const { app } = buildTestApp({ maxDepth: 4 }, { now: fakeClock(1) })
+    const { app } = suite.buildApp({ maxDepth: 4 }, { now: fakeClock(1) })
     assertProblem(
       await app.inject(post('application/json', '{"a":{"b":{"c":{"d":{"e":[]}}}}}')),
       400,
@@ -177,7 +176,7 @@ describeEachStore('request bodies', () => {
 
   // serde_json's default recursion limit is 128; a note from a client that nests that deep fits.
   it('accepts a field nested exactly 128 levels by default, and round-trips it through POST, GET and the list', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     const deepest = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`
     const fields = `{"a":${deepest(64)},"deep":${'{"k":'.repeat(127)}[]${'}'.repeat(127)}}`
     const created = await app.inject(post('application/json', fields))
@@ -221,7 +220,7 @@ describeEachStore('request bodies', () => {
   })
 
   it('refuses a body nested 100,000 deep without crashing, and still serves the list', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     const deep = `{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}`
     assertProblem(await app.inject(post('application/json', deep)), 400, /the limit of 128 levels/)
     await postNote(app, { ok: true })
@@ -229,7 +228,7 @@ describeEachStore('request bodies', () => {
   })
 
   it('serves notes nested at MAX_DEPTH 512, its highest setting', async () => {
-    const { app } = buildTestApp({ maxDepth: 512 }, { now: fakeClock(1) })
+    const { app } = suite.buildApp({ maxDepth: 512 }, { now: fakeClock(1) })
     const fields = `{"a":${'['.repeat(512)}${']'.repeat(512)}}`
     assert.equal((await app.inject(post('application/json', fields))).statusCode, 200)
     const note = `${fields.slice(0, -1)},"id":1}`
@@ -245,9 +244,9 @@ describeEachStore('request bodies', () => {
 })
 
 // On the memory store only: routing, before any store is asked.
-describeEachLane('methods and paths', () => {
+describeEachLane('methods and paths', (suite) => {
   it('answers 404 problem JSON for a path that is not ours', async () => {
-    const { app } = buildTestApp()
+    const { app } = suite.buildApp()
     for (const url of ['/nowhere', '/api', '/api/notes', '/api/note/1/2', '/API/note']) {
       assertProblem(
         await app.inject(url),
@@ -258,14 +257,14 @@ describeEachLane('methods and paths', () => {
   })
 
   it('reads /api/note// as an empty :id, which matches no note', async () => {
-    const { app } = buildTestApp()
+    const { app } = suite.buildApp()
     const response = await app.inject('/api/note//')
     assert.equal(response.statusCode, 404)
     assert.equal(response.body, '')
   })
 
   it('answers 405 with Allow for a method the collection does not take', async () => {
-    const { app } = buildTestApp()
+    const { app } = suite.buildApp()
     for (const method of ['PUT', 'DELETE', 'PATCH'] as const) {
       const response = await app.inject({ method, url: '/api/note' })
       assertProblem(response, 405, `${method} is not allowed here; use GET, HEAD, OPTIONS, POST.`)
@@ -274,7 +273,7 @@ describeEachLane('methods and paths', () => {
   })
 
   it('answers 405 with Allow for a method a note does not take, whatever the id', async () => {
-    const { app } = buildTestApp()
+    const { app } = suite.buildApp()
     for (const url of ['/api/note/1', '/api/note/abc', '/api/note/1/']) {
       for (const method of ['PUT', 'POST', 'PROPFIND'] as const) {
         const response = await app.inject({ method, url })
@@ -289,7 +288,7 @@ describeEachLane('methods and paths', () => {
   })
 
   it('answers OPTIONS with 204 and Allow', async () => {
-    const { app } = buildTestApp()
+    const { app } = suite.buildApp()
     const collection = await app.inject({ method: 'OPTIONS', url: '/api/note' })
     assert.equal(collection.statusCode, 204)
     assert.equal(collection.headers.allow, 'GET, HEAD, OPTIONS, POST')
@@ -300,7 +299,7 @@ describeEachLane('methods and paths', () => {
   })
 
   it('answers 400 problem JSON for a malformed percent-encoding', async () => {
-    const { app } = buildTestApp()
+    const { app } = suite.buildApp()
     assertProblem(
       await app.inject('/api/note/%zz'),
       400,
@@ -309,9 +308,9 @@ describeEachLane('methods and paths', () => {
   })
 })
 
-describeEachStore('capacity', () => {
+describeEachStore('capacity', (suite) => {
   it('answers 507 past the note cap, keeps every note, serves reads and frees room on delete', async () => {
-    const { app } = buildTestApp({ maxNotes: 2 }, { now: fakeClock(1) })
+    const { app } = suite.buildApp({ maxNotes: 2 }, { now: fakeClock(1) })
     await postNote(app, { n: 1 })
     await postNote(app, { n: 2 })
     assertProblem(
@@ -325,7 +324,7 @@ describeEachStore('capacity', () => {
   })
 
   it('answers 507 when a create or patch would pass the byte cap', async () => {
-    const { app } = buildTestApp({ maxStoreBytes: 1024 }, { now: fakeClock(1) })
+    const { app } = suite.buildApp({ maxStoreBytes: 1024 }, { now: fakeClock(1) })
     await postNote(app, { t: 'x'.repeat(900) })
     assertProblem(await postNote(app, { t: 'x'.repeat(200) }), 507, /maximum of 1024 bytes/)
     assertProblem(
@@ -339,7 +338,7 @@ describeEachStore('capacity', () => {
 })
 
 // On the memory store only: a memory store made to fail stands for a broken backend.
-describeEachLane('server errors', () => {
+describeEachLane('server errors', (suite) => {
   const failing: NoteStore = Object.assign(new MemoryNoteStore({ maxNotes: 1, maxBytes: 1 }), {
     create: () => {
       throw new Error('database password is hunter2')
@@ -348,7 +347,7 @@ describeEachLane('server errors', () => {
   })
 
   it('answers 500 problem JSON without revealing the error, thrown or rejected', async () => {
-    const app = inLane(buildApp({ store: failing, config: DEFAULT_CONFIG }))
+    const app = suite.inLane(buildApp({ store: failing, config: DEFAULT_CONFIG }))
     for (const response of [await postNote(app, {}), await app.inject('/api/note')]) {
       assertProblem(response, 500, 'The server failed to answer this request; it has been logged.')
       assert.doesNotMatch(response.body, /hunter2|secret/)
@@ -358,7 +357,7 @@ describeEachLane('server errors', () => {
   it('logs a 500 with the request id', async () => {
     const lines: string[] = []
     const stream = { write: (line: string) => lines.push(line) }
-    const app = inLane(
+    const app = suite.inLane(
       buildApp({
         store: failing,
         config: DEFAULT_CONFIG,
@@ -380,10 +379,10 @@ describeEachLane('server errors', () => {
 
 // A memory store behind promises; the PostgreSQL store is asynchronous itself, and runs the
 // suites above.
-describeEachLane('an asynchronous store', () => {
+describeEachLane('an asynchronous store', (suite) => {
   it('serves every operation through promises', async () => {
     const store = new PromisedNoteStore({ maxNotes: 1, maxBytes: 1 << 20, now: fakeClock(1) })
-    const app = inLane(buildApp({ store, config: DEFAULT_CONFIG }))
+    const app = suite.inLane(buildApp({ store, config: DEFAULT_CONFIG }))
     assert.equal((await postNote(app, { a: 1 })).body, '{"data":{"a":1,"id":1}}')
     assert.equal((await postNote(app, { a: 2 })).statusCode, 507)
     assert.equal((await app.inject('/api/note')).body, '{"data":[{"a":1,"id":1}]}')

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
-import { buildTestApp, describeEachStore, fakeClock, JSON_HEADERS } from './helpers.js'
+import { type buildTestApp, describeEachStore, fakeClock, JSON_HEADERS } from './helpers.js'
 
-describeEachStore('Idempotency-Key on POST (DECISION 30)', () => {
+describeEachStore('Idempotency-Key on POST (DECISION 30)', (suite) => {
   const post = (
     app: ReturnType<typeof buildTestApp>['app'],
     key: string | undefined,
@@ -16,7 +16,7 @@ describeEachStore('Idempotency-Key on POST (DECISION 30)', () => {
     })
 
   it('creates once and answers a repeat with the first answer and Idempotent-Replayed', async () => {
-    const { app, store } = buildTestApp({}, { now: fakeClock(1000, 1) })
+    const { app, store } = suite.buildApp({}, { now: fakeClock(1000, 1) })
     const first = await post(app, 'order-42', '{"title":"a"}')
     assert.equal(first.statusCode, 200)
     assert.equal(first.body, '{"data":{"title":"a","id":1000}}')
@@ -37,7 +37,7 @@ describeEachStore('Idempotency-Key on POST (DECISION 30)', () => {
   })
 
   it('answers 422 for the same key with another body, and creates nothing', async () => {
-    const { app, store } = buildTestApp({}, { now: fakeClock(1000, 1) })
+    const { app, store } = suite.buildApp({}, { now: fakeClock(1000, 1) })
     await post(app, 'k', '{"title":"a"}')
     const other = await post(app, 'k', '{"title":"different"}')
     assert.equal(other.statusCode, 422)
@@ -49,7 +49,7 @@ describeEachStore('Idempotency-Key on POST (DECISION 30)', () => {
   })
 
   it('refuses a key that is empty, too long or not visible ASCII with a 400', async () => {
-    const { app, store } = buildTestApp()
+    const { app, store } = suite.buildApp()
     for (const key of ['', 'x'.repeat(256), 'has space', 'é']) {
       const response = await app.inject({
         method: 'POST',
@@ -68,7 +68,7 @@ describeEachStore('Idempotency-Key on POST (DECISION 30)', () => {
   })
 
   it('keeps keys apart from each other and from requests without one', async () => {
-    const { app, store } = buildTestApp({}, { now: fakeClock(1000, 1) })
+    const { app, store } = suite.buildApp({}, { now: fakeClock(1000, 1) })
     await post(app, 'a', '{}')
     await post(app, 'b', '{}')
     await post(app, undefined, '{}')

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { patchKind } from '../src/api/note-routes.js'
-import { buildTestApp, describeEachStore, fakeClock } from './helpers.js'
+import { describeEachStore, fakeClock } from './helpers.js'
 import { NON_OBJECT_PATCHES, RFC7396_EXAMPLES, withIdJson } from './merge-patch-cases.js'
 
 const MERGE_PATCH = 'application/merge-patch+json'
@@ -49,10 +49,10 @@ async function listBody(app: FastifyInstance): Promise<string> {
   return (await app.inject('/api/note')).body
 }
 
-describeEachStore('PATCH with application/merge-patch+json (RFC 7396)', () => {
+describeEachStore('PATCH with application/merge-patch+json (RFC 7396)', (suite) => {
   for (const { target, patch: body, result } of RFC7396_EXAMPLES) {
     it(`turns ${target} patched with ${body} into ${result}`, async () => {
-      const { app } = buildTestApp({}, { now: fakeClock(1) })
+      const { app } = suite.buildApp({}, { now: fakeClock(1) })
       await create(app, target)
       const response = await patch(app, body)
       assert.equal(response.statusCode, 200, response.body)
@@ -65,7 +65,7 @@ describeEachStore('PATCH with application/merge-patch+json (RFC 7396)', () => {
 
   for (const { patch: body, detail } of NON_OBJECT_PATCHES) {
     it(`answers 400 for the non-object patch ${body} and changes nothing`, async () => {
-      const { app } = buildTestApp({}, { now: fakeClock(1) })
+      const { app } = suite.buildApp({}, { now: fakeClock(1) })
       await create(app, '{"a":"foo"}')
       assertProblem(await patch(app, body), 400, detail)
       assert.equal(await listBody(app), '{"data":[{"a":"foo","id":1}]}')
@@ -73,7 +73,7 @@ describeEachStore('PATCH with application/merge-patch+json (RFC 7396)', () => {
   }
 
   it('answers the exact bytes: kept keys in place, new keys at the end', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     await create(app, '{"title":"t","tags":["a","b"],"meta":{"x":1,"y":{"z":2}},"gone":true}')
     assertNote(
       await patch(app, '{"gone":null,"meta":{"y":{"z":null,"w":[null]},"x":0},"tags":["c"],"n":1}'),
@@ -82,7 +82,7 @@ describeEachStore('PATCH with application/merge-patch+json (RFC 7396)', () => {
   })
 
   it('is a case-insensitive media type, with or without charset=utf-8', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     await create(app, '{"a":1,"b":2,"c":3}')
     assertNote(
       await patch(app, '{"a":null}', 'Application/Merge-Patch+JSON'),
@@ -99,7 +99,7 @@ describeEachStore('PATCH with application/merge-patch+json (RFC 7396)', () => {
   })
 
   it('keeps the shallow merge for application/json and every other +json type', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     await create(app, '{"a":{"x":1,"y":2},"b":1}')
     for (const type of ['application/json', 'application/problem+json', 'application/x.y+json']) {
       assertNote(
@@ -110,20 +110,20 @@ describeEachStore('PATCH with application/merge-patch+json (RFC 7396)', () => {
   })
 
   it('treats an empty body as {}: the note unchanged', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     await create(app, '{"a":1}')
     assertNote(await patch(app, ''), '{"a":1,"id":1}')
   })
 
   it('answers 404 for a missing note', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     const response = await patch(app, '{"a":1}', MERGE_PATCH, 7)
     assert.equal(response.statusCode, 404)
     assert.equal(response.body, '')
   })
 
   it('keeps __proto__ and constructor as plain data at any depth', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     await create(app, '{"deep":{"__proto__":{"keep":1,"drop":2}}}')
     assertNote(
       await patch(
@@ -142,7 +142,7 @@ describeEachStore('PATCH with application/merge-patch+json (RFC 7396)', () => {
   })
 
   it('answers 400 for a field nested past MAX_DEPTH (counted on the patch as sent) and changes nothing', async () => {
-    const { app } = buildTestApp({ maxDepth: 4 }, { now: fakeClock(1) })
+    const { app } = suite.buildApp({ maxDepth: 4 }, { now: fakeClock(1) })
     await create(app, '{"a":{"b":{"c":{"d":[]}}}}')
     assertProblem(
       await patch(app, '{"a":{"b":{"c":{"d":{"e":{"f":null}}}}}}'),
@@ -158,7 +158,7 @@ describeEachStore('PATCH with application/merge-patch+json (RFC 7396)', () => {
   })
 
   it('answers 413 past the body limit and changes nothing', async () => {
-    const { app } = buildTestApp({ bodyLimit: 100 }, { now: fakeClock(1) })
+    const { app } = suite.buildApp({ bodyLimit: 100 }, { now: fakeClock(1) })
     await create(app, '{"a":1}')
     const response = await patch(app, JSON.stringify({ t: 'x'.repeat(93) }))
     assert.equal(response.statusCode, 413)
@@ -171,7 +171,7 @@ describeEachStore('PATCH with application/merge-patch+json (RFC 7396)', () => {
     'application/merge-patch+json; charset=ascii',
   ]) {
     it(`answers 415 for ${type} and changes nothing`, async () => {
-      const { app } = buildTestApp({}, { now: fakeClock(1) })
+      const { app } = suite.buildApp({}, { now: fakeClock(1) })
       await create(app, '{"a":1}')
       const charset = /charset=(.*)$/.exec(type)?.[1]
       assertProblem(
@@ -184,7 +184,7 @@ describeEachStore('PATCH with application/merge-patch+json (RFC 7396)', () => {
   }
 
   it('answers 507 when the merged note would pass MAX_STORE_BYTES, changing nothing, and applies a patch that shrinks it', async () => {
-    const { app, store } = buildTestApp({ maxStoreBytes: 1024 }, { now: fakeClock(1) })
+    const { app, store } = suite.buildApp({ maxStoreBytes: 1024 }, { now: fakeClock(1) })
     await create(app, `{"t":"${'x'.repeat(900)}","o":{"a":1}}`)
     const stored = `{"t":"${'x'.repeat(900)}","o":{"a":1},"id":1}`
     assertProblem(
@@ -202,7 +202,7 @@ describeEachStore('PATCH with application/merge-patch+json (RFC 7396)', () => {
   })
 
   it('moves the note to a patched id; removing id leaves it listed but unreachable (DECISION 4)', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     await create(app, '{"a":1}')
     await create(app, '{"b":2}')
     assertNote(await patch(app, '{"id":50}'), '{"a":1,"id":50}')
@@ -219,7 +219,7 @@ describeEachStore('PATCH with application/merge-patch+json (RFC 7396)', () => {
   })
 
   it('leaves POST as it is: a merge-patch body creates a note with its nulls kept', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     assertNote(
       await create(app, '{"a":null,"b":{"c":null}}', MERGE_PATCH),
       '{"a":null,"b":{"c":null},"id":1}',

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { buildTestApp, describeEachStore, inLane, LANES } from './helpers.js'
+import { describeEachStore, inLane, LANES } from './helpers.js'
 import { buildOpsApp } from './ops-app.js'
 
 /** The sample lines of `names` in a Prometheus text exposition, in order. */
@@ -100,9 +100,9 @@ describe('GET /metrics', () => {
 // The store's own counts, read through NoteStore.stats (a promise on PostgreSQL).
 describeEachStore(
   'GET /metrics: what the store holds',
-  () => {
+  (suite) => {
     it('reports the notes and bytes stored and the capacity left', async () => {
-      const { app } = buildTestApp({ metrics: true, maxNotes: 10, maxStoreBytes: 1000 })
+      const { app } = suite.buildApp({ metrics: true, maxNotes: 10, maxStoreBytes: 1000 })
       let bytes = 0
       for (const payload of [{ title: 'a' }, {}]) {
         const created = await app.inject({ method: 'POST', url: '/api/note', payload })

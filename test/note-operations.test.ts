@@ -6,7 +6,7 @@ import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
 import { MemoryNoteStore } from '../src/store/memory.js'
 import type { MaybePromise, NoteFields } from '../src/store/types.js'
-import { buildTestStore, describeEachStore, fakeClock, injectThroughServer } from './helpers.js'
+import { describeEachStore, fakeClock, injectThroughServer, type SuiteContext } from './helpers.js'
 
 /** A fixture's one change to the meaning of create and delete: a header each, and 201 on create. */
 class WithReceipt extends NoteOperations {
@@ -38,8 +38,11 @@ function then(
 }
 
 /** An app on a fresh store with the fixture's operations, counting what reaches Fastify's router. */
-function appWithReceipts(): { app: FastifyInstance; reachedFastify: () => number } {
-  const store = buildTestStore({ maxNotes: 10, maxBytes: 10_000, now: fakeClock(5000, 1) })
+function appWithReceipts(suite: SuiteContext): {
+  app: FastifyInstance
+  reachedFastify: () => number
+} {
+  const store = suite.buildStore({ maxNotes: 10, maxBytes: 10_000, now: fakeClock(5000, 1) })
   const app = buildApp({ store, config: DEFAULT_CONFIG, operations: new WithReceipt(store) })
   let reached = 0
   app.addHook('onRequest', (_request, _reply, done) => {
@@ -51,10 +54,10 @@ function appWithReceipts(): { app: FastifyInstance; reachedFastify: () => number
 
 describeEachStore(
   'NoteOperations: one change to an operation reaches both lanes',
-  () => {
+  (suite) => {
     it('answers a changed create and delete the same through Fastify and through the fast lane', async () => {
-      const viaFastify = appWithReceipts()
-      const viaServer = appWithReceipts()
+      const viaFastify = appWithReceipts(suite)
+      const viaServer = appWithReceipts(suite)
       const send = injectThroughServer(viaServer.app)
       const post = {
         method: 'POST' as const,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
-import { buildTestApp, dataOf, describeEachStore, fakeClock, postNote } from './helpers.js'
+import { dataOf, describeEachStore, fakeClock, postNote } from './helpers.js'
 
 const JSON_UTF8 = 'application/json; charset=utf-8'
 
@@ -12,9 +12,9 @@ function assertEmptyNotFound(response: LightMyRequestResponse): void {
   assert.equal(response.headers['content-type'], undefined)
 }
 
-describeEachStore('POST /api/note', () => {
+describeEachStore('POST /api/note', (suite) => {
   it('returns the note with every body field and an id equal to the creation time', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1_763_000_000_000) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1_763_000_000_000) })
     const response = await postNote(app, { title: 'a', body: 'b', tags: ['x'], meta: { n: 1 } })
     assert.equal(response.statusCode, 200)
     assert.equal(response.headers['content-type'], JSON_UTF8)
@@ -25,20 +25,20 @@ describeEachStore('POST /api/note', () => {
   })
 
   it('overrides an id sent in the body, in its place', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(5000) })
+    const { app } = suite.buildApp({}, { now: fakeClock(5000) })
     const response = await postNote(app, { id: 1, title: 't' })
     assert.equal(response.body, '{"data":{"id":5000,"title":"t"}}')
   })
 
   it('uses the real clock by default', async () => {
-    const { app } = buildTestApp()
+    const { app } = suite.buildApp()
     const before = Date.now()
     const { id } = dataOf(await postNote(app, {})) as { id: number }
     assert.ok(id >= before && id <= Date.now(), `${id} is not between ${before} and now`)
   })
 
   it('gives thousands of concurrent creates distinct ids, in creation order', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1000) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1000) })
     const responses = await Promise.all(
       Array.from({ length: 2000 }, (_, i) => postNote(app, { i })),
     )
@@ -52,13 +52,13 @@ describeEachStore('POST /api/note', () => {
   })
 
   it('treats a request with no body at all as {}', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(9) })
+    const { app } = suite.buildApp({}, { now: fakeClock(9) })
     const response = await app.inject({ method: 'POST', url: '/api/note' })
     assert.equal(response.body, '{"data":{"id":9}}')
   })
 
   it('treats an empty JSON body as {}', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(9) })
+    const { app } = suite.buildApp({}, { now: fakeClock(9) })
     const response = await app.inject({
       method: 'POST',
       url: '/api/note',
@@ -68,7 +68,7 @@ describeEachStore('POST /api/note', () => {
   })
 
   it('stores __proto__, constructor and prototype as plain data, without pollution', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     const payload =
       '{"__proto__":{"isAdmin":true},"constructor":{"prototype":{"isAdmin":true}},"prototype":{"a":1}}'
     const created = await app.inject({
@@ -87,7 +87,7 @@ describeEachStore('POST /api/note', () => {
   })
 
   it('keeps unicode, escapes and numbers exactly', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     const payload = '{"t":"é€😀\\u0000\\ud800","n":-0.5,"big":12345678901234567890,"e":1e-7}'
     const response = await app.inject({
       method: 'POST',
@@ -102,9 +102,9 @@ describeEachStore('POST /api/note', () => {
   })
 })
 
-describeEachStore('GET /api/note', () => {
+describeEachStore('GET /api/note', (suite) => {
   it('returns an empty array when nothing is stored', async () => {
-    const { app } = buildTestApp()
+    const { app } = suite.buildApp()
     const response = await app.inject('/api/note')
     assert.equal(response.statusCode, 200)
     assert.equal(response.headers['content-type'], JSON_UTF8)
@@ -112,7 +112,7 @@ describeEachStore('GET /api/note', () => {
   })
 
   it('returns every note in insertion order, and follows later writes', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     await postNote(app, { n: 'a' })
     await postNote(app, { n: 'b' })
     assert.equal(
@@ -128,22 +128,22 @@ describeEachStore('GET /api/note', () => {
   })
 
   it('is the same resource at /api/note/', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     const created = await app.inject({ method: 'POST', url: '/api/note/', payload: { n: 1 } })
     assert.equal(created.body, '{"data":{"n":1,"id":1}}')
     assert.equal((await app.inject('/api/note/')).body, '{"data":[{"n":1,"id":1}]}')
   })
 
   it('ignores a query string', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     await postNote(app, {})
     assert.equal((await app.inject('/api/note?limit=1&x')).body, '{"data":[{"id":1}]}')
   })
 })
 
-describeEachStore('GET /api/note/:id', () => {
+describeEachStore('GET /api/note/:id', (suite) => {
   it('returns the note', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(42) })
+    const { app } = suite.buildApp({}, { now: fakeClock(42) })
     await postNote(app, { t: 'x' })
     const response = await app.inject('/api/note/42')
     assert.equal(response.statusCode, 200)
@@ -152,7 +152,7 @@ describeEachStore('GET /api/note/:id', () => {
   })
 
   it('returns 404 with an empty body when the note is missing', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(42) })
+    const { app } = suite.buildApp({}, { now: fakeClock(42) })
     await postNote(app, {})
     assertEmptyNotFound(await app.inject('/api/note/43'))
   })
@@ -172,7 +172,7 @@ describeEachStore('GET /api/note/:id', () => {
     [`${'0'.repeat(5000)}7`, true],
   ] as const) {
     it(`reads /api/note/${segment.length > 20 ? `0...(${segment.length} chars)7` : segment} as ${found ? 'note 7' : 'no note'}`, async () => {
-      const { app } = buildTestApp({}, { now: fakeClock(7) })
+      const { app } = suite.buildApp({}, { now: fakeClock(7) })
       await postNote(app, { t: 'seven' })
       const response = await app.inject(`/api/note/${segment}`)
       if (found) assert.equal(response.body, '{"data":{"t":"seven","id":7}}')
@@ -181,7 +181,7 @@ describeEachStore('GET /api/note/:id', () => {
   }
 
   it('finds negative ids and ids beyond 32 bits', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     await postNote(app, {})
     await postNote(app, {})
     await app.inject({ method: 'PATCH', url: '/api/note/1', payload: { id: -5 } })
@@ -191,7 +191,7 @@ describeEachStore('GET /api/note/:id', () => {
   })
 
   it('does not find a note whose id was patched to the string "7"', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(7) })
+    const { app } = suite.buildApp({}, { now: fakeClock(7) })
     await postNote(app, {})
     await app.inject({ method: 'PATCH', url: '/api/note/7', payload: { id: '7' } })
     assertEmptyNotFound(await app.inject('/api/note/7'))
@@ -199,7 +199,7 @@ describeEachStore('GET /api/note/:id', () => {
   })
 
   it('answers HEAD like GET, without a body', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(7) })
+    const { app } = suite.buildApp({}, { now: fakeClock(7) })
     await postNote(app, { t: 'x' })
     const head = await app.inject({ method: 'HEAD', url: '/api/note/7' })
     assert.equal(head.statusCode, 200)
@@ -216,9 +216,9 @@ describeEachStore('GET /api/note/:id', () => {
   })
 })
 
-describeEachStore('PATCH /api/note/:id', () => {
+describeEachStore('PATCH /api/note/:id', (suite) => {
   it('merges the body over the note shallowly and returns it', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(3) })
+    const { app } = suite.buildApp({}, { now: fakeClock(3) })
     await postNote(app, { title: 'old', body: 'keep', nested: { a: 1, b: 2 } })
     const response = await app.inject({
       method: 'PATCH',
@@ -235,7 +235,7 @@ describeEachStore('PATCH /api/note/:id', () => {
   })
 
   it('keeps the note in its list position', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     await postNote(app, { n: 'a' })
     await postNote(app, { n: 'b' })
     await app.inject({ method: 'PATCH', url: '/api/note/1', payload: { n: 'A' } })
@@ -246,7 +246,7 @@ describeEachStore('PATCH /api/note/:id', () => {
   })
 
   it('moves the note to a body id: found at the new id only', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     await postNote(app, { n: 'a' })
     const moved = await app.inject({ method: 'PATCH', url: '/api/note/1', payload: { id: 77 } })
     assert.equal(moved.body, '{"data":{"n":"a","id":77}}')
@@ -255,7 +255,7 @@ describeEachStore('PATCH /api/note/:id', () => {
   })
 
   it('acts on the first in list order when two notes share an id', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     await postNote(app, { n: 'a' }) // 1
     await postNote(app, { n: 'b' }) // 2
     await app.inject({ method: 'PATCH', url: '/api/note/2', payload: { id: 1 } })
@@ -268,14 +268,14 @@ describeEachStore('PATCH /api/note/:id', () => {
   })
 
   it('treats a request with no body as {} and changes nothing', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     await postNote(app, { n: 'a' })
     const response = await app.inject({ method: 'PATCH', url: '/api/note/1' })
     assert.equal(response.body, '{"data":{"n":"a","id":1}}')
   })
 
   it('returns 404 with an empty body when the note is missing', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     await postNote(app, {})
     assertEmptyNotFound(
       await app.inject({ method: 'PATCH', url: '/api/note/2', payload: { a: 1 } }),
@@ -287,9 +287,9 @@ describeEachStore('PATCH /api/note/:id', () => {
   })
 })
 
-describeEachStore('DELETE /api/note/:id', () => {
+describeEachStore('DELETE /api/note/:id', (suite) => {
   it('removes the note and answers the :id segment as a string', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(7) })
+    const { app } = suite.buildApp({}, { now: fakeClock(7) })
     await postNote(app, {})
     await postNote(app, {})
     const response = await app.inject({ method: 'DELETE', url: '/api/note/007' })
@@ -301,7 +301,7 @@ describeEachStore('DELETE /api/note/:id', () => {
   })
 
   it('answers the percent-decoded segment', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(7) })
+    const { app } = suite.buildApp({}, { now: fakeClock(7) })
     await postNote(app, {})
     assert.equal(
       (await app.inject({ method: 'DELETE', url: '/api/note/%30%37' })).body,
@@ -310,7 +310,7 @@ describeEachStore('DELETE /api/note/:id', () => {
   })
 
   it('removes only the first of two notes sharing an id', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     await postNote(app, { n: 'a' })
     await postNote(app, { n: 'b' })
     await app.inject({ method: 'PATCH', url: '/api/note/2', payload: { id: 1 } })
@@ -319,7 +319,7 @@ describeEachStore('DELETE /api/note/:id', () => {
   })
 
   it('returns 404 with an empty body when the note is missing', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1) })
     await postNote(app, {})
     assertEmptyNotFound(await app.inject({ method: 'DELETE', url: '/api/note/2' }))
     assertEmptyNotFound(await app.inject({ method: 'DELETE', url: '/api/note/1e0' }))

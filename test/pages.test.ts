@@ -2,14 +2,7 @@ import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import fc from 'fast-check'
 import type { FastifyInstance } from 'fastify'
-import {
-  buildTestApp,
-  dataOf,
-  describeEachStore,
-  fakeClock,
-  JSON_HEADERS,
-  storeKind,
-} from './helpers.js'
+import { dataOf, describeEachStore, fakeClock, JSON_HEADERS } from './helpers.js'
 
 async function fill(app: FastifyInstance, count: number): Promise<void> {
   for (let i = 0; i < count; i++) {
@@ -32,9 +25,9 @@ function nextOf(link: unknown): string | undefined {
   return match[1]
 }
 
-describeEachStore('pages and search (DECISION 23)', () => {
+describeEachStore('pages and search (DECISION 23)', (suite) => {
   it('walks the list a page at a time, with Link: rel="next" while more follow', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1000, 1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1000, 1) })
     await fill(app, 5)
     const first = await app.inject('/api/note?limit=2')
     assert.equal(first.statusCode, 200)
@@ -50,7 +43,7 @@ describeEachStore('pages and search (DECISION 23)', () => {
   })
 
   it('walks from the newest with order=desc, keeping limit, order and q in the next link', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1000, 1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1000, 1) })
     await fill(app, 7)
     const first = await app.inject('/api/note?order=desc&limit=2&q=fizz&other=1')
     assert.deepEqual(ns(dataOf(first)), [6, 3])
@@ -63,7 +56,7 @@ describeEachStore('pages and search (DECISION 23)', () => {
   })
 
   it('reverses the whole list with order alone, filters with q alone, and pages by 100 with after alone', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1000, 1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1000, 1) })
     await fill(app, 150)
     const reversed = await app.inject('/api/note?order=desc')
     assert.equal(ns(dataOf(reversed)).length, 150)
@@ -85,7 +78,7 @@ describeEachStore('pages and search (DECISION 23)', () => {
   })
 
   it('answers the contract body for a list without paging parameters', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1000, 1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1000, 1) })
     await fill(app, 2)
     const plain = await app.inject('/api/note?x=1&page=2')
     assert.equal(
@@ -96,7 +89,7 @@ describeEachStore('pages and search (DECISION 23)', () => {
   })
 
   it('refuses a bad limit, after, order or q with a 400 naming it', async () => {
-    const { app } = buildTestApp()
+    const { app } = suite.buildApp()
     await fill(app, 3)
     const first = await app.inject('/api/note?limit=1&order=desc')
     const descAfter = new URL(nextOf(first.headers.link) as string, 'http://x').searchParams.get(
@@ -127,7 +120,7 @@ describeEachStore('pages and search (DECISION 23)', () => {
   })
 
   it('answers 304 to a page whose version has not changed', async () => {
-    const { app } = buildTestApp({}, { now: fakeClock(1000, 1) })
+    const { app } = suite.buildApp({}, { now: fakeClock(1000, 1) })
     await fill(app, 3)
     const page = await app.inject('/api/note?limit=2')
     const again = await app.inject({
@@ -152,7 +145,7 @@ describeEachStore('pages and search (DECISION 23)', () => {
           { maxLength: 40 },
         ),
         async (initial, limit, order, writes) => {
-          const { app } = buildTestApp({}, { now: fakeClock(1000, 1) })
+          const { app } = suite.buildApp({}, { now: fakeClock(1000, 1) })
           await fill(app, initial)
           const ids = (dataOf(await app.inject('/api/note')) as { id: number }[]).map((n) => n.id)
           const throughout = new Set(ids)
@@ -197,7 +190,7 @@ describeEachStore('pages and search (DECISION 23)', () => {
         },
       ),
       // A fresh PostgreSQL schema costs ~0.1 s: 20 runs per lane there, 40 in all.
-      { numRuns: storeKind() === 'postgres' ? 20 : 40 },
+      { numRuns: suite.store === 'postgres' ? 20 : 40 },
     )
   })
 })

@@ -1,4 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import {
   chmodSync,
   chownSync,
@@ -49,6 +50,68 @@ export function postgresAvailable(suite: string): boolean {
   return false
 }
 
+/**
+ * The environment variable through which one test run shares one cluster among its test files:
+ * the URL of the cluster's `postgres` database. test/with-postgres.ts starts the cluster, sets it
+ * for the command it runs (`npm test`), and removes the cluster when that command ends.
+ */
+export const SHARED_CLUSTER_ENV = 'NOTES_TEST_POSTGRES_URL'
+
+/**
+ * The cluster of this process's tests, once asked for: the shared one that SHARED_CLUSTER_ENV
+ * names, or else (a file run alone) a cluster this process starts and removes when it exits. Not
+ * durable: the suites on it prove behaviour, not what survives a crash (postgres-faults, on a
+ * durable cluster of its own, does). A cache of a resource, not test state: no test reads it.
+ */
+let processCluster: Promise<string> | undefined
+
+function clusterUrl(): Promise<string> {
+  processCluster ??= startProcessCluster()
+  return processCluster
+}
+
+async function startProcessCluster(): Promise<string> {
+  const shared = process.env[SHARED_CLUSTER_ENV]
+  if (shared !== undefined && shared !== '') return shared
+  const cluster = await PostgresCluster.start({ durable: false })
+  process.once('exit', () => cluster.destroySync())
+  return cluster.url()
+}
+
+/** A fresh, empty database on this process's test cluster (see clusterUrl); its URL. */
+export async function createTestDatabase(): Promise<string> {
+  return createDatabaseAt(await clusterUrl())
+}
+
+let processDatabase: Promise<string> | undefined
+
+/**
+ * One fresh database for this process's tests, made on first use; its URL. Suites in it keep
+ * apart by schema.
+ */
+export function testDatabase(): Promise<string> {
+  processDatabase ??= createTestDatabase()
+  return processDatabase
+}
+
+/**
+ * Creates a database on the cluster whose `postgres` database is at `adminUrl`. Named at random:
+ * test files that share a cluster create theirs without knowing of each other.
+ */
+async function createDatabaseAt(adminUrl: string): Promise<string> {
+  const name = `notes_${randomBytes(6).toString('hex')}`
+  const client = new pg.Client({ connectionString: adminUrl })
+  await client.connect()
+  try {
+    await client.query(`CREATE DATABASE ${name}`)
+  } finally {
+    await client.end()
+  }
+  const url = new URL(adminUrl)
+  url.pathname = `/${name}`
+  return url.href
+}
+
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer()
@@ -71,7 +134,6 @@ export class PostgresCluster {
   readonly port: number
   readonly #bin: string
   readonly #durable: boolean
-  #databases = 0
 
   private constructor(bin: string, dir: string, port: number, durable: boolean) {
     this.#bin = bin
@@ -116,16 +178,8 @@ export class PostgresCluster {
   }
 
   /** A fresh, empty database; its URL. */
-  async createDatabase(): Promise<string> {
-    const name = `notes_${++this.#databases}`
-    const client = new pg.Client({ connectionString: this.url() })
-    await client.connect()
-    try {
-      await client.query(`CREATE DATABASE ${name}`)
-    } finally {
-      await client.end()
-    }
-    return this.url(name)
+  createDatabase(): Promise<string> {
+    return createDatabaseAt(this.url())
   }
 
   async startServer(): Promise<void> {

@@ -4,23 +4,22 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
 import { PostgresNoteStore, type PostgresStoreOptions } from '../src/store/postgres/store.js'
-import { describeEachLane, inLane } from './helpers.js'
-import { PostgresCluster, postgresAvailable } from './postgres-cluster.js'
+import { describeEachLane, type SuiteContext } from './helpers.js'
+import { postgresAvailable, testDatabase } from './postgres-cluster.js'
 
 /**
  * What only PostgreSQL has, over HTTP: an unreachable database, and stores that share one schema.
  * The HTTP suites themselves run on PostgreSQL through describeEachStore (helpers.ts).
  */
 if (postgresAvailable('HTTP API on PostgreSQL')) {
-  const cluster = await PostgresCluster.start()
-  const url = await cluster.createDatabase()
+  const url = await testDatabase()
   const stores: PostgresNoteStore[] = []
   after(async () => {
     await Promise.all(stores.map((store) => store.close()))
-    await cluster.destroy()
   })
 
   const build = (
+    suite: SuiteContext,
     options: Partial<PostgresStoreOptions> = {},
   ): { app: FastifyInstance; store: PostgresNoteStore } => {
     const store = new PostgresNoteStore({
@@ -34,12 +33,12 @@ if (postgresAvailable('HTTP API on PostgreSQL')) {
       ...options,
     })
     stores.push(store)
-    return { app: inLane(buildApp({ store, config: DEFAULT_CONFIG })), store }
+    return { app: suite.inLane(buildApp({ store, config: DEFAULT_CONFIG })), store }
   }
 
-  describeEachLane('the notes API on PostgreSQL', () => {
+  describeEachLane('the notes API on PostgreSQL', (suite) => {
     it('answers 503 with Retry-After and problem JSON while the database is unreachable, and /readyz 503', async () => {
-      const { app } = build({ url: 'postgres://postgres@127.0.0.1:9/nowhere' })
+      const { app } = build(suite, { url: 'postgres://postgres@127.0.0.1:9/nowhere' })
       for (const request of [
         { method: 'GET', url: '/api/note' },
         { method: 'GET', url: '/api/note/1' },
@@ -65,15 +64,15 @@ if (postgresAvailable('HTTP API on PostgreSQL')) {
   })
 
   let schemas = 0
-  describeEachLane('the epoch option of the PostgreSQL store', () => {
+  describeEachLane('the epoch option of the PostgreSQL store', (suite) => {
     it('names the versions of a schema the store creates, and no other: one made before keeps its own', async () => {
       const schema = `epoch_${++schemas}`
-      const first = build({ schema, epoch: 'first' })
+      const first = build(suite, { schema, epoch: 'first' })
       const created = await first.app.inject({ method: 'POST', url: '/api/note', payload: {} })
       assert.equal(created.headers.etag, '"first.1"')
       // A second instance on the same schema, told another epoch: the schema's own one wins, so
       // both answer the same ETags and versions (DECISIONS 21, 22).
-      const second = build({ schema, epoch: 'second' })
+      const second = build(suite, { schema, epoch: 'second' })
       const read = await second.app.inject('/api/note/5000')
       assert.equal(read.headers.etag, '"first.1"')
       assert.equal((await second.app.inject('/api/note')).headers['notes-version'], 'first.1')
@@ -82,7 +81,7 @@ if (postgresAvailable('HTTP API on PostgreSQL')) {
     it('is random without it, and differs between schemas', async () => {
       const tags = []
       for (let i = 0; i < 2; i++) {
-        const { app } = build({ schema: `epoch_${++schemas}` })
+        const { app } = build(suite, { schema: `epoch_${++schemas}` })
         const created = await app.inject({ method: 'POST', url: '/api/note', payload: {} })
         tags.push(created.headers.etag as string)
       }

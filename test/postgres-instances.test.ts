@@ -4,26 +4,23 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { PostgresNoteStore } from '../src/store/postgres/store.js'
 import type { Change } from '../src/store/types.js'
 import { type ServerProcess, startServer } from './hostile/server-process.js'
-import { PostgresCluster, postgresAvailable } from './postgres-cluster.js'
+import { createTestDatabase, postgresAvailable } from './postgres-cluster.js'
 
 /** DECISION 27: three instances of the service on one database behave as one service. */
 if (postgresAvailable('PostgreSQL multi-instance tests')) {
   describe('three instances on one PostgreSQL database', () => {
-    let cluster: PostgresCluster
     let url: string
     let instances: ServerProcess[] = []
     const base = (i: number) => `http://127.0.0.1:${(instances[i] as ServerProcess).port}`
 
     before(async () => {
-      cluster = await PostgresCluster.start()
-      url = await cluster.createDatabase()
+      url = await createTestDatabase()
       instances = await Promise.all(
         [0, 1, 2].map(() => startServer({ env: { DATABASE_URL: url } })),
       )
     })
     after(async () => {
       await Promise.all(instances.map((instance) => instance.stop()))
-      await cluster.destroy()
     })
 
     const post = async (i: number, body: unknown, headers: Record<string, string> = {}) => {
@@ -120,7 +117,7 @@ if (postgresAvailable('PostgreSQL multi-instance tests')) {
     })
 
     it('holds MAX_NOTES across instances', async () => {
-      const capped = await cluster.createDatabase()
+      const capped = await createTestDatabase()
       const small = await Promise.all(
         [0, 1].map(() => startServer({ env: { DATABASE_URL: capped, MAX_NOTES: '10' } })),
       )
@@ -163,7 +160,7 @@ if (postgresAvailable('PostgreSQL multi-instance tests')) {
         }
         await Promise.all(Array.from({ length: 30 }, (_, n) => write(n)))
         // Cut every LISTEN connection: the listeners reconnect and catch up from the history.
-        await terminateListeners(cluster)
+        await terminateListeners(url)
         await Promise.all(Array.from({ length: 30 }, (_, n) => write(30 + n)))
         const end = sequenceOf(await (stores[0] as PostgresNoteStore).version())
         const deadline = Date.now() + 10_000
@@ -185,13 +182,14 @@ if (postgresAvailable('PostgreSQL multi-instance tests')) {
   })
 }
 
-async function terminateListeners(cluster: PostgresCluster): Promise<void> {
+/** Cuts the LISTEN connections to the database at `url` (the cluster may serve other tests). */
+async function terminateListeners(url: string): Promise<void> {
   const { default: pg } = await import('pg')
-  const client = new pg.Client({ connectionString: cluster.url() })
+  const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
     const { rowCount } = await client.query(
-      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN notes_changes'",
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN notes_changes' AND datname = current_database()",
     )
     assert.equal(rowCount, 3)
   } finally {

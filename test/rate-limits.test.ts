@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { after, describe, it } from 'node:test'
 import type { InjectOptions, LightMyRequestResponse } from 'fastify'
 import type { Config } from '../src/config/config.js'
-import { buildTestApp, describeEachLane, injectThroughServer } from './helpers.js'
+import { describeEachLane, injectThroughServer, MEMORY, type SuiteContext } from './helpers.js'
 
 const WINDOW_MS = 60_000
 const json = { 'content-type': 'application/json' }
@@ -44,13 +44,13 @@ function tooMany(max: number, retryAfter: string): string {
   })
 }
 
-function limited(overrides: Partial<Config>) {
-  return buildTestApp({ rateLimitWindowMs: WINDOW_MS, ...overrides })
+function limited(suite: SuiteContext, overrides: Partial<Config>) {
+  return suite.buildApp({ rateLimitWindowMs: WINDOW_MS, ...overrides })
 }
 
-describeEachLane('rate limits', () => {
+describeEachLane('rate limits', (suite) => {
   it('puts the RateLimit headers on every answer, and counts every request', async () => {
-    const { app } = limited({ rateLimit: 100, metrics: true, bodyLimit: 64 })
+    const { app } = limited(suite, { rateLimit: 100, metrics: true, bodyLimit: 64 })
     const requests: [InjectOptions, number][] = [
       [{ method: 'POST', url: '/api/note', headers: json, payload: '{"a":1}' }, 200],
       [{ method: 'GET', url: '/api/note' }, 200],
@@ -84,7 +84,7 @@ describeEachLane('rate limits', () => {
   })
 
   it('leaves the health checks out: not counted, no RateLimit headers', async () => {
-    const { app } = limited({ rateLimit: 2 })
+    const { app } = limited(suite, { rateLimit: 2 })
     for (let i = 0; i < 5; i++) {
       for (const url of ['/healthz', '/readyz', '/healthz/']) {
         const response = await app.inject(url)
@@ -101,7 +101,7 @@ describeEachLane('rate limits', () => {
   })
 
   it('answers 429 past the limit, with Retry-After and problem JSON, and applies nothing', async () => {
-    const { app, store } = limited({ rateLimit: 3 })
+    const { app, store } = limited(suite, { rateLimit: 3 })
     const post = { method: 'POST', url: '/api/note', headers: json, payload: '{}' } as const
     for (let i = 0; i < 3; i++) assert.equal((await app.inject(post)).statusCode, 200)
     const start = Date.now()
@@ -128,7 +128,7 @@ describeEachLane('rate limits', () => {
   })
 
   it('counts each client address apart: one past its limit holds back no other', async () => {
-    const { app } = limited({ rateLimit: 5 })
+    const { app } = limited(suite, { rateLimit: 5 })
     const from = (remoteAddress: string) => app.inject({ url: '/api/note', remoteAddress })
     const statuses: Record<string, number[]> = { a: [], b: [] }
     const remaining: string[] = []
@@ -152,7 +152,11 @@ describeEachLane('rate limits', () => {
   })
 
   it('counts per access key when keys are on, and refused keys per address', async () => {
-    const { app } = limited({ rateLimit: 3, apiKeys: ['k-one', 'k-two'], apiReadKeys: ['k-read'] })
+    const { app } = limited(suite, {
+      rateLimit: 3,
+      apiKeys: ['k-one', 'k-two'],
+      apiReadKeys: ['k-read'],
+    })
     const send = (authorization: string | undefined, remoteAddress: string, method = 'GET') =>
       app.inject({
         method: method as 'GET',
@@ -204,7 +208,7 @@ describeEachLane('rate limits', () => {
   })
 
   it('starts a new count when the window ends', async () => {
-    const { app } = buildTestApp({ rateLimit: 1, rateLimitWindowMs: 1000 })
+    const { app } = suite.buildApp({ rateLimit: 1, rateLimitWindowMs: 1000 })
     let response = await app.inject('/api/note')
     for (let tries = 0; response.statusCode !== 429 && tries < 10; tries++) {
       response = await app.inject('/api/note')
@@ -220,7 +224,7 @@ describeEachLane('rate limits', () => {
 
 describe('rate limits and the fast lane', () => {
   it('sends every request through Fastify while rate limits are on, so each is counted', async () => {
-    const { app } = limited({ rateLimit: 100 })
+    const { app } = limited(MEMORY, { rateLimit: 100 })
     let throughFastify = 0
     app.addHook('onResponse', (_request, _reply, done) => {
       throughFastify++
@@ -240,7 +244,7 @@ describe('rate limits and the fast lane', () => {
 
 describe('rate limits over a real socket', () => {
   it('serves a client under its limit while another floods past its own', async () => {
-    const { app } = limited({ rateLimit: 10, apiKeys: ['flooder', 'steady'] })
+    const { app } = limited(MEMORY, { rateLimit: 10, apiKeys: ['flooder', 'steady'] })
     await app.listen({ port: 0, host: '127.0.0.1' })
     after(() => app.close())
     const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/api/note`
@@ -278,7 +282,7 @@ describe('rate limits over a real socket', () => {
 
 describe('rate limits and access keys with CORS', () => {
   it('lets pages send Authorization and read the headers these features add', async () => {
-    const { app } = limited({
+    const { app } = limited(MEMORY, {
       rateLimit: 10,
       apiKeys: ['k-one'],
       corsOrigin: ['https://app.example'],

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import { matchesText } from '../src/store/search.js'
-import { buildTestApp, dataOf, describeEachStore } from './helpers.js'
+import { dataOf, describeEachStore } from './helpers.js'
 
 /** The definition, written plainly: some string value, at any depth, contains q (any case). */
 function reference(q: string, note: unknown): boolean {
@@ -87,10 +87,10 @@ describe('matchesText (DECISION 23: q)', () => {
   })
 })
 
-describeEachStore('GET /api/note?q= (DECISION 23)', () => {
+describeEachStore('GET /api/note?q= (DECISION 23)', (suite) => {
   it('answers, for each q of the table, exactly the notes the definition matches, in list order', async () => {
     // On PostgreSQL the pg_trgm index narrows the candidates first: it must never drop a match.
-    const { app } = buildTestApp()
+    const { app } = suite.buildApp()
     for (const [, note] of cases) {
       const created = await app.inject({
         method: 'POST',

@@ -1,14 +1,10 @@
-import { after, describe } from 'node:test'
+import { describe } from 'node:test'
 import { PostgresNoteStore } from '../src/store/postgres/store.js'
-import { PostgresCluster, postgresAvailable } from './postgres-cluster.js'
+import { postgresAvailable, testDatabase } from './postgres-cluster.js'
 import { runModelProperty } from './store-model.property.js'
 
 if (postgresAvailable('PostgresNoteStore against the model')) {
-  const cluster = await PostgresCluster.start()
-  const url = await cluster.createDatabase()
-  after(async () => {
-    await cluster.destroy()
-  })
+  const url = await testDatabase()
 
   describe('PostgresNoteStore against the model', () => {
     let run = 0

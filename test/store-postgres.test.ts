@@ -1,15 +1,13 @@
 import { after } from 'node:test'
 import { PostgresNoteStore } from '../src/store/postgres/store.js'
-import { PostgresCluster, postgresAvailable } from './postgres-cluster.js'
+import { postgresAvailable, testDatabase } from './postgres-cluster.js'
 import { type ContractStoreOptions, runStoreContract } from './store.contract.js'
 
 if (postgresAvailable('PostgresNoteStore contract')) {
-  const cluster = await PostgresCluster.start()
-  const url = await cluster.createDatabase()
+  const url = await testDatabase()
   const stores: PostgresNoteStore[] = []
   after(async () => {
     await Promise.all(stores.map((store) => store.close()))
-    await cluster.destroy()
   })
   runStoreContract(
     'PostgresNoteStore',
