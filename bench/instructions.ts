@@ -129,7 +129,11 @@ async function instructionsPerRequest(
     stopGraceMs: 60_000,
   })
   try {
-    const request = workload.request(await preload(server.port, workload.preload))
+    // Batches of 16 rather than 128: under valgrind on a busy machine, a server answering 4
+    // connections' 128 pipelined creates ran for more than 5 s without returning to its event
+    // loop, and node:http's keep-alive timeout (5 s, armed between pipelined requests) then
+    // closed the connections mid-preload (ECONNRESET; 2026-11-26, the floor of before and after).
+    const request = workload.request(await preload(server.port, workload.preload, 4, 16))
     // The warm-up comes in two halves with, for a target with metrics, a scrape between them,
     // as Prometheus would have scraped by then. The first scrape loads prom-client, and like any
     // request Fastify serves, it sends new shapes through Node's HTTP code that the fast lane's
