@@ -6,7 +6,8 @@
  * A note's GET does the service's conditional-request job with the least work node:http allows:
  * its ETag and Last-Modified are made when the note is written, sent with Cache-Control:
  * no-cache, and an If-None-Match equal to the stored ETag answers 304 with those three headers.
- * PORT from the environment; listens on 127.0.0.1.
+ * PORT (and KEEP_ALIVE_TIMEOUT_MS, as the service reads it) from the environment; listens on
+ * 127.0.0.1.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 
@@ -158,5 +159,9 @@ const server = createServer((req, res) => {
   }
 })
 
+// Node's default (5 s) unless the bench asks for longer (bench:instructions, under valgrind).
+if (process.env.KEEP_ALIVE_TIMEOUT_MS !== undefined) {
+  server.keepAliveTimeout = Number(process.env.KEEP_ALIVE_TIMEOUT_MS)
+}
 server.listen(Number(process.env.PORT ?? 3000), '127.0.0.1')
 process.once('SIGTERM', () => server.close())

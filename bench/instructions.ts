@@ -41,6 +41,21 @@ import { type LoadRequest, WORKLOADS, type Workload } from './workloads.js'
 
 const CONNECTIONS = 4
 
+/**
+ * Connection timeouts of 5 minutes for the service and the floor (Fastify's keep-alive is 72 s
+ * already). Under valgrind on a busy machine (load average 19-25, 2026-11-26) a server spent
+ * over 5 s in one stretch without polling its sockets (with --single-threaded, V8 compiles on
+ * the main thread); libuv then runs its timers before it reads, so node:http's keep-alive
+ * timeout (5 s, armed after each answer) fired on connections whose next request was already
+ * waiting, and the preload met ECONNRESET. A timeout's value does not change what a request
+ * costs: the timer is armed and cleared the same way.
+ */
+const PATIENT_TIMEOUTS = {
+  KEEP_ALIVE_TIMEOUT_MS: '300000',
+  HEADERS_TIMEOUT_MS: '300000',
+  REQUEST_TIMEOUT_MS: '300000',
+}
+
 /** Sends `request` `count` times over CONNECTIONS keep-alive connections; every answer must be 2xx. */
 async function drive(port: number, request: LoadRequest, count: number): Promise<void> {
   const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS })
@@ -127,13 +142,10 @@ async function instructionsPerRequest(
     startTimeoutMs: 120_000,
     // callgrind writes its counts as the process exits.
     stopGraceMs: 60_000,
+    env: PATIENT_TIMEOUTS,
   })
   try {
-    // Batches of 16 rather than 128: under valgrind on a busy machine, a server answering 4
-    // connections' 128 pipelined creates ran for more than 5 s without returning to its event
-    // loop, and node:http's keep-alive timeout (5 s, armed between pipelined requests) then
-    // closed the connections mid-preload (ECONNRESET; 2026-11-26, the floor of before and after).
-    const request = workload.request(await preload(server.port, workload.preload, 4, 16))
+    const request = workload.request(await preload(server.port, workload.preload))
     // The warm-up comes in two halves with, for a target with metrics, a scrape between them,
     // as Prometheus would have scraped by then. The first scrape loads prom-client, and like any
     // request Fastify serves, it sends new shapes through Node's HTTP code that the fast lane's

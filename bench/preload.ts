@@ -77,8 +77,8 @@ class PipelinedConnection {
 }
 
 /**
- * Creates `count` small notes over HTTP: pipelined batches of `batch` on 4 keep-alive connections
- * (or `connectionCount`), so that even 100,000 notes take seconds. The note of request count/2 is the middle one (within a few
+ * Creates `count` small notes over HTTP: pipelined batches on 4 keep-alive connections (or
+ * `connectionCount`), so that even 100,000 notes take seconds. The note of request count/2 is the middle one (within a few
  * hundred places of the list's middle); the last note is created alone once every other has been
  * answered, so it is truly the last.
  */
@@ -86,7 +86,6 @@ export async function preload(
   port: number,
   count: number,
   connectionCount = CONNECTIONS,
-  batch = BATCH,
 ): Promise<PreloadedIds> {
   if (count === 0) return { middle: undefined, last: undefined }
   const ids: number[] = new Array(count)
@@ -102,7 +101,7 @@ export async function preload(
     const worker = async (connection: PipelinedConnection): Promise<void> => {
       while (next < count - 1) {
         const first = next
-        const size = Math.min(batch, count - 1 - first)
+        const size = Math.min(BATCH, count - 1 - first)
         next += size
         const bodies = Array.from({ length: size }, (_, i) => smallNote(first + i))
         const answers = await connection.postAll('/api/note', bodies)
