@@ -47,8 +47,10 @@ const CONNECTIONS = 4
  * over 5 s in one stretch without polling its sockets (with --single-threaded, V8 compiles on
  * the main thread); libuv then runs its timers before it reads, so node:http's keep-alive
  * timeout (5 s, armed after each answer) fired on connections whose next request was already
- * waiting, and the preload met ECONNRESET. A timeout's value does not change what a request
- * costs: the timer is armed and cleared the same way.
+ * waiting, and the preload met ECONNRESET. The floor's W6 preload (100,000 creates) was still
+ * reset with only the keep-alive timeout raised; the headers timeout (60 s) is the likely one,
+ * raised too. A timeout's value does not change what a request costs: the timers are armed and
+ * checked the same way.
  */
 const PATIENT_TIMEOUTS = {
   KEEP_ALIVE_TIMEOUT_MS: '300000',
