@@ -41,9 +41,30 @@ import { type LoadRequest, WORKLOADS, type Workload } from './workloads.js'
 
 const CONNECTIONS = 4
 
-/** Sends `request` `count` times over CONNECTIONS keep-alive connections; every answer must be 2xx. */
-async function drive(port: number, request: LoadRequest, count: number): Promise<void> {
-  const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS })
+/**
+ * Connection timeouts of 5 minutes for the service and the floor (Fastify's keep-alive is 72 s
+ * already). Under valgrind on a busy machine (load average 19-25, 2026-11-26) a server spent
+ * over 5 s in one stretch without polling its sockets (with --single-threaded, V8 compiles on
+ * the main thread); libuv then runs its timers before it reads, so node:http's keep-alive
+ * timeout (5 s, armed after each answer) fired on connections whose next request was already
+ * waiting, and the preload met ECONNRESET. The floor's W6 preload (100,000 creates) was still
+ * reset with only the keep-alive timeout raised; the headers timeout (60 s) is the likely one,
+ * raised too. A timeout's value does not change what a request costs: the timers are armed and
+ * checked the same way.
+ */
+const PATIENT_TIMEOUTS = {
+  KEEP_ALIVE_TIMEOUT_MS: '300000',
+  HEADERS_TIMEOUT_MS: '300000',
+  REQUEST_TIMEOUT_MS: '300000',
+}
+
+/** Sends `request` `count` times over the agent's connections; every answer must be 2xx. */
+async function drive(
+  port: number,
+  request: LoadRequest,
+  count: number,
+  agent: Agent,
+): Promise<void> {
   let left = count
   const worker = async (): Promise<void> => {
     while (left-- > 0) {
@@ -57,11 +78,7 @@ async function drive(port: number, request: LoadRequest, count: number): Promise
       }
     }
   }
-  try {
-    await Promise.all(Array.from({ length: CONNECTIONS }, worker))
-  } finally {
-    agent.destroy()
-  }
+  await Promise.all(Array.from({ length: CONNECTIONS }, worker))
 }
 
 /**
@@ -127,7 +144,15 @@ async function instructionsPerRequest(
     startTimeoutMs: 120_000,
     // callgrind writes its counts as the process exits.
     stopGraceMs: 60_000,
+    env: PATIENT_TIMEOUTS,
   })
+  // One agent, so one set of keep-alive connections, for the warm-up and the measured requests
+  // alike. With a new agent per phase, the measured requests began on new sockets, and Node's
+  // HTTP code deoptimizes then ('wrong map' in onParserExecuteCommon, resOnFinish and
+  // setStreamTimeout, seen with --trace-deopt outside valgrind, in the floor and the service
+  // alike) and is compiled again, on the main thread with --single-threaded: V8's compiler took
+  // 11,273 of the service's 87,836 instructions per measured W1 GET (the floor's: 2,198).
+  const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS })
   try {
     const request = workload.request(await preload(server.port, workload.preload))
     // The warm-up comes in two halves with, for a target with metrics, a scrape between them,
@@ -135,19 +160,20 @@ async function instructionsPerRequest(
     // request Fastify serves, it sends new shapes through Node's HTTP code that the fast lane's
     // requests run hot, so V8 deoptimizes and recompiles: about 20,000 more instructions per
     // request over the next 10,000 requests. The second half lets that settle.
-    await drive(server.port, request, Math.ceil(requests / 2))
+    await drive(server.port, request, Math.ceil(requests / 2), agent)
     if (target.scrapeMetrics === true) {
       const answer = await send(server.port, 'GET', '/metrics', { timeoutMs: 60_000 })
       if (answer.status !== 200) throw new Error(`GET /metrics answered ${answer.status}`)
     }
-    await drive(server.port, request, Math.floor(requests / 2))
+    await drive(server.port, request, Math.floor(requests / 2), agent)
     // A dump writes the counts so far to `${out}.1` and zeroes them; the second one, to
     // `${out}.2`, holds the measured requests alone.
     await callgrindControl(server.pid, vgdb, '--dump=warm-up')
-    await drive(server.port, request, requests)
+    await drive(server.port, request, requests, agent)
     await callgrindControl(server.pid, vgdb, '--dump=measured')
     return instructionsIn(`${out}.2`, server.pid) / requests
   } finally {
+    agent.destroy()
     await server.stop()
   }
 }

@@ -10,6 +10,7 @@ export type TargetId =
   | 'floor'
   | 'floor-kept'
   | 'fastify'
+  | 'fastify-etag'
   | 'fastify-pg'
   | 'service-logged'
   | 'service-metrics'
@@ -66,6 +67,13 @@ export const TARGETS: Readonly<Record<TargetId, Target>> = {
     id: 'fastify',
     description: 'straightforward Fastify: array of objects, find/findIndex, reply.send(object)',
     script: here('./fastify-server.js'),
+    env: {},
+  },
+  'fastify-etag': {
+    id: 'fastify-etag',
+    description:
+      'idiomatic Fastify doing the same job: @fastify/etag (SHA-1 ETag, 304), Last-Modified, Cache-Control, notes in a Map',
+    script: here('./fastify-etag-server.js'),
     env: {},
   },
   'fastify-pg': {
