@@ -1,9 +1,11 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
+import { type Answer, JSON_CONTENT_TYPE } from '../api/answer.js'
+import { writeAnswer } from '../api/answer-head.js'
 import { problemForError } from '../api/error-handling.js'
 import { parseUtf8JsonObject } from '../api/json-body.js'
 import { parseNoteId } from '../api/note-id.js'
-import { type Answer, JSON_CONTENT_TYPE, type NoteOperations } from '../api/note-operations.js'
+import type { NoteOperations } from '../api/note-operations.js'
 import { NOTE_ROUTE, NOTES_ROUTE } from '../api/note-routes.js'
 import { problemAnswer } from '../api/problem.js'
 import type { FailureLog } from '../ops/failure-log.js'
@@ -112,26 +114,8 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
     }
 
     send(answer: Answer): void {
-      const { status, contentType, body, headers } = answer
-      // Headers as one flat [name, value, ...] list: Node walks an object's with for-in and
-      // hasOwnProperty, a list by index.
-      const list: (string | number)[] =
-        contentType === undefined
-          ? status === 304
-            ? ['x-request-id', this.id]
-            : ['x-request-id', this.id, 'content-length', 0]
-          : [
-              'x-request-id',
-              this.id,
-              'content-type',
-              contentType,
-              'content-length',
-              body === undefined ? 0 : Buffer.byteLength(body),
-            ]
-      if (headers.length !== 0) for (const header of headers) list.push(header)
-      this.response.writeHead(status, list as string[])
-      this.response.end(body)
-      this.#record(status)
+      writeAnswer(this.response, answer, this.id)
+      this.#record(answer.status)
     }
 
     fail(err: unknown): void {
