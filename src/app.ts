@@ -1,11 +1,7 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import { trackAllowedMethods } from './api/allowed-methods.js'
 import { ChangeFeed, DEFAULT_FEED_TUNING, type FeedTuning } from './api/change-feed.js'
-import {
-  clientErrorHandler,
-  frameworkErrorHandler,
-  registerErrorHandling,
-} from './api/error-handling.js'
+import { frameworkErrorHandler, registerErrorHandling } from './api/error-handling.js'
 import { registerEventRoutes } from './api/event-routes.js'
 import { registerJsonBodyParser } from './api/json-body.js'
 import { NoteOperations } from './api/note-operations.js'
@@ -15,7 +11,9 @@ import { readPackageInfo } from './config/package-info.js'
 import { registerCloseConnections } from './http/close-connections.js'
 import { withFastLane } from './http/fast-lane.js'
 import { createHttpServer } from './http/http-server.js'
+import { closeLingering } from './http/lingering-close.js'
 import { inOrder } from './http/pipelining.js'
+import { clientErrorHandler, endAfterError } from './http/refusals.js'
 import { AccessKeys, registerAccessKeys } from './ops/access-keys.js'
 import { registerApiDocs } from './ops/api-docs.js'
 import { registerCors } from './ops/cors.js'
@@ -144,7 +142,12 @@ export function buildApp({
   registerCloseConnections(app)
   registerLoadShedding(app, { maxEventLoopDelayMs: config.maxEventLoopDelayMs })
   registerJsonBodyParser(app, { maxDepth: config.maxDepth })
-  registerErrorHandling(app, { bodyLimit: config.bodyLimit, allowFor, failures })
+  registerErrorHandling(app, {
+    bodyLimit: config.bodyLimit,
+    allowFor,
+    failures,
+    endConnection: (request, reply) => endAfterError(request, reply, config.bodyLimit),
+  })
   // Hooks first, so that they apply to every route registered after them.
   registerRequestIds(app, requestId)
   registerCors(app, {
@@ -183,8 +186,11 @@ export function buildApp({
   }
   // A stream must hear something before the socket timeout would close it as silent.
   tuning.heartbeatMs = Math.min(tuning.heartbeatMs, Math.ceil(config.socketTimeoutMs / 2))
-  const feed = new ChangeFeed(store, tuning, (err) =>
-    app.log.error({ err }, 'the change feed could not read the store'),
+  const feed = new ChangeFeed(
+    store,
+    tuning,
+    (err) => app.log.error({ err }, 'the change feed could not read the store'),
+    closeLingering,
   )
   registerEventRoutes(app, feed)
   return app

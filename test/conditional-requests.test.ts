@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
-import { it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
+import { noneMatch } from '../src/api/conditional.js'
 import { describeEachStore, fakeClock, JSON_HEADERS } from './helpers.js'
 
 // 2023-11-14T22:13:20.000Z, then 1 ms later per clock read.
@@ -11,6 +12,25 @@ function problemOf(response: LightMyRequestResponse): { status: number; detail: 
   assert.equal(response.headers['content-type'], 'application/problem+json')
   return JSON.parse(response.body) as { status: number; detail: string }
 }
+
+describe('noneMatch: If-None-Match against an ETag (the rule the API and the pages share)', () => {
+  const cases: [string | undefined, string, boolean][] = [
+    ['"v.1"', '"v.1"', true],
+    ['"v.0", W/"v.1"', '"v.1"', true],
+    [' "v.0" ,"v.1" ', '"v.1"', true],
+    ['*', '"v.1"', true],
+    ['"v.1"', '"v.1-br"', false],
+    ['"v.1-br"', '"v.1"', false],
+    ['v.1', '"v.1"', false],
+    ['', '"v.1"', false],
+    [undefined, '"v.1"', false],
+  ]
+  for (const [header, etag, matches] of cases) {
+    it(`${JSON.stringify(header)} against ${etag}: ${matches}`, () => {
+      assert.equal(noneMatch(header, etag), matches)
+    })
+  }
+})
 
 describeEachStore('versions and conditional requests (DECISIONS 21, 22)', (suite) => {
   const setUp = async () => {

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http'
-import { closeLingering } from '../http/lingering-close.js'
+import type { Socket } from 'node:net'
 import type { Change, NoteStore } from '../store/types.js'
 
 /** How the feed paces itself; `DEFAULT_FEED_TUNING` has the shipped values. */
@@ -141,6 +141,7 @@ export class ChangeFeed {
   readonly #store: NoteStore
   readonly #tuning: FeedTuning
   readonly #onError: (err: unknown) => void
+  readonly #closeConnection: (socket: Socket) => void
   #unsubscribe: (() => void) | undefined
   readonly #live = new Set<EventStream>()
   readonly #catchingUp = new Set<EventStream>()
@@ -155,11 +156,20 @@ export class ChangeFeed {
   #heartbeat: NodeJS.Timeout | undefined
   #closing = false
 
-  /** `onError` hears of a store that failed a stream's read (the stream is then closed). */
-  constructor(store: NoteStore, tuning: FeedTuning, onError: (err: unknown) => void) {
+  /**
+   * `onError` hears of a store that failed a stream's read (the stream is then closed);
+   * `closeConnection` closes an ended stream's connection (the server's lingering close).
+   */
+  constructor(
+    store: NoteStore,
+    tuning: FeedTuning,
+    onError: (err: unknown) => void,
+    closeConnection: (socket: Socket) => void,
+  ) {
     this.#store = store
     this.#tuning = tuning
     this.#onError = onError
+    this.#closeConnection = closeConnection
   }
 
   /** Streams open now. */
@@ -464,7 +474,7 @@ export class ChangeFeed {
     response.end()
     const socket = response.socket
     if (response.writableLength > CLOSE_SLACK_BYTES || socket === null) response.destroy()
-    else closeLingering(socket)
+    else this.#closeConnection(socket)
   }
 
   /** A read of the store failed: the client reconnects and resumes from its last id. */

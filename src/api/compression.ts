@@ -60,6 +60,7 @@ const CHOICES: Record<`${Coding}${'' | '!'}`, CodingChoice> = {
  * wins only when named with a higher q than both. An empty header asks for no coding.
  * 'gzip, deflate, br' -> br; 'br;q=0.5, gzip' -> gzip; '*;q=0.1, br;q=0' -> gzip;
  * 'gzip, identity;q=0' -> gzip, always; 'identity' -> undefined; '' -> undefined
+ * The one implementation of the rule: the API, the notes page and the docs page use it.
  */
 export function parseAcceptEncoding(header: string): CodingChoice | undefined {
   let br: number | undefined

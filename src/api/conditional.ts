@@ -8,9 +8,11 @@ import type { Preconditions } from '../store/types.js'
 
 /**
  * If-None-Match against the representation's ETag, by weak comparison (§13.1.2):
- * '"a", W/"b"' matches '"b"'; '*' matches anything.
+ * '"a", W/"b"' matches '"b"'; '*' matches anything; no header (undefined) matches nothing.
+ * The one implementation of the rule: the API, the notes page and the docs page use it.
  */
-export function noneMatch(header: string, etag: string): boolean {
+export function noneMatch(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false
   if (header === etag || header === '*') return true
   for (const tag of header.split(',')) {
     const trimmed = tag.trim()

@@ -1,18 +1,23 @@
-import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { closeLingering, isLingering, lingerOnClose } from '../http/lingering-close.js'
-import { afterResponsesOn } from '../http/pipelining.js'
-import type { FailureLog } from '../ops/failure-log.js'
-import { REQUEST_ID_HEADER } from '../ops/request-id.js'
 import { IdempotencyKeyReusedError, StoreFullError, StoreUnavailableError } from '../store/types.js'
-import { PROBLEM_CONTENT_TYPE, problem, sendProblem } from './problem.js'
+import { sendProblem } from './problem.js'
+
+/** Where a failed request is reported (ops/failure-log.ts's FailureLog is one). */
+export interface FailureReporter {
+  report(error: unknown, status: number, detail: string, requestId: string): void
+}
 
 export interface ErrorHandlingOptions {
   bodyLimit: number
   /** Answers the Allow header for a path the app serves, undefined for any other path. */
   allowFor: (path: string) => string | undefined
   /** Where failed requests are logged; the fast lane reports to the same one. */
-  failures: FailureLog
+  failures: FailureReporter
+  /**
+   * Decides, before an error answer is sent, whether it closes the connection, and makes that
+   * close linger (http/refusals.ts's endAfterError): the connection is the server's business.
+   */
+  endConnection: (request: FastifyRequest, reply: FastifyReply) => void
 }
 
 /**
@@ -23,12 +28,12 @@ export function registerErrorHandling(app: FastifyInstance, options: ErrorHandli
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const { status, detail, headers } = problemForError(error, options.bodyLimit)
     options.failures.report(error, status, detail, request.id)
-    endAfterError(request, reply, options.bodyLimit)
+    options.endConnection(request, reply)
     sendProblem(reply, status, detail, headers)
   })
 
   app.setNotFoundHandler((request, reply) => {
-    endAfterError(request, reply, options.bodyLimit)
+    options.endConnection(request, reply)
     const allow = options.allowFor(pathOf(request.url))
     if (allow === undefined) {
       sendProblem(reply, 404, 'Nothing is served at this path; the notes are at /api/note.')
@@ -38,27 +43,6 @@ export function registerErrorHandling(app: FastifyInstance, options: ErrorHandli
       sendProblem(reply, 405, `${request.method} is not allowed here; use ${allow}.`, { allow })
     }
   })
-}
-
-/**
- * Decides how a connection ends after an error answer (DECISION 18). A request answered before
- * its body has all arrived (a 413 after the headers of a large upload, a 415, a 404 to a POST)
- * closes the connection when the rest of the body is unbounded (chunked) or over the limit, so
- * that the server reads and discards it for a bounded time only and never takes what follows it
- * for a next request; a body within the limit is read to its end, as Node does, and the
- * connection kept. Fastify closes after a body parser's error itself, but not after a 415 or a
- * 404. Whenever the answer closes the connection, the close lingers (lingering-close.ts).
- * 'complete' is still false for a bodiless request while its headers are handled, so the body
- * headers decide whether there is a body at all.
- */
-function endAfterError(request: FastifyRequest, reply: FastifyReply, bodyLimit: number): void {
-  const { complete, headers, socket } = request.raw
-  if (complete === false) {
-    const chunked = headers['transfer-encoding'] !== undefined
-    const length = Number(headers['content-length'] ?? 0)
-    if (chunked || length > bodyLimit) reply.header('connection', 'close')
-  }
-  if (reply.getHeader('connection') === 'close') lingerOnClose(socket)
 }
 
 /**
@@ -107,63 +91,6 @@ export function frameworkErrorHandler(
     options.failures.report(error, status, detail, request.id)
     sendProblem(reply, status, detail, headers)
   }
-}
-
-/** Connections being refused (kept aside, like the pipelining queue, so sockets keep Node's shape). */
-const refusing = new WeakSet<Socket>()
-
-/**
- * Answers requests that Node's HTTP parser rejects before Fastify sees them, then closes the
- * connection: 431 for oversized headers, 408 for timeouts, 400 for anything malformed, each with
- * a new X-Request-Id from `requestId` (the lanes' generator: no request was read to take one from).
- * Responses already under way on the connection (pipelining) are finished first: the refusal
- * used to be written at once and the socket destroyed, so a POST followed in the same write by a
- * malformed request, or by any request after 'Connection: close', was stored while its client
- * read only the 400. The close lingers (DECISION 18), so a client still sending reads the refusal
- * instead of a reset.
- */
-export function clientErrorHandler(
-  requestId: () => string,
-): (error: Error & { code?: string }, socket: Socket) => void {
-  return (error, socket) => refuseConnection(error, socket, requestId)
-}
-
-function refuseConnection(
-  error: Error & { code?: string },
-  socket: Socket,
-  requestId: () => string,
-): void {
-  // A lingering connection's parser is cut off mid-request: Node reports that at its end.
-  if (
-    error.code === 'ECONNRESET' ||
-    socket.destroyed ||
-    refusing.has(socket) ||
-    isLingering(socket)
-  )
-    return
-  refusing.add(socket)
-  // Read nothing more: the parser has failed, so later bytes can only fail again.
-  socket.pause()
-  let status = 400
-  let detail = 'The request could not be parsed as HTTP/1.1.'
-  if (error.code === 'HPE_HEADER_OVERFLOW') {
-    status = 431
-    detail = 'The request line and headers are larger than the server accepts.'
-  } else if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    status = 408
-    detail = 'The request was not received in time; send it again, faster.'
-  }
-  afterResponsesOn(socket, () => {
-    if (socket.writable) {
-      const body = JSON.stringify(problem(status, detail))
-      socket.write(
-        `HTTP/1.1 ${status} ${problem(status, detail).title}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
-          `Content-Length: ${Buffer.byteLength(body)}\r\n${REQUEST_ID_HEADER}: ${requestId()}\r\n` +
-          `Connection: close\r\n\r\n${body}`,
-      )
-    }
-    closeLingering(socket)
-  })
 }
 
 function statusOf(error: { statusCode?: number | undefined }): number {

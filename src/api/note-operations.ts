@@ -13,52 +13,33 @@ import {
   PreconditionFailed,
   type Preconditions,
 } from '../store/types.js'
-import { type Coding, type CodingChoice, Compression, encodedEtag, isLarge } from './compression.js'
+import { Answer, JSON_CONTENT_TYPE, NOT_FOUND, notModified } from './answer.js'
+import { ACCEPT_ENCODING, AnswerEncoding, VARY } from './answer-encoding.js'
+import { type CodingChoice, encodedEtag, isLarge } from './compression.js'
 import { httpDate, noneMatch, notModifiedSince, writeConditions } from './conditional.js'
+import { ListAnswers } from './list-answers.js'
 import { type ListRequest, nextPageUrl, parseListQuery } from './page-query.js'
 import { problemAnswer } from './problem.js'
 
-export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
-
-const NO_HEADERS: readonly string[] = Object.freeze([])
-
-/**
- * What to answer, free of any transport: the Fastify routes and the fast lane each write it as it
- * is, so a status, header or body decided here reaches every client the same way.
- */
-export class Answer {
-  constructor(
-    readonly status: number,
-    /** The media type of `body`; undefined with no body at all (then no Content-Type either). */
-    readonly contentType: string | undefined,
-    readonly body: string | Buffer | undefined,
-    /** Further response headers as a flat [name, value, ...] list; usually empty. */
-    readonly headers: readonly string[] = NO_HEADERS,
-  ) {}
-}
-
-/** The contract's not-found: 404, no body and no Content-Type (`Content-Length: 0`). */
-export const NOT_FOUND: Answer = Object.freeze(new Answer(404, undefined, undefined))
+// Defined in answer.ts now; ops/health.ts and ops/api-docs.ts still import it from here.
+export { JSON_CONTENT_TYPE }
 
 /** The request headers an operation reads (conditions, idempotency keys); node:http's shape. */
 export type RequestHeaders = IncomingHttpHeaders
 
 const NO_REQUEST_HEADERS: RequestHeaders = Object.freeze({})
 const NOTES_PATH = '/api/note'
-/** Page answers kept per version (bench W8: the same page asked for again and again). */
-const MAX_CACHED_PAGES = 64
 const VISIBLE_ASCII = /^[\x21-\x7e]{1,255}$/
 /** Bytes that '{"data":' and '}' add around a note's JSON. */
 const DATA_WRAPPING = 9
-const VARY = 'vary'
-const ACCEPT_ENCODING = 'Accept-Encoding'
 
 /**
  * What each note operation means: which note it acts on, what it changes in the store, and what
  * it answers, conditions (DECISION 22), pages (23), idempotency keys (30) and compression (26)
  * included. The Fastify routes (note-routes.ts) and the fast lane (http/fast-lane.ts) only
- * translate a request into one of these calls and write the Answer back; neither decides anything
- * about a note.
+ * translate a request into one of these calls and write the Answer back with answer-head.ts;
+ * neither decides anything about a note. How an answer is compressed (answer-encoding.ts) and
+ * which list and page answers are kept (list-answers.ts) live beside it.
  *
  * `id` is the `:id` segment read by parseNoteId: undefined when the segment is not a decimal
  * integer, which finds nothing. `headers` are the request's (only the ones named here are read).
@@ -70,19 +51,8 @@ const ACCEPT_ENCODING = 'Accept-Encoding'
  */
 export class NoteOperations {
   readonly #store: NoteStore
-  // The list's last record and its Answer: the store returns the same record until a write, so
-  // repeated reads send the same Buffer without building or encoding it again (bench W3:
-  // 10,000 notes, about 1 MB, answered some 6 times as fast as building it per request).
-  #listRecord: ListRecord | undefined
-  #listAnswer: Answer = NOT_FOUND
-  /** Page answers of one version, by query string. */
-  #pages = { version: '', answers: new Map<string, Answer>() }
-  readonly #compression = new Compression()
-  /**
-   * The compressed answers of the cached list and pages, by their uncompressed Answer: made once
-   * per version and coding, and dropped with it (DECISION 26). A promise while on the thread pool.
-   */
-  readonly #encodings = new WeakMap<Answer, Partial<Record<Coding, MaybePromise<Answer>>>>()
+  readonly #cache = new ListAnswers()
+  readonly #encoding = new AnswerEncoding()
 
   constructor(store: NoteStore) {
     this.#store = store
@@ -93,14 +63,14 @@ export class NoteOperations {
    * Idempotency-Key, at most once per key (DECISION 30).
    */
   create(fields: NoteFields, headers: RequestHeaders = NO_REQUEST_HEADERS): MaybePromise<Answer> {
-    const choice = this.#compression.choose(headers['accept-encoding'])
+    const choice = this.#encoding.choose(headers['accept-encoding'])
     const key = headers['idempotency-key']
     if (key !== undefined) return this.#createOnce(key, fields, choice)
     const note = this.#store.create(fields)
     if (note instanceof Promise) {
-      return note.then((settled) => this.#encoded(writtenAnswer(settled), choice))
+      return note.then((settled) => this.#encoding.encoded(writtenAnswer(settled), choice))
     }
-    return this.#encoded(writtenAnswer(note), choice)
+    return this.#encoding.encoded(writtenAnswer(note), choice)
   }
 
   /**
@@ -112,13 +82,13 @@ export class NoteOperations {
     const request = parseListQuery(search)
     if (request.kind === 'bad') return problemAnswer(400, request.detail)
     const ifNoneMatch = headers['if-none-match']
-    const choice = this.#compression.choose(headers['accept-encoding'])
+    const choice = this.#encoding.choose(headers['accept-encoding'])
     if (choice !== undefined) {
       const answer = this.#listOrPage(request, search)
       if (answer instanceof Promise) {
-        return answer.then((settled) => this.#encodedOnce(settled, choice, ifNoneMatch))
+        return answer.then((settled) => this.#encoding.encodedOnce(settled, choice, ifNoneMatch))
       }
-      return this.#encodedOnce(answer, choice, ifNoneMatch)
+      return this.#encoding.encodedOnce(answer, choice, ifNoneMatch)
     }
     if (ifNoneMatch !== undefined) {
       const version = this.#store.version()
@@ -133,7 +103,7 @@ export class NoteOperations {
   /** GET /api/note/:id: the note with its validators, a 304, or the contract's 404. */
   get(id: number | undefined, headers: RequestHeaders = NO_REQUEST_HEADERS): MaybePromise<Answer> {
     if (id === undefined) return NOT_FOUND
-    const choice = this.#compression.choose(headers['accept-encoding'])
+    const choice = this.#encoding.choose(headers['accept-encoding'])
     const note = this.#store.get(id)
     if (note instanceof Promise) {
       return note.then((settled) => this.#readEncoded(settled, headers, choice))
@@ -152,13 +122,13 @@ export class NoteOperations {
     headers: RequestHeaders = NO_REQUEST_HEADERS,
   ): MaybePromise<Answer> {
     if (id === undefined) return NOT_FOUND
-    const choice = this.#compression.choose(headers['accept-encoding'])
+    const choice = this.#encoding.choose(headers['accept-encoding'])
     const conditions = conditionsOf(headers)
     const note = this.#store.update(id, fields, kind, conditions)
     if (note instanceof Promise) {
-      return note.then((settled) => this.#encoded(updatedAnswer(settled), choice))
+      return note.then((settled) => this.#encoding.encoded(updatedAnswer(settled), choice))
     }
-    return this.#encoded(updatedAnswer(note), choice)
+    return this.#encoding.encoded(updatedAnswer(note), choice)
   }
 
   /**
@@ -191,9 +161,9 @@ export class NoteOperations {
     const fingerprint = createHash('sha256').update(JSON.stringify(fields)).digest('base64url')
     const created = this.#store.createOnce(key, fingerprint, fields)
     if (created instanceof Promise) {
-      return created.then((settled) => this.#encoded(onceAnswer(settled), choice))
+      return created.then((settled) => this.#encoding.encoded(onceAnswer(settled), choice))
     }
-    return this.#encoded(onceAnswer(created), choice)
+    return this.#encoding.encoded(onceAnswer(created), choice)
   }
 
   #listIfChanged(
@@ -204,16 +174,7 @@ export class NoteOperations {
   ): MaybePromise<Answer> {
     const etag = `"${version}"`
     if (noneMatch(ifNoneMatch, etag)) {
-      return new Answer(304, undefined, undefined, [
-        'etag',
-        etag,
-        'notes-version',
-        version,
-        'cache-control',
-        'no-cache',
-        VARY,
-        ACCEPT_ENCODING,
-      ])
+      return notModified(listHeaders(version, undefined), etag)
     }
     return this.#listOrPage(request, search)
   }
@@ -224,16 +185,16 @@ export class NoteOperations {
       if (list instanceof Promise) return list.then((settled) => this.#listAnswerFor(settled))
       return this.#listAnswerFor(list)
     }
-    const cached = this.#pages.answers.get(search)
+    const cached = this.#cache.page(search)
     if (cached !== undefined) {
       // A page is cached with its version: it stands while the store is still at that version.
       const version = this.#store.version()
       if (version instanceof Promise) {
         return version.then((settled) =>
-          settled === this.#pages.version ? cached : this.#page(request.query, search),
+          settled === this.#cache.pagesVersion ? cached : this.#page(request.query, search),
         )
       }
-      if (version === this.#pages.version) return cached
+      if (version === this.#cache.pagesVersion) return cached
     }
     return this.#page(request.query, search)
   }
@@ -246,102 +207,11 @@ export class NoteOperations {
   }
 
   #pageAnswerFor(page: PageRecord, query: PageQuery, search: string): Answer {
-    const headers = [
-      'etag',
-      `"${page.version}"`,
-      'notes-version',
-      page.version,
-      'x-total-count',
-      String(page.total),
-      'cache-control',
-      'no-cache',
-      // A page may be compressed: its answers vary by Accept-Encoding, whatever their size.
-      VARY,
-      ACCEPT_ENCODING,
-    ]
-    if (page.next !== undefined) {
-      headers.push('link', `<${nextPageUrl(NOTES_PATH, query, page.next)}>; rel="next"`)
-    }
-    const answer = new Answer(200, JSON_CONTENT_TYPE, encodeData(page.json), headers)
-    let pages = this.#pages
-    if (pages.version !== page.version) {
-      pages = { version: page.version, answers: new Map() }
-      this.#pages = pages
-    }
-    if (pages.answers.size >= MAX_CACHED_PAGES) pages.answers.clear()
-    pages.answers.set(search, answer)
-    return answer
+    return this.#cache.keepPage(search, page.version, pageAnswer(page, query))
   }
 
   #listAnswerFor(list: ListRecord): Answer {
-    if (list !== this.#listRecord) {
-      this.#listAnswer = new Answer(200, JSON_CONTENT_TYPE, encodeData(list.json), [
-        'etag',
-        `"${list.version}"`,
-        'notes-version',
-        list.version,
-        'x-total-count',
-        String(list.count),
-        'cache-control',
-        'no-cache',
-        VARY,
-        ACCEPT_ENCODING,
-      ])
-      this.#listRecord = list
-    }
-    return this.#listAnswer
-  }
-
-  /**
-   * A cached list or page answer in the chosen coding, compressed once per version (kept beside
-   * the uncompressed answer until a write replaces that), or a 304 when If-None-Match names the
-   * representation's ETag, compressed or not ('"v.9-br"' or '"v.9"').
-   */
-  #encodedOnce(
-    identity: Answer,
-    choice: CodingChoice,
-    ifNoneMatch: string | undefined,
-  ): MaybePromise<Answer> {
-    const { body } = identity
-    const compressible =
-      identity.status === 200 && body !== undefined && (choice.always || isLarge(body))
-    const etag = etagOf(identity)
-    const representation = compressible ? encodedEtag(etag, choice.coding) : etag
-    if (ifNoneMatch !== undefined && noneMatch(ifNoneMatch, representation)) {
-      return notModified(identity, representation)
-    }
-    if (!compressible) return identity
-    let encodings = this.#encodings.get(identity)
-    if (encodings === undefined) {
-      encodings = {}
-      this.#encodings.set(identity, encodings)
-    }
-    const { coding } = choice
-    const cached = encodings[coding]
-    if (cached !== undefined) return cached
-    const compressed = this.#compression.compress(body, coding, 'cached')
-    // Too many compressions under way: this one answer goes uncompressed, and is not cached.
-    if (compressed === undefined) return identity
-    if (compressed instanceof Promise) {
-      const slot = encodings
-      // Every request for this version and coding waits for the same compression.
-      const pending = compressed.then(
-        (bytes) => {
-          const answer = encodedAnswer(identity, coding, bytes)
-          slot[coding] = answer
-          return answer
-        },
-        (err: unknown) => {
-          delete slot[coding]
-          throw err
-        },
-      )
-      slot[coding] = pending
-      return pending
-    }
-    const answer = encodedAnswer(identity, coding, compressed)
-    encodings[coding] = answer
-    return answer
+    return this.#cache.list(list) ?? this.#cache.keepList(list, listAnswer(list))
   }
 
   /** readAnswer, compressed when it should be (readAnswer has set Vary already). */
@@ -351,88 +221,38 @@ export class NoteOperations {
     choice: CodingChoice | undefined,
   ): MaybePromise<Answer> {
     const answer = readAnswer(note, headers, choice)
-    return choice === undefined ? answer : this.#encoded(answer, choice)
+    return choice === undefined ? answer : this.#encoding.encoded(answer, choice)
   }
-
-  /**
-   * An answer compressed for this request alone (a note, a write's answer, a problem) when its
-   * body is over 1 KiB (or identity is refused); such an answer varies by Accept-Encoding either
-   * way. Answers of 1 KiB or less (W1, W4, W5) and 304s come back as they are.
-   */
-  #encoded(answer: Answer, choice: CodingChoice | undefined): MaybePromise<Answer> {
-    const { body } = answer
-    if (body === undefined) return answer
-    const large = isLarge(body)
-    if (!large && choice?.always !== true) return answer
-    if (choice === undefined) return withVary(answer)
-    const { coding } = choice
-    const compressed = this.#compression.compress(body, coding, 'request')
-    if (compressed === undefined) return withVary(answer)
-    if (compressed instanceof Promise) {
-      return compressed.then((bytes) => encodedAnswer(answer, coding, bytes))
-    }
-    return encodedAnswer(answer, coding, compressed)
-  }
-}
-
-/** The value of the answer's ETag header ('"v.9"'), which every list and page answer has. */
-function etagOf(answer: Answer): string {
-  const { headers } = answer
-  for (let i = 0; i + 1 < headers.length; i += 2) {
-    if (headers[i] === 'etag') return headers[i + 1] as string
-  }
-  throw new Error('the answer has no ETag')
-}
-
-/** The headers a 304 repeats from the 200 it stands for (RFC 9110 §15.4.5). */
-const NOT_MODIFIED_HEADERS = new Set([
-  'etag',
-  'notes-version',
-  'last-modified',
-  'cache-control',
-  VARY,
-])
-
-/** 304 for `answer`, whose representation has the ETag `etag`. */
-function notModified(answer: Answer, etag: string): Answer {
-  const headers: string[] = []
-  const from = answer.headers
-  for (let i = 0; i + 1 < from.length; i += 2) {
-    const name = from[i] as string
-    if (NOT_MODIFIED_HEADERS.has(name))
-      headers.push(name, name === 'etag' ? etag : (from[i + 1] as string))
-  }
-  return new Answer(304, undefined, undefined, headers)
 }
 
 /**
- * `answer` with `body` compressed in `coding`: Content-Encoding, Vary, and for a 200 (whose ETag
- * names its body) the ETag of the compressed representation; a 412 keeps the note's ETag.
+ * The headers of the list and of its pages: validators, the count when known, and Vary (a list
+ * or page may be compressed, so its answers vary by Accept-Encoding whatever their size).
  */
-function encodedAnswer(answer: Answer, coding: Coding, body: Buffer): Answer {
-  const headers: string[] = []
-  let varies = false
-  const from = answer.headers
-  for (let i = 0; i + 1 < from.length; i += 2) {
-    const name = from[i] as string
-    let value = from[i + 1] as string
-    if (name === 'etag' && answer.status === 200) value = encodedEtag(value, coding)
-    else if (name === VARY) varies = true
-    headers.push(name, value)
-  }
-  headers.push('content-encoding', coding)
-  if (!varies) headers.push(VARY, ACCEPT_ENCODING)
-  return new Answer(answer.status, answer.contentType, body, headers)
+function listHeaders(version: string, total: number | undefined): string[] {
+  const headers = ['etag', `"${version}"`, 'notes-version', version]
+  if (total !== undefined) headers.push('x-total-count', String(total))
+  headers.push('cache-control', 'no-cache', VARY, ACCEPT_ENCODING)
+  return headers
 }
 
-/** `answer`, uncompressed, with Vary: Accept-Encoding (another request may get it compressed). */
-function withVary(answer: Answer): Answer {
-  if (answer.headers.includes(VARY)) return answer
-  return new Answer(answer.status, answer.contentType, answer.body, [
-    ...answer.headers,
-    VARY,
-    ACCEPT_ENCODING,
-  ])
+/** The whole list: 200 {"data":[...]} with its version and count. */
+function listAnswer(list: ListRecord): Answer {
+  return new Answer(
+    200,
+    JSON_CONTENT_TYPE,
+    encodeData(list.json),
+    listHeaders(list.version, list.count),
+  )
+}
+
+/** A page: as the list, with a Link to the next page while more follow. */
+function pageAnswer(page: PageRecord, query: PageQuery): Answer {
+  const headers = listHeaders(page.version, page.total)
+  if (page.next !== undefined) {
+    headers.push('link', `<${nextPageUrl(NOTES_PATH, query, page.next)}>; rel="next"`)
+  }
+  return new Answer(200, JSON_CONTENT_TYPE, encodeData(page.json), headers)
 }
 
 /** The If-Match or If-Unmodified-Since of a write, if any. */
@@ -485,15 +305,12 @@ function readAnswer(
       choice !== undefined && (large || choice.always)
         ? encodedEtag(note.etag, choice.coding)
         : note.etag
-    if (noneMatch(ifNoneMatch, etag)) {
-      validators[1] = etag
-      return new Answer(304, undefined, undefined, validators)
-    }
+    if (noneMatch(ifNoneMatch, etag)) return notModified(validators, etag)
   } else if (
     headers['if-modified-since'] !== undefined &&
     notModifiedSince(headers['if-modified-since'], note.modified)
   ) {
-    return new Answer(304, undefined, undefined, validators)
+    return notModified(validators, note.etag)
   }
   return new Answer(200, JSON_CONTENT_TYPE, `{"data":${note.json}}`, validators)
 }

@@ -1,7 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { MaybePromise, NoteFields, PatchKind } from '../store/types.js'
+import type { Answer } from './answer.js'
+import { sendAnswer } from './answer-head.js'
 import { parseNoteId } from './note-id.js'
-import type { Answer, NoteOperations } from './note-operations.js'
+import type { NoteOperations } from './note-operations.js'
 
 /** The two route patterns of the contract, also the `route` label of their metrics. */
 export const NOTES_ROUTE = '/api/note'
@@ -75,23 +77,7 @@ export function patchKind(contentType: string | undefined): PatchKind {
 
 /** Sends the answer now, or when it settles (a rejection reaches Fastify's error handler). */
 function write(reply: FastifyReply, answer: MaybePromise<Answer>): undefined | Promise<void> {
-  if (answer instanceof Promise) return answer.then((settled) => send(reply, settled))
-  send(reply, answer)
+  if (answer instanceof Promise) return answer.then((settled) => sendAnswer(reply, settled))
+  sendAnswer(reply, answer)
   return undefined
-}
-
-function send(reply: FastifyReply, answer: Answer): void {
-  reply.code(answer.status)
-  // A 304 has no body: Fastify would otherwise send 'Content-Length: 0' with it.
-  if (answer.status === 304) reply.removeHeader('content-length')
-  if (answer.contentType !== undefined) reply.header('content-type', answer.contentType)
-  const { headers } = answer
-  for (let i = 0; i + 1 < headers.length; i += 2) {
-    const name = headers[i] as string
-    const value = headers[i + 1] as string
-    // CORS may have said 'Vary: Origin' already; reply.header would replace it.
-    const prior = name === 'vary' ? reply.getHeader('vary') : undefined
-    reply.header(name, prior === undefined ? value : `${String(prior)}, ${value}`)
-  }
-  reply.send(answer.body)
 }

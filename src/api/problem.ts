@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http'
 import type { FastifyReply } from 'fastify'
-import { Answer } from './note-operations.js'
+import { Answer } from './answer.js'
 
 /** RFC 9457 problem details, the body of every error response we own except the spec's empty 404. */
 export interface Problem {

@@ -1,14 +1,15 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
-import { problemForError } from '../api/error-handling.js'
+import { type Answer, JSON_CONTENT_TYPE } from '../api/answer.js'
+import { writeAnswer } from '../api/answer-head.js'
+import { type FailureReporter, problemForError } from '../api/error-handling.js'
 import { parseUtf8JsonObject } from '../api/json-body.js'
 import { parseNoteId } from '../api/note-id.js'
-import { type Answer, JSON_CONTENT_TYPE, type NoteOperations } from '../api/note-operations.js'
+import type { NoteOperations } from '../api/note-operations.js'
 import { NOTE_ROUTE, NOTES_ROUTE } from '../api/note-routes.js'
 import { problemAnswer } from '../api/problem.js'
-import type { FailureLog } from '../ops/failure-log.js'
 import type { MaybePromise, NoteFields } from '../store/types.js'
-import { lingerOnClose } from './lingering-close.js'
+import { closeAfterRefusal } from './refusals.js'
 
 export interface FastLaneOptions {
   /** What each operation means and answers; the Fastify routes call the same instance. */
@@ -20,7 +21,7 @@ export interface FastLaneOptions {
   /** True once the app has begun closing: Fastify then answers, with `Connection: close`. */
   closing: () => boolean
   /** Where failed requests are logged: the one the Fastify lane's error handler reports to. */
-  failures: FailureLog
+  failures: FailureReporter
   /** Counts an answered request for the metrics, as the Fastify lane's onResponse hook does. */
   record?: ((method: string, route: string, status: number, seconds: number) => void) | undefined
   /**
@@ -41,8 +42,10 @@ const LIST_WITH_QUERY = `${NOTES_ROUTE}?`
  *
  * Fastify's per-request machinery (router, Request and Reply objects, hooks, reply pipeline) costs
  * a small GET about a third more CPU than node:http alone (bench W1: 0.76 of the floor through
- * Fastify, 0.90-0.99 through this lane). It shares the body parser, id generator and problem
- * bodies with the Fastify lane too; the shared test suites run through both.
+ * Fastify, 0.90-0.99 through this lane). It shares the body parser, id generator, problem bodies
+ * and the writer of answers (answerHead) with the Fastify lane too, and closes a connection after
+ * a refused body as its error handler does (closeAfterRefusal); the shared test suites run
+ * through both.
  *
  * It takes a request only when nothing about it needs Fastify:
  * - the URL is exactly '/api/note' (a GET may add a query: pages, DECISION 23) or
@@ -112,26 +115,8 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
     }
 
     send(answer: Answer): void {
-      const { status, contentType, body, headers } = answer
-      // Headers as one flat [name, value, ...] list: Node walks an object's with for-in and
-      // hasOwnProperty, a list by index.
-      const list: (string | number)[] =
-        contentType === undefined
-          ? status === 304
-            ? ['x-request-id', this.id]
-            : ['x-request-id', this.id, 'content-length', 0]
-          : [
-              'x-request-id',
-              this.id,
-              'content-type',
-              contentType,
-              'content-length',
-              body === undefined ? 0 : Buffer.byteLength(body),
-            ]
-      if (headers.length !== 0) for (const header of headers) list.push(header)
-      this.response.writeHead(status, list as string[])
-      this.response.end(body)
-      this.#record(status)
+      writeAnswer(this.response, answer, this.id)
+      this.#record(answer.status)
     }
 
     fail(err: unknown): void {
@@ -160,8 +145,7 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
         } catch (err) {
           // As Fastify does after any body it could not parse; the close lingers, as every close
           // after an error answer does, so a request pipelined behind this one meets no reset.
-          this.response.setHeader('connection', 'close')
-          lingerOnClose(this.request.socket)
+          closeAfterRefusal(this.request, (name, value) => this.response.setHeader(name, value))
           this.fail(err)
           return
         }

@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { REQUEST_ID_HEADER } from '../api/answer.js'
 
-export const REQUEST_ID_HEADER = 'x-request-id'
+// Named in api/answer.ts, beside the writer of answers that sets it; here for older imports.
+export { REQUEST_ID_HEADER }
 
 /**
  * An id a caller may choose: up to 128 characters that are safe in a header and a log line.
@@ -16,7 +18,7 @@ const ID_BLOCK = 1024
 /**
  * Request ids: called with a request (Fastify's `genReqId`, the fast lane), the caller's
  * X-Request-Id when it is acceptable, else a new one; `next()` is a new one, for answers written
- * before any request could be read (clientErrorHandler).
+ * before any request could be read (clientErrorHandler, http/refusals.ts).
  */
 export interface RequestIdGenerator {
   (request: IncomingMessage): string
