@@ -6,7 +6,7 @@ import { Answer, JSON_CONTENT_TYPE, NOT_FOUND } from '../src/api/answer.js'
 import { answerHead } from '../src/api/answer-head.js'
 import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
-import { buildTestStore, fakeClock } from './helpers.js'
+import { fakeClock, MEMORY } from './helpers.js'
 
 describe('answerHead', () => {
   const cases: [string, Answer, (string | number)[]][] = [
@@ -74,7 +74,7 @@ function exchange(port: number, raw: string): Promise<string> {
 
 /** An app on a fresh memory store, listening, counting the requests that reach Fastify. */
 async function listening(): Promise<{ app: FastifyInstance; port: number; fastify: () => number }> {
-  const store = buildTestStore({ maxNotes: 10, maxBytes: 100_000, now: fakeClock(1000, 1) })
+  const store = MEMORY.buildStore({ maxNotes: 10, maxBytes: 100_000, now: fakeClock(1000, 1) })
   const app = buildApp({ store, config: DEFAULT_CONFIG })
   let reached = 0
   app.addHook('onRequest', (_request, _reply, done) => {
