@@ -7,6 +7,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  writeFileSync,
 } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -49,7 +50,8 @@ export function postgresAvailable(suite: string): boolean {
   return false
 }
 
-async function freePort(): Promise<number> {
+/** A 127.0.0.1 port that nothing listens on (as a database URL with the wrong port has). */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer()
     server.once('error', reject)
@@ -126,6 +128,25 @@ export class PostgresCluster {
       await client.end()
     }
     return this.url(name)
+  }
+
+  /**
+   * A login role that must give its password over TCP (scram-sha-256), unlike every other role of
+   * the cluster (trust), and a database of the same name that it owns: for tests of a wrong password.
+   */
+  async addPasswordRole(name: string, password: string): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url() })
+    await client.connect()
+    try {
+      await client.query(`CREATE ROLE ${name} LOGIN PASSWORD '${password}'`)
+      await client.query(`CREATE DATABASE ${name} OWNER ${name}`)
+    } finally {
+      await client.end()
+    }
+    // pg_hba.conf is read top down, first match wins: this line goes before initdb's trust lines.
+    const hba = join(this.#data, 'pg_hba.conf')
+    writeFileSync(hba, `host all ${name} 127.0.0.1/32 scram-sha-256\n${readFileSync(hba, 'utf8')}`)
+    await this.#as(join(this.#bin, 'pg_ctl'), ['reload', '-D', this.#data])
   }
 
   async startServer(): Promise<void> {
