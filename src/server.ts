@@ -5,7 +5,7 @@ import { ConfigError, loadConfig } from './config/config.js'
 import { listenErrorMessage } from './config/listen-error.js'
 import { loggerOptions } from './ops/logger.js'
 import { MemoryNoteStore } from './store/memory.js'
-import { redactUrl } from './store/postgres/connection.js'
+import { openFailure, redactUrl } from './store/postgres/connection.js'
 import { PostgresNoteStore } from './store/postgres/store.js'
 
 let config: ReturnType<typeof loadConfig>
@@ -46,16 +46,22 @@ if (postgres !== undefined) {
   // listens, so no instance takes traffic it cannot serve.
   const database = redactUrl(config.databaseUrl)
   app.log.info({ database }, 'opening the PostgreSQL store')
+  const started = Date.now()
   try {
     await postgres.open({
       timeoutMs: config.databaseConnectTimeoutMs,
       retryMs: config.databaseConnectRetryMs,
     })
   } catch (err) {
-    const reason = err instanceof Error ? err.message : String(err)
-    process.stderr.write(
-      `notes-service: cannot open the database ${database} within DATABASE_CONNECT_TIMEOUT_MS (${config.databaseConnectTimeoutMs} ms): ${reason}\n`,
-    )
+    // A setting is named only when the user set it: a default they never chose tells them nothing.
+    const timeoutSet =
+      process.env.DATABASE_CONNECT_TIMEOUT_MS !== undefined ||
+      process.argv.some((arg) => /^--database-connect-timeout-ms(=|$)/.test(arg))
+    const reason = openFailure(err, {
+      waitedMs: Date.now() - started,
+      timeoutMs: timeoutSet ? config.databaseConnectTimeoutMs : undefined,
+    })
+    process.stderr.write(`notes-service: cannot open the database ${database}: ${reason}\n`)
     await postgres.close().catch(() => {})
     process.exit(1)
   }

@@ -8,6 +8,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  writeFileSync,
 } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -112,7 +113,8 @@ async function createDatabaseAt(adminUrl: string): Promise<string> {
   return url.href
 }
 
-async function freePort(): Promise<number> {
+/** A 127.0.0.1 port that nothing listens on (as a database URL with the wrong port has). */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer()
     server.once('error', reject)
@@ -180,6 +182,25 @@ export class PostgresCluster {
   /** A fresh, empty database; its URL. */
   createDatabase(): Promise<string> {
     return createDatabaseAt(this.url())
+  }
+
+  /**
+   * A login role that must give its password over TCP (scram-sha-256), unlike every other role of
+   * the cluster (trust), and a database of the same name that it owns: for tests of a wrong password.
+   */
+  async addPasswordRole(name: string, password: string): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url() })
+    await client.connect()
+    try {
+      await client.query(`CREATE ROLE ${name} LOGIN PASSWORD '${password}'`)
+      await client.query(`CREATE DATABASE ${name} OWNER ${name}`)
+    } finally {
+      await client.end()
+    }
+    // pg_hba.conf is read top down, first match wins: this line goes before initdb's trust lines.
+    const hba = join(this.#data, 'pg_hba.conf')
+    writeFileSync(hba, `host all ${name} 127.0.0.1/32 scram-sha-256\n${readFileSync(hba, 'utf8')}`)
+    await this.#as(join(this.#bin, 'pg_ctl'), ['reload', '-D', this.#data])
   }
 
   async startServer(): Promise<void> {

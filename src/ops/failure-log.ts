@@ -51,10 +51,17 @@ export class FailureLog {
       interval.suppressed++
       return
     }
+    // A cause (a StoreUnavailableError's: 'connection refused at 127.0.0.1:5499') is for the
+    // operator only: the answer's detail never reveals it.
+    const cause = causeOf(error)
     this.#log(
       status,
-      { reqId: requestId, statusCode: status, condition },
-      `request answered ${status}: ${detail}`,
+      cause === undefined
+        ? { reqId: requestId, statusCode: status, condition }
+        : { reqId: requestId, statusCode: status, condition, cause },
+      cause === undefined
+        ? `request answered ${status}: ${detail}`
+        : `request answered ${status}: ${detail} Cause: ${cause}`,
     )
     const timer = this.#endOfInterval(condition)
     this.#intervals.set(condition, { status, suppressed: 0, began: Date.now(), timer })
@@ -112,4 +119,10 @@ function conditionOf(error: unknown): string {
   const { code, name } = error as { code?: unknown; name?: unknown }
   if (typeof code === 'string') return code
   return typeof name === 'string' ? name : 'Error'
+}
+
+/** The text an error gives as its `cause`, if any. */
+function causeOf(error: unknown): string | undefined {
+  if (!(error instanceof Error)) return undefined
+  return typeof error.cause === 'string' ? error.cause : undefined
 }

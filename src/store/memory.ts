@@ -1,9 +1,12 @@
 import { randomBytes } from 'node:crypto'
-import { mergePatchInto } from './merge-patch.js'
+import { keyReused, MAX_CACHED_SEARCHES, STORE_DEFAULTS } from './kernel/defaults.js'
+import { isIndexable, serializeWithId } from './kernel/id-placement.js'
+import { patchNote } from './kernel/patch-note.js'
+import { meets } from './kernel/preconditions.js'
+import { etagOf, tokenSequence, versionToken } from './kernel/version-token.js'
 import { matchesText } from './search.js'
 import {
   type Change,
-  IdempotencyKeyReusedError,
   type IdempotentCreate,
   type ListRecord,
   type NoteFields,
@@ -65,8 +68,6 @@ interface VersionCache {
   readonly matches: Map<string, Entry[]>
 }
 
-const MAX_CACHED_SEARCHES = 16
-
 /**
  * Notes in an array in list order (deleted ones left as dead slots until there are as many dead as
  * alive, then compacted) plus an index from numeric id to entry, so get, update and delete cost
@@ -104,10 +105,10 @@ export class MemoryNoteStore implements NoteStore {
     this.#maxBytes = options.maxBytes
     this.#now = options.now ?? Date.now
     this.#epoch = options.epoch ?? randomBytes(6).readUIntBE(0, 6).toString(36)
-    this.#historyLimit = options.historyLimit ?? 10_000
-    this.#maxKeys = options.maxIdempotencyKeys ?? 100_000
-    this.#keyTtlMs = options.idempotencyTtlMs ?? 24 * 60 * 60 * 1000
-    this.#version = this.#token(0)
+    this.#historyLimit = options.historyLimit ?? STORE_DEFAULTS.historyLimit
+    this.#maxKeys = options.maxIdempotencyKeys ?? STORE_DEFAULTS.maxIdempotencyKeys
+    this.#keyTtlMs = options.idempotencyTtlMs ?? STORE_DEFAULTS.idempotencyTtlMs
+    this.#version = versionToken(this.#epoch, 0)
   }
 
   create(fields: NoteFields): NoteRecord {
@@ -123,7 +124,7 @@ export class MemoryNoteStore implements NoteStore {
     const entry: Entry = {
       id,
       json,
-      etag: JSON.stringify(this.#version),
+      etag: etagOf(this.#version),
       modified: now,
       bytes,
       position: sequence,
@@ -141,11 +142,7 @@ export class MemoryNoteStore implements NoteStore {
   createOnce(key: string, fingerprint: string, fields: NoteFields): IdempotentCreate {
     const known = this.#keys.get(key)
     if (known !== undefined && known.expires > this.#now()) {
-      if (known.fingerprint !== fingerprint) {
-        throw new IdempotencyKeyReusedError(
-          'This Idempotency-Key was already used with a different request body.',
-        )
-      }
+      if (known.fingerprint !== fingerprint) throw keyReused()
       return { note: known.note, replayed: true }
     }
     const entry = this.create(fields)
@@ -220,9 +217,7 @@ export class MemoryNoteStore implements NoteStore {
       return new PreconditionFailed(snapshot(entry))
     }
     // A fresh copy of the note: it is changed, measured, and only then stored or dropped.
-    const note = JSON.parse(entry.json) as NoteFields
-    if (kind === 'merge-patch') mergePatchInto(note, fields)
-    else for (const key of Object.keys(fields)) setField(note, key, fields[key])
+    const note = patchNote(entry.json, fields, kind)
     const json = JSON.stringify(note)
     const bytes = Buffer.byteLength(json)
     const growth = bytes - entry.bytes
@@ -235,7 +230,7 @@ export class MemoryNoteStore implements NoteStore {
     const sequence = this.#advance()
     entry.json = json
     entry.bytes = bytes
-    entry.etag = JSON.stringify(this.#version)
+    entry.etag = etagOf(this.#version)
     entry.modified = this.#now()
     this.#bytes += growth
     this.#emit('updated', sequence, json)
@@ -265,11 +260,8 @@ export class MemoryNoteStore implements NoteStore {
   }
 
   changesSince(since: string, limit: number): readonly Change[] | undefined {
-    const dot = since.lastIndexOf('.')
-    if (dot === -1 || since.slice(0, dot) !== this.#epoch) return undefined
-    const digits = since.slice(dot + 1)
-    const sequence = Number.parseInt(digits, 36)
-    if (!/^[0-9a-z]{1,11}$/.test(digits) || sequence > this.#sequence) return undefined
+    const sequence = tokenSequence(since, this.#epoch)
+    if (sequence === undefined || sequence > this.#sequence) return undefined
     // The history holds changes historyStart+1 ... sequence (and at least the last historyLimit).
     if (sequence < Math.max(this.#historyStart, this.#sequence - this.#historyLimit))
       return undefined
@@ -295,15 +287,10 @@ export class MemoryNoteStore implements NoteStore {
     }
   }
 
-  /** 'k2x9q1' and 5 -> 'k2x9q1.5' */
-  #token(sequence: number): string {
-    return `${this.#epoch}.${sequence.toString(36)}`
-  }
-
   /** One more change: a new version, and every per-version cache dropped. */
   #advance(): number {
     const sequence = ++this.#sequence
-    this.#version = this.#token(sequence)
+    this.#version = versionToken(this.#epoch, sequence)
     if (this.#cache.list !== undefined || this.#cache.matches.size > 0) {
       this.#cache = { list: undefined, matches: new Map() }
     }
@@ -405,52 +392,7 @@ function firstAbove(entries: readonly Entry[], after: number): number {
   return low
 }
 
-/** DECISION 22: If-Match (strong comparison, or '*') and If-Unmodified-Since. */
-function meets(entry: Entry, { ifMatch, ifUnmodifiedSince }: Preconditions): boolean {
-  if (ifMatch !== undefined && ifMatch !== '*' && !ifMatch.includes(entry.etag)) return false
-  if (ifUnmodifiedSince !== undefined && entry.modified >= ifUnmodifiedSince + 1000) return false
-  return true
-}
-
 /** The entry's current values, apart from the entry that later writes change in place. */
 function snapshot(entry: NoteRecord): NoteRecord {
   return { json: entry.json, etag: entry.etag, modified: entry.modified }
-}
-
-/**
- * Only finite numbers can equal a path id; Infinity (from `1e400`) is serialized as null.
- */
-function isIndexable(id: unknown): id is number {
-  return typeof id === 'number' && Number.isFinite(id)
-}
-
-/**
- * JSON of `fields` with `id` set, as `{ ...fields, id }` would give, without copying the object:
- * { a: 1 } -> '{"a":1,"id":5}'; {} -> '{"id":5}'; { id: 'x', a: 1 } -> '{"id":5,"a":1}'.
- */
-function serializeWithId(fields: NoteFields, id: number): string {
-  if (Object.hasOwn(fields, 'id')) {
-    const note = { ...fields }
-    note.id = id
-    return JSON.stringify(note)
-  }
-  const json = JSON.stringify(fields)
-  // join() makes one flat string. A template literal would store a rope of five pieces, holding
-  // the whole stringify output behind a slice: ~300 bytes a small note instead of ~160, and more
-  // objects for every garbage collection to copy (bench W4, W6).
-  return json === '{}' ? `{"id":${id}}` : [json.slice(0, -1), ',"id":', id, '}'].join('')
-}
-
-/** `note[key] = value`, except that '__proto__' becomes a plain field instead of a prototype. */
-function setField(note: NoteFields, key: string, value: unknown): void {
-  if (key === '__proto__') {
-    Object.defineProperty(note, key, {
-      value,
-      writable: true,
-      enumerable: true,
-      configurable: true,
-    })
-  } else {
-    note[key] = value
-  }
 }

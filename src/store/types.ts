@@ -212,8 +212,13 @@ export class StoreUnavailableError extends Error {
     message: string,
     /** Seconds after which a retry may succeed. */
     readonly retryAfterSeconds = 1,
+    /**
+     * `cause`: what happened, for the log only ('connection refused at 127.0.0.1:5499'); the
+     * answer says `message`, which reveals no internals.
+     */
+    options?: { cause: string },
   ) {
-    super(message)
+    super(message, options)
     this.name = 'StoreUnavailableError'
   }
 }

@@ -30,12 +30,101 @@ export function isUnavailable(err: unknown): boolean {
   return UNAVAILABLE_MESSAGES.test(err.message)
 }
 
-/** Rethrows a connection failure as StoreUnavailableError, anything else as it is. */
-export function unavailableOr(err: unknown): never {
+/**
+ * Rethrows a connection failure as StoreUnavailableError (a 503) whose cause says what happened
+ * and where, for the log ('connection refused at 127.0.0.1:5499'); anything else as it is.
+ * The answer's detail stays the same whatever the cause: a 5xx reveals no internals.
+ */
+export function unavailableOr(err: unknown, endpoint: string): never {
   if (isUnavailable(err)) {
-    throw new StoreUnavailableError('The database cannot be reached right now.')
+    throw new StoreUnavailableError('The database cannot be reached right now.', 1, {
+      cause: describeFailure(err, endpoint),
+    })
   }
   throw err
+}
+
+/** Node's socket error codes, as a person reads them. */
+const SOCKET_ERRORS: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  EPIPE: 'connection broken',
+  ETIMEDOUT: 'connecting timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  EAI_AGAIN: 'host name lookup failed',
+}
+
+/**
+ * What went wrong on the way to the database, in a few words, with where when that helps; never
+ * the password (no error of pg or of a socket holds it):
+ * connect ECONNREFUSED 127.0.0.1:5499 -> 'connection refused at 127.0.0.1:5499'
+ * getaddrinfo ENOTFOUND db.example -> 'host not found: db.example'
+ * pg's 'timeout expired' (the connect timeout) -> 'no answer within the connect timeout at 10.0.0.9:5432'
+ * a server error (SQLSTATE 28P01) -> 'password authentication failed for user "x"'
+ */
+export function describeFailure(err: unknown, endpoint: string): string {
+  if (!(err instanceof Error)) return String(err)
+  // Node tries each address of a name in turn (localhost: ::1, then 127.0.0.1): an
+  // AggregateError with an empty message holds one error per address.
+  if (err instanceof AggregateError && err.errors.length > 0) {
+    const causes = err.errors.map((one: unknown) => describeFailure(one, endpoint))
+    return [...new Set(causes)].join('; ')
+  }
+  const { code, address, port, hostname } = err as {
+    code?: unknown
+    address?: unknown
+    port?: unknown
+    hostname?: unknown
+  }
+  if (code === 'ENOTFOUND')
+    return `host not found: ${typeof hostname === 'string' ? hostname : endpoint}`
+  const where =
+    typeof address === 'string' && typeof port === 'number' ? `${address}:${port}` : endpoint
+  if (typeof code === 'string' && SOCKET_ERRORS[code] !== undefined) {
+    return `${SOCKET_ERRORS[code]} at ${where}`
+  }
+  if (/timeout expired|timeout exceeded when trying to connect/.test(err.message)) {
+    return `no answer within the connect timeout at ${where}`
+  }
+  if (/Connection terminated|Connection ended/.test(err.message)) {
+    return `the database closed the connection at ${where}`
+  }
+  return err.message === '' ? `${err.name} at ${where}` : err.message
+}
+
+/**
+ * 'postgres://u:p@db.example/notes' -> 'db.example:5432'; where the store's database is, as the
+ * causes of failures name it. A host in the query (?host=/run/postgresql) counts too.
+ */
+export function endpointOf(url: string): string {
+  try {
+    const parsed = new URL(url)
+    const host = parsed.searchParams.get('host') ?? decodeURIComponent(parsed.hostname)
+    return `${host === '' ? 'localhost' : host}:${parsed.port === '' ? '5432' : parsed.port}`
+  } catch {
+    return '(unparsable URL)'
+  }
+}
+
+/**
+ * Why start-up could not open the store, for its one line on stderr. A database that could not be
+ * reached was retried: how long, the setting only when the user set it (`timeoutMs`), and the
+ * last cause. Anything else failed at once and says so itself (a wrong password, a missing
+ * database).
+ * { waitedMs: 2040 }, connection refused -> 'gave up after 2 s: connection refused at 127.0.0.1:9'
+ * { waitedMs: 640, timeoutMs: 600 } -> 'gave up after 0.6 s (DATABASE_CONNECT_TIMEOUT_MS=600): ...'
+ * a wrong password -> 'password authentication failed for user "x"'
+ */
+export function openFailure(
+  err: unknown,
+  { waitedMs, timeoutMs }: { waitedMs: number; timeoutMs: number | undefined },
+): string {
+  if (!(err instanceof StoreUnavailableError))
+    return err instanceof Error ? err.message : String(err)
+  const seconds = Number((waitedMs / 1000).toFixed(1))
+  const setting = timeoutMs === undefined ? '' : ` (DATABASE_CONNECT_TIMEOUT_MS=${timeoutMs})`
+  return `gave up after ${seconds} s${setting}: ${String(err.cause ?? err.message)}`
 }
 
 /** 'postgres://u:secret@h/db' -> 'postgres://u:***@h/db': the URL as logs may show it. */

@@ -7,8 +7,9 @@ import type { NoteFields } from '../types.js'
  * that a case-insensitive (`iu`) comparison takes as equal fold to the same text, so a value that
  * contains q contains fold(q) once folded.
  * { title: 'Buy BREAD', tags: ['Ä'] } -> 'buy bread\nä'
+ * `except` leaves out one top-level field: a created note's body `id`, which the note does not keep.
  */
-export function searchText(note: NoteFields): string {
+export function searchText(note: NoteFields, except?: string): string {
   const parts: string[] = []
   const collect = (value: unknown): void => {
     if (typeof value === 'string') parts.push(foldText(value))
@@ -17,7 +18,7 @@ export function searchText(note: NoteFields): string {
       for (const key of Object.keys(value)) collect((value as Record<string, unknown>)[key])
     }
   }
-  collect(note)
+  for (const key of Object.keys(note)) if (key !== except) collect(note[key])
   return parts.join('\n')
 }
 

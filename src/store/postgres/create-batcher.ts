@@ -1,0 +1,70 @@
+import { type NoteRecord, StoreFullError, StoreUnavailableError } from '../types.js'
+import type { CreatedRow, NewNote } from './queries.js'
+
+/** Creates stored by one statement at most. */
+const MAX_CREATES_PER_STATEMENT = 64
+
+interface QueuedCreate extends NewNote {
+  resolve: (note: NoteRecord) => void
+  reject: (err: unknown) => void
+}
+
+/**
+ * Group commit: one statement at a time stores every create queued so far (up to
+ * MAX_CREATES_PER_STATEMENT), in arrival order, in one transaction and one flush to disk. A lone
+ * create goes at once; the ones that arrive meanwhile wait for it and then go together.
+ */
+export class CreateBatcher {
+  readonly #store: (
+    notes: readonly NewNote[],
+  ) => Promise<(Partial<CreatedRow> & { r_full: string | null })[]>
+  readonly #written: (row: CreatedRow) => NoteRecord
+  /** Creates waiting for the statement in flight to commit. */
+  #queued: QueuedCreate[] = []
+  #committing = false
+
+  /**
+   * @param store runs one statement for a batch (callCreateMany), one row per note in order
+   * @param written the record of a note that a row says was stored
+   */
+  constructor(
+    store: (
+      notes: readonly NewNote[],
+    ) => Promise<(Partial<CreatedRow> & { r_full: string | null })[]>,
+    written: (row: CreatedRow) => NoteRecord,
+  ) {
+    this.#store = store
+    this.#written = written
+  }
+
+  /** Stores a note in the next statement; its record once that statement has committed. */
+  create(now: number, prefix: string, suffix: string, search: string): Promise<NoteRecord> {
+    return new Promise((resolve, reject) => {
+      this.#queued.push({ now, prefix, suffix, search, resolve, reject })
+      if (!this.#committing) void this.#commitQueued()
+    })
+  }
+
+  async #commitQueued(): Promise<void> {
+    this.#committing = true
+    while (this.#queued.length > 0) {
+      const batch = this.#queued.splice(0, MAX_CREATES_PER_STATEMENT)
+      try {
+        const rows = await this.#store(batch)
+        for (const [i, create] of batch.entries()) {
+          const row = rows[i]
+          if (row === undefined) create.reject(new Error('notes_create_many answered too few rows'))
+          else if (row.r_full !== null) create.reject(new StoreFullError(row.r_full))
+          else create.resolve(this.#written(row as CreatedRow))
+        }
+      } catch (err) {
+        // The database is away: the creates queued behind this statement would each wait out a
+        // timeout of their own, in turn; they get their 503 now.
+        const failed =
+          err instanceof StoreUnavailableError ? batch.concat(this.#queued.splice(0)) : batch
+        for (const create of failed) create.reject(err)
+      }
+    }
+    this.#committing = false
+  }
+}

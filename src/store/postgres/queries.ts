@@ -1,0 +1,307 @@
+import type pg from 'pg'
+import { type ChangeType, StoreFullError } from '../types.js'
+import type { Database } from './database.js'
+
+/**
+ * The SQL of every operation, one function each, answering rows as PostgreSQL gives them
+ * (bigints as strings). The writes call the functions that schema.ts defines, each one
+ * transaction that locks the clock row first. What the rows mean to a client is store.ts's.
+ */
+
+/** A stored note, as the writes that change it need it. */
+export interface NoteRow {
+  position: string
+  json: string
+  written: string
+  modified: string
+}
+
+/** The answer of notes_create and notes_create_many: the note made, or why not. */
+export interface CreatedRow {
+  r_json: string
+  r_written: string
+  r_modified: string
+}
+
+export interface ChangeRow {
+  sequence: string
+  type: ChangeType
+  data: string
+}
+
+/** Where a note's JSON and search text go when it is created (jsonAroundId, searchText). */
+export interface NewNote {
+  now: number
+  prefix: string
+  suffix: string
+  search: string
+}
+
+/** A note as an update leaves it. */
+export interface UpdatedNote {
+  json: string
+  /** Its id when a path id can find it (isIndexable), else null. */
+  id: number | null
+  search: string
+  modified: number
+}
+
+/** What every write is bounded by: the caps and the history kept. */
+export interface WriteLimits {
+  maxNotes: number
+  maxBytes: number
+  historyLimit: number
+}
+
+export async function findNote(db: Database, id: number): Promise<NoteRow | undefined> {
+  const { rows } = await db.read<NoteRow>(
+    'notes_find',
+    'SELECT position, json, written, modified FROM notes WHERE id = $1 ORDER BY position LIMIT 1',
+    [id],
+  )
+  return rows[0]
+}
+
+/** The clock's sequence: the version now. */
+export async function readSequence(db: Database): Promise<number> {
+  const { rows } = await db.read<{ sequence: string }>(
+    'notes_sequence',
+    'SELECT sequence FROM notes_clock',
+    [],
+  )
+  const sequence = Number((rows[0] as { sequence: string }).sequence)
+  db.see(sequence)
+  return sequence
+}
+
+/** Every note's JSON joined by commas in list order (null for none), with its version and count. */
+export async function readList(
+  db: Database,
+): Promise<{ sequence: string; count: string; list: string | null }> {
+  const { rows } = await db.query<{ sequence: string; count: string; list: string | null }>(
+    `SELECT c.sequence,
+      (SELECT count(*) FROM notes) AS count,
+      (SELECT string_agg(json, ',' ORDER BY position) FROM notes) AS list
+    FROM notes_clock c`,
+  )
+  return rows[0] as { sequence: string; count: string; list: string | null }
+}
+
+/**
+ * Up to `limit` notes after list position `after`, in walk order, each row with the version and
+ * the number of notes; one row with null notes when the page is empty.
+ */
+export async function readPage(
+  db: Database,
+  asc: boolean,
+  after: number | undefined,
+  limit: number,
+): Promise<{ sequence: string; notes: string; position: string | null; json: string | null }[]> {
+  const { rows } = await db.query<{
+    sequence: string
+    notes: string
+    position: string | null
+    json: string | null
+  }>(
+    `SELECT c.sequence, c.notes, p.position, p.json FROM notes_clock c
+    LEFT JOIN LATERAL (
+      SELECT position, json FROM notes
+      WHERE position ${asc ? '>' : '<'} $1 ORDER BY position ${asc ? 'ASC' : 'DESC'} LIMIT $2
+    ) p ON true
+    ORDER BY p.position ${asc ? 'ASC' : 'DESC'}`,
+    [after ?? (asc ? 0 : '9223372036854775807'), limit],
+  )
+  return rows
+}
+
+/**
+ * The notes whose search text is LIKE `pattern` (candidates for a `q`), in list order, each row
+ * with the version; one row with null notes when there are none.
+ */
+export async function readCandidates(
+  db: Database,
+  pattern: string,
+): Promise<{ sequence: string; position: string | null; json: string | null }[]> {
+  const { rows } = await db.query<{
+    sequence: string
+    position: string | null
+    json: string | null
+  }>(
+    `SELECT c.sequence, p.position, p.json FROM notes_clock c
+    LEFT JOIN LATERAL (
+      SELECT position, json FROM notes WHERE search LIKE $1 ORDER BY position
+    ) p ON true
+    ORDER BY p.position`,
+    [pattern],
+  )
+  return rows
+}
+
+export async function readStats(db: Database): Promise<{ notes: string; bytes: string }> {
+  const { rows } = await db.query<{ notes: string; bytes: string }>(
+    'SELECT notes, bytes FROM notes_clock',
+  )
+  return rows[0] as { notes: string; bytes: string }
+}
+
+/**
+ * Up to `limit` changes after `sequence`, oldest first, each row with the current sequence; one
+ * row with null changes when there are none.
+ */
+export async function readChangesSince(
+  db: Database,
+  sequence: number,
+  limit: number,
+): Promise<
+  { current: string; sequence: string | null; type: ChangeType | null; data: string | null }[]
+> {
+  const { rows } = await db.query<{
+    current: string
+    sequence: string | null
+    type: ChangeType | null
+    data: string | null
+  }>(
+    `SELECT c.sequence AS current, ch.sequence, ch.type, ch.data FROM notes_clock c
+    LEFT JOIN LATERAL (
+      SELECT sequence, type, data FROM notes_changes WHERE sequence > $1 ORDER BY sequence LIMIT $2
+    ) ch ON true
+    ORDER BY ch.sequence`,
+    [sequence, limit],
+  )
+  return rows
+}
+
+/** The next changes (at most `limit`) after `cursor`, for delivery to subscribers. */
+export async function readChangesAfter(
+  db: Database,
+  cursor: number,
+  limit: number,
+): Promise<ChangeRow[]> {
+  const { rows } = await db.query<ChangeRow>(
+    'SELECT sequence, type, data FROM notes_changes WHERE sequence > $1 ORDER BY sequence LIMIT $2',
+    [cursor, limit],
+  )
+  return rows
+}
+
+/** An idempotency key (DECISION 30) as notes_create keeps it. */
+export interface KeyToKeep {
+  key: string
+  fingerprint: string
+  /** When it is forgotten, in ms since the epoch. */
+  expires: number
+  /** Keys kept at most. */
+  maxKeys: number
+}
+
+/**
+ * One create under an idempotency key, as notes_create answers it: the note it made, or the one
+ * an earlier create under that key made (r_replayed, with that create's fingerprint).
+ */
+export async function callCreate(
+  db: Database,
+  note: NewNote,
+  limits: WriteLimits,
+  key: KeyToKeep,
+): Promise<CreatedRow & { r_replayed: boolean; r_fingerprint: string | null }> {
+  const { rows } = await write<CreatedRow & { r_replayed: boolean; r_fingerprint: string | null }>(
+    db,
+    'SELECT * FROM notes_create($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
+    [
+      note.now,
+      note.prefix,
+      note.suffix,
+      note.search,
+      limits.maxNotes,
+      limits.maxBytes,
+      limits.historyLimit,
+      key.key,
+      key.fingerprint,
+      key.expires,
+      key.maxKeys,
+    ],
+  )
+  return rows[0] as CreatedRow & { r_replayed: boolean; r_fingerprint: string | null }
+}
+
+/**
+ * Several creates in one statement (group commit), in order: one row each, with `r_full` set
+ * (and nothing stored for it) when that note would pass a cap.
+ */
+export async function callCreateMany(
+  db: Database,
+  notes: readonly NewNote[],
+  limits: WriteLimits,
+): Promise<(Partial<CreatedRow> & { r_full: string | null })[]> {
+  const { rows } = await db.query<Partial<CreatedRow> & { r_full: string | null }>(
+    'SELECT * FROM notes_create_many($1, $2, $3, $4, $5, $6, $7)',
+    [
+      notes.map((note) => note.now),
+      notes.map((note) => note.prefix),
+      notes.map((note) => note.suffix),
+      notes.map((note) => note.search),
+      limits.maxNotes,
+      limits.maxBytes,
+      limits.historyLimit,
+    ],
+  )
+  return rows
+}
+
+/**
+ * Writes a note found as `row` if it is still as found: the sequence of the write, or null when
+ * another write came first.
+ */
+export function callUpdate(
+  db: Database,
+  row: NoteRow,
+  note: UpdatedNote,
+  limits: WriteLimits,
+): Promise<string | null> {
+  const { maxBytes, historyLimit } = limits
+  return writeIfUnchanged(db, 'SELECT notes_update($1, $2, $3, $4, $5, $6, $7, $8) AS seq', [
+    ...[row.position, row.written, note.json, note.id, note.search, note.modified],
+    ...[maxBytes, historyLimit],
+  ])
+}
+
+/** Deletes a note found as `row` if it is still as found; as callUpdate answers. */
+export function callDelete(
+  db: Database,
+  row: NoteRow,
+  data: string,
+  limits: WriteLimits,
+): Promise<string | null> {
+  return writeIfUnchanged(db, 'SELECT notes_delete($1, $2, $3, $4) AS seq', [
+    row.position,
+    row.written,
+    data,
+    limits.historyLimit,
+  ])
+}
+
+/** A write of a found note (notes_update, notes_delete): its sequence, or null when it lost. */
+async function writeIfUnchanged(
+  db: Database,
+  sql: string,
+  values: unknown[],
+): Promise<string | null> {
+  const { rows } = await write<{ seq: string | null }>(db, sql, values)
+  return (rows[0] as { seq: string | null }).seq
+}
+
+/** A write: a StoreFullError raised in the database (SQLSTATE NS507) becomes one here. */
+async function write<R extends pg.QueryResultRow>(
+  db: Database,
+  sql: string,
+  values: unknown[],
+): Promise<pg.QueryResult<R>> {
+  try {
+    return await db.query<R>(sql, values)
+  } catch (err) {
+    if (err instanceof Error && (err as { code?: string }).code === 'NS507') {
+      throw new StoreFullError(err.message)
+    }
+    throw err
+  }
+}
