@@ -537,6 +537,8 @@ describe('the notes page in Chromium', { skip: SKIP, concurrency: false }, () =>
     const { page } = watched
     await loaded(page)
     await item(page, 'Plan').getByRole('button', { name: 'Edit' }).click()
+    // The click returns before the editor is drawn: wait for it, else querySelector can find nothing.
+    await page.locator('form.editor textarea[name="json"]').waitFor({ state: 'attached' })
     const weight = (selector: string) =>
       inPage<string>(page, `getComputedStyle(document.querySelector('${selector}')).fontWeight`)
     assert.equal(await weight('form.editor .fields-part label'), '600')
