@@ -38,7 +38,7 @@ const store =
 const app = buildApp({
   store,
   config,
-  logger: loggerOptions(config.logLevel, process.stdout.isTTY === true),
+  logger: loggerOptions(config.logLevel, process.stdout),
 })
 
 if (postgres !== undefined) {

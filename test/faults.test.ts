@@ -5,6 +5,7 @@ import {
   capacityUnderLoad,
   sigtermUnderLoad,
   sigtermWithStuckRequest,
+  stalledLogReader,
   stallFaults,
 } from './hostile/faults.js'
 
@@ -15,6 +16,17 @@ describe('faults (short form)', () => {
     assert.deepEqual(checkSigterm(result, 10, 10_000), [])
     assert.equal(result.exitCode, 0)
     assert.equal(result.newConnection, 'ECONNREFUSED')
+  })
+
+  it('a log reader that stalls: requests are served meanwhile, and the log catches up once it reads again', async () => {
+    const result = await stalledLogReader(20_000)
+    assert.equal(result.linesBehind, 20_000)
+    // pino's writer of fd 1 took 2.2 s here (100 ms sleeps on a full pipe); Node's stream 0.4 s.
+    assert.ok(
+      result.caughtUpMs !== undefined && result.caughtUpMs < 1000,
+      `caught up after ${result.caughtUpMs} ms`,
+    )
+    assert.equal(result.exitCode, 0)
   })
 
   it('SIGTERM with a request that never finishes: exit 0 at the shutdown deadline', async () => {

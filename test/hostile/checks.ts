@@ -65,9 +65,19 @@ export function checkSigterm(r: SigtermResult, inFlight: number, boundMs: number
       `${r.inFlightConnectionClose} of ${inFlight} said Connection: close`,
     r.newConnection !== 'ECONNREFUSED' && `a new connection after SIGTERM: ${r.newConnection}`,
     r.exitCode !== 0 && `exit code ${r.exitCode}`,
+    r.tookSignalMs === undefined && 'the service never took SIGTERM',
     r.shutdownMs > boundMs && `shutdown took ${r.shutdownMs} ms (bound ${boundMs})`,
+    // Once every request is answered nothing may hold the service: not a connection closing
+    // lingering (its idle limit is 2 s, its total limit 5 s), a timer, the store, or its log
+    // still being written out (both took seconds on Node 24; it now exits within a few ms).
+    r.stoppedAfterAnswersMs === undefined && "the service never logged 'stopped'",
+    r.afterAnswersMs > SIGTERM_EXIT_AFTER_ANSWERS_MS &&
+      `exited ${r.afterAnswersMs} ms after the last answer (stopped after ${r.stoppedAfterAnswersMs} ms; bound ${SIGTERM_EXIT_AFTER_ANSWERS_MS})`,
   )
 }
+
+/** How long the service may take to exit once the SIGTERM fault's last request is answered. */
+export const SIGTERM_EXIT_AFTER_ANSWERS_MS = 1500
 
 export function checkDeadline(
   r: DeadlineResult,

@@ -3,7 +3,7 @@ import net from 'node:net'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import autocannon from 'autocannon'
-import { type ServerProcess, startServer } from './server-process.js'
+import { startServer } from './server-process.js'
 import { statusCounts } from './soak-run.js'
 import { CLOSED, header, WireConnection, type WireResponse } from './wire.js'
 
@@ -31,14 +31,6 @@ function startLoad(options: autocannon.Options): {
       instance.stop()
       return result
     },
-  }
-}
-
-/** Resolves once the service has logged `msg`, or after `timeoutMs` whatever it logged. */
-async function untilLogged(server: ServerProcess, msg: string, timeoutMs: number): Promise<void> {
-  const giveUpAt = Date.now() + timeoutMs
-  for (let seen = 0; Date.now() < giveUpAt; await sleep(5)) {
-    for (; seen < server.logs.length; seen++) if (server.logs[seen]?.msg === msg) return
   }
 }
 
@@ -82,8 +74,17 @@ export interface SigtermResult {
   /** What a new connection 100 ms after SIGTERM met. */
   newConnection: string
   exitCode: number | null
+  /** From SIGTERM to when the service took it, by its own clock; undefined if it never did. */
+  tookSignalMs: number | undefined
   /** From SIGTERM to the process's exit, in ms, by the service's own clock. */
   shutdownMs: number
+  /**
+   * From when this harness had read every in-flight answer (and closed those connections) to the
+   * service's 'stopped' log line (its server and store closed), in ms; undefined if never logged.
+   */
+  stoppedAfterAnswersMs: number | undefined
+  /** The same to the exit, which also waits for the request log to be written out to this harness. */
+  afterAnswersMs: number
   /** From SIGTERM to when this (busy) harness saw the exit, in ms: at least shutdownMs. */
   seenMs: number
   /** The longest this harness's event loop was blocked from SIGTERM to the exit, in ms. */
@@ -161,9 +162,12 @@ export async function sigtermUnderLoad(options: {
   lag.enable()
   const signalledAt = Date.now()
   server.child.kill('SIGTERM')
-  // 100 ms after the service has taken the signal (by its log), not after it was sent: a busy
-  // machine can delay the service's signal handler past a fixed 100 ms from the kill.
-  await untilLogged(server, 'shutting down: finishing requests in flight', 5000)
+  // 100 ms after the service has taken the signal, not after it was sent: a busy machine can delay
+  // the service's signal handler past a fixed 100 ms from the kill. Known by the service's stderr
+  // (exit-clock.ts), not by its 'shutting down' log line: that line comes behind every request
+  // logged before it, and this busy harness read it up to 4.9 s late, leaving the requests in
+  // flight unfinished (and the shutdown waiting for them) all that time.
+  const tookSignalAt = await server.tookSigterm(5000)
   await sleep(100)
   const newConnection = await connectOutcome(server.host, server.port)
   for (const conn of bodies) conn.write(body.slice(half))
@@ -175,9 +179,14 @@ export async function sigtermUnderLoad(options: {
       return response
     }),
   )
+  const answeredAt = Date.now()
+  // The service has stopped listening and answered every connection's last request, so the load
+  // clients now only reconnect to a closed port (about 40,000 refusals a second). That storm kept
+  // this harness too busy to read the service's stdout, and the service, still writing out its
+  // request log (6-9 MB behind at SIGTERM), could not exit for up to 7 s (Node 24; 3 s on Node 20).
+  const result = await load.stop()
   const exit = await server.exited
   lag.disable()
-  const result = await load.stop()
   const began = new Set<unknown>()
   const answered = new Map<unknown, number>()
   for (const entry of server.logs) {
@@ -185,6 +194,7 @@ export async function sigtermUnderLoad(options: {
     const res = entry.res as { statusCode?: number } | undefined
     if (entry.msg === 'request completed') answered.set(entry.reqId, res?.statusCode ?? 0)
   }
+  const stopped = server.logs.find((entry) => entry.msg === 'stopped')
   return {
     began: began.size,
     unanswered: [...began].filter((id) => !answered.has(id)).length,
@@ -198,7 +208,11 @@ export async function sigtermUnderLoad(options: {
     ).length,
     newConnection,
     exitCode: exit.code,
+    tookSignalMs: tookSignalAt === undefined ? undefined : tookSignalAt - signalledAt,
     shutdownMs: exit.at - signalledAt,
+    stoppedAfterAnswersMs:
+      typeof stopped?.time === 'number' ? stopped.time - answeredAt : undefined,
+    afterAnswersMs: exit.at - answeredAt,
     seenMs: exit.seenAt - signalledAt,
     harnessLagMs: Math.round(lag.max / 1e6),
   }
@@ -227,6 +241,51 @@ export async function sigtermWithStuckRequest(shutdownTimeoutMs: number): Promis
   ])
   conn.destroy()
   return { exitCode: exit.code, shutdownMs: exit.at - signalledAt, stuck: statusOf(response) }
+}
+
+export interface StalledLogReaderResult {
+  /** Request log lines the service wrote while its reader had stopped reading. */
+  linesBehind: number
+  /** From when the reader read again until it had every one of them, in ms. */
+  caughtUpMs: number | undefined
+  exitCode: number | null
+}
+
+/**
+ * A log collector that stops reading the service's stdout (a pipe) for a while: the service must
+ * go on serving, and once the collector reads again, hand over what it logged meanwhile at once.
+ * pino's own writer of file descriptor 1 met the full pipe with 100 ms sleeps between tries, 64 KiB
+ * a time: 20,000 requests' log took it 2.2 s to write out, and a SIGTERM waited for that.
+ */
+export async function stalledLogReader(requests: number): Promise<StalledLogReaderResult> {
+  const server = await startServer({ env: { LOG_REQUESTS: 'true' } })
+  let counted = 0
+  let completed = 0
+  const countCompleted = (): number => {
+    const logs = server.logs
+    for (; counted < logs.length; counted++)
+      if (logs[counted]?.msg === 'request completed') completed++
+    return completed
+  }
+  const stdout = server.child.stdout
+  if (stdout === null) throw new Error('the service has no stdout pipe')
+  stdout.pause()
+  await autocannon({
+    url: `http://${server.host}:${server.port}/api/note?limit=1`,
+    connections: 10,
+    amount: requests,
+  })
+  const resumedAt = Date.now()
+  stdout.resume()
+  let caughtUpMs: number | undefined
+  for (const giveUpAt = resumedAt + 15_000; Date.now() < giveUpAt; await sleep(5)) {
+    if (countCompleted() >= requests) {
+      caughtUpMs = Date.now() - resumedAt
+      break
+    }
+  }
+  const exit = await server.stop()
+  return { linesBehind: countCompleted(), caughtUpMs, exitCode: exit.code }
 }
 
 export interface CapacityResult {

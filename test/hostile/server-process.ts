@@ -30,6 +30,11 @@ export interface ServerProcess {
   heapAfterGc(): Promise<number>
   /** Makes the test probe block the server's event loop for `ms` milliseconds. */
   stall(ms: number): Promise<void>
+  /**
+   * Resolves with Date.now() when the process took its first SIGTERM, by its own clock
+   * (exit-clock.ts), or with undefined if it has not within `timeoutMs`.
+   */
+  tookSigterm(timeoutMs: number): Promise<number | undefined>
   /** Sends the signal and waits for the exit. */
   stop(signal?: NodeJS.Signals): Promise<ServerExit>
 }
@@ -80,8 +85,10 @@ export async function startServer(options: StartOptions = {}): Promise<ServerPro
   })
   running.add(child)
   let stderr = ''
+  const stderrWaiters = new Set<() => void>()
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
     stderr += chunk
+    for (const wake of stderrWaiters) wake()
   })
   // 'exit' can come before the last of stderr has been read; 'close' comes after both.
   const exited = once(child, 'close').then(([code, signal]) => {
@@ -95,41 +102,30 @@ export async function startServer(options: StartOptions = {}): Promise<ServerPro
     }
   })
   void exited.then(() => running.delete(child))
-  const logs: Record<string, unknown>[] = []
+  const log = new LogLines()
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`the server did not listen in time; stderr: ${stderr}`)),
       options.timeoutMs ?? 15_000,
     )
-    let pending = ''
+    let listening = false
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-      pending += chunk
-      let newline = pending.indexOf('\n')
-      while (newline !== -1) {
-        const line = pending.slice(0, newline)
-        pending = pending.slice(newline + 1)
-        newline = pending.indexOf('\n')
-        let entry: Record<string, unknown>
-        try {
-          entry = JSON.parse(line) as Record<string, unknown>
-        } catch {
-          continue
-        }
-        logs.push(entry)
-        const listening = /^Server listening at http:\/\/127\.0\.0\.1:(\d+)$/.exec(
-          String(entry.msg),
-        )
-        if (listening !== null) {
-          clearTimeout(timer)
-          resolve(Number(listening[1]))
-        }
+      const added = log.add(chunk)
+      if (listening) return
+      for (const line of added) {
+        const at = /"msg":"Server listening at http:\/\/127\.0\.0\.1:(\d+)"/.exec(line)
+        if (at === null) continue
+        listening = true
+        clearTimeout(timer)
+        resolve(Number(at[1]))
+        return
       }
     })
     void exited.then((exit) => {
       clearTimeout(timer)
       reject(
         new Error(
-          `the server exited (${exit.code ?? exit.signal}) before listening; stderr: ${stderr.replace(/^exit-clock \d+\n/m, '')}`,
+          `the server exited (${exit.code ?? exit.signal}) before listening; stderr: ${stderr.replace(/^(exit|signal)-clock \d+\n/gm, '')}`,
         ),
       )
     })
@@ -152,16 +148,65 @@ export async function startServer(options: StartOptions = {}): Promise<ServerPro
     child,
     host: '127.0.0.1',
     port,
-    logs,
+    get logs() {
+      return log.entries()
+    },
     exited,
     heapAfterGc: async () => (await ask<{ heapUsed: number }>({ type: 'heap' }, 'heap')).heapUsed,
     stall: async (ms) => {
       await ask({ type: 'stall', ms }, 'stalled')
     },
+    tookSigterm: (timeoutMs) =>
+      new Promise((resolve) => {
+        const check = (): void => {
+          const clock = /^signal-clock (\d+)$/m.exec(stderr)
+          if (clock === null) return
+          done(Number(clock[1]))
+        }
+        const done = (at: number | undefined): void => {
+          clearTimeout(timer)
+          stderrWaiters.delete(check)
+          resolve(at)
+        }
+        const timer = setTimeout(() => done(undefined), timeoutMs)
+        stderrWaiters.add(check)
+        check()
+      }),
     stop: async (signal = 'SIGTERM') => {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal)
       return exited
     },
+  }
+}
+
+/**
+ * The service's stdout, split into lines as it arrives and parsed only when asked for. Under the
+ * SIGTERM fault the service writes about 100,000 request log lines, and parsing each on arrival
+ * made this harness read them slower than they were written: the service then could not exit
+ * until its log was written out (up to 2.7 s after it had stopped, on Node 24).
+ */
+class LogLines {
+  readonly #lines: string[] = []
+  readonly #entries: Record<string, unknown>[] = []
+  #parsed = 0
+  #pending = ''
+
+  /** Takes a chunk of output; returns the whole lines it completed. */
+  add(chunk: string): string[] {
+    const lines = (this.#pending + chunk).split('\n')
+    this.#pending = lines.pop() ?? ''
+    for (const line of lines) this.#lines.push(line)
+    return lines
+  }
+
+  /** Every JSON line so far, parsed (lines that are not JSON are left out). */
+  entries(): Record<string, unknown>[] {
+    for (; this.#parsed < this.#lines.length; this.#parsed++) {
+      try {
+        this.#entries.push(JSON.parse(this.#lines[this.#parsed] ?? '') as Record<string, unknown>)
+      } catch {}
+    }
+    return this.#entries
   }
 }
 

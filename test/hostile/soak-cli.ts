@@ -114,7 +114,7 @@ async function soakAndFaults(): Promise<void> {
       `  in flight: ${counts(sigterm.inFlight)}, ${sigterm.inFlightConnectionClose} with Connection: close; new connection: ${sigterm.newConnection}`,
     )
     console.log(
-      `  exit ${sigterm.exitCode} ${sigterm.shutdownMs} ms after SIGTERM (seen by the harness after ${sigterm.seenMs} ms; its event loop blocked up to ${sigterm.harnessLagMs} ms)`,
+      `  took SIGTERM after ${sigterm.tookSignalMs ?? 'never'} ms; stopped ${sigterm.stoppedAfterAnswersMs ?? 'never'} ms after the last in-flight answer; exit ${sigterm.exitCode} ${sigterm.shutdownMs} ms after SIGTERM, ${sigterm.afterAnswersMs} ms after that answer (seen by the harness after ${sigterm.seenMs} ms; its event loop blocked up to ${sigterm.harnessLagMs} ms)`,
     )
     report('SIGTERM under load', checkSigterm(sigterm, 40, 10_000))
 
