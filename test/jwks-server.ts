@@ -13,9 +13,10 @@ import {
 
 /**
  * What the key set endpoint does: serve the keys; fail with a 500; hang (accept the request and
- * never answer); or answer 200 with something that is not a key set.
+ * never answer); stall (send the head and the start of a body, never the rest); or answer 200
+ * with something that is not a key set.
  */
-export type JwksMode = 'serve' | 'fail' | 'hang' | 'garbage'
+export type JwksMode = 'serve' | 'fail' | 'hang' | 'stall' | 'garbage'
 
 /**
  * An identity provider's key set served over real HTTP on 127.0.0.1, as `createRemoteJWKSet`
@@ -48,7 +49,10 @@ export class JwksServer {
 
   answer(response: ServerResponse): void {
     this.requests++
-    if (this.mode === 'hang') {
+    if (this.mode === 'hang' || this.mode === 'stall') {
+      if (this.mode === 'stall') {
+        response.writeHead(200, { 'content-type': 'application/json' }).write('{"keys": [')
+      }
       this.#hanging.push(response)
       return
     }

@@ -658,7 +658,7 @@ describe('UserTokens with keys from a JWKS', () => {
     }
   })
 
-  it('answers 503 when no key was ever fetched: the endpoint refuses, fails or answers garbage', async () => {
+  it('answers 503 when no key was ever fetched: the endpoint fails, answers garbage, hangs, stalls or refuses', async () => {
     const key = await signingKey('ES256', 'k1')
     const token = await idpToken(key)
     const unavailable = { ok: false, status: 503, detail: UNAVAILABLE, retryAfter: 30 }
@@ -670,6 +670,18 @@ describe('UserTokens with keys from a JWKS', () => {
         assert.deepEqual(await tokens.verify(bearer(token), URL_PATH), unavailable, mode)
         assert.deepEqual(await tokens.verify(bearer(token), URL_PATH), unavailable, mode)
         assert.equal(server.requests, 1, mode)
+      } finally {
+        await server.close()
+      }
+    }
+    for (const mode of ['hang', 'stall'] as const) {
+      const server = await JwksServer.start([key.jwk])
+      try {
+        server.mode = mode
+        const started = Date.now()
+        const verdict = await jwksTokens(server, { timeoutMs: 300 }).verify(bearer(token), URL_PATH)
+        assert.ok(Date.now() - started < 300 + 2000, `${mode}: took ${Date.now() - started} ms`)
+        assert.deepEqual(verdict, unavailable, mode)
       } finally {
         await server.close()
       }
