@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import {
+  assertServesNotes,
   createNote,
   freePort,
   inspect,
@@ -83,26 +84,7 @@ describe('compose.yaml: two instances on PostgreSQL behind nginx', () => {
   it('creates, reads and lists on each instance, and each sees the notes written through the other', async () => {
     notes.push(await createNote(ports['notes-1'], { title: 'written through notes-1' }))
     notes.push(await createNote(ports['notes-2'], { title: 'written through notes-2' }))
-    for (const port of [ports['notes-1'], ports['notes-2']]) {
-      for (const note of notes) {
-        const read = await request(port, 'GET', `/api/note/${note.data.id}`)
-        assert.deepEqual(
-          { status: read.status, body: JSON.parse(read.body) as unknown },
-          {
-            status: 200,
-            body: note,
-          },
-        )
-      }
-      const list = await request(port, 'GET', '/api/note')
-      assert.deepEqual(
-        { status: list.status, body: JSON.parse(list.body) as unknown },
-        {
-          status: 200,
-          body: { data: notes.map((n) => n.data) },
-        },
-      )
-    }
+    for (const port of [ports['notes-1'], ports['notes-2']]) await assertServesNotes(port, notes)
   })
 
   it('serves through the balancer, which spreads requests over both instances', async () => {

@@ -2,13 +2,12 @@ import assert from 'node:assert/strict'
 import http from 'node:http'
 import { after, before, describe, it } from 'node:test'
 import {
+  assertServesNotes,
   createNote,
   freePort,
   inspect,
-  type NoteAnswer,
   podman,
   RUN,
-  request,
   run,
   waitUntilOk,
 } from './podman.js'
@@ -54,22 +53,7 @@ describe('the image, run alone (memory store)', () => {
     assert.deepEqual(created, {
       data: { title: 'Groceries', body: 'milk, eggs', id: created.data.id },
     })
-    const read = await request(port, 'GET', `/api/note/${created.data.id}`)
-    assert.deepEqual(
-      { status: read.status, body: JSON.parse(read.body) as NoteAnswer },
-      {
-        status: 200,
-        body: created,
-      },
-    )
-    const list = await request(port, 'GET', '/api/note')
-    assert.deepEqual(
-      { status: list.status, body: JSON.parse(list.body) as unknown },
-      {
-        status: 200,
-        body: { data: [created.data] },
-      },
-    )
+    await assertServesNotes(port, [created])
   })
 
   it('runs Node as PID 1 (so SIGTERM reaches it), as the unprivileged user node (uid 1000)', async () => {

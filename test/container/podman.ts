@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import http from 'node:http'
 import { createServer } from 'node:net'
@@ -128,6 +129,22 @@ export async function createNote(port: number, note: Record<string, unknown>): P
   const answer = await request(port, 'POST', '/api/note', note)
   if (answer.status !== 200) throw new Error(`POST /api/note: ${answer.status} ${answer.body}`)
   return JSON.parse(answer.body) as NoteAnswer
+}
+
+/** Checks that 127.0.0.1:port serves each of `notes` at its id, and exactly them as the list. */
+export async function assertServesNotes(port: number, notes: readonly NoteAnswer[]): Promise<void> {
+  for (const note of notes) {
+    const read = await request(port, 'GET', `/api/note/${note.data.id}`)
+    assert.deepEqual(
+      { status: read.status, body: JSON.parse(read.body) as unknown },
+      { status: 200, body: note },
+    )
+  }
+  const list = await request(port, 'GET', '/api/note')
+  assert.deepEqual(
+    { status: list.status, body: JSON.parse(list.body) as unknown },
+    { status: 200, body: { data: notes.map((note) => note.data) } },
+  )
 }
 
 /**
