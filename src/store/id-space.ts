@@ -16,10 +16,13 @@ const SWEEP_FLOOR = 64
  *   101; create -> 103 (102 is held); the note at 102 is deleted; create at 100 -> 104.
  */
 export class IdSpace {
-  /** The last id given to a created note. */
-  #last = 0
+  /**
+   * The last id given to a created note. Before the first there is none, so the first create
+   * takes the clock's time as it is (a clock at or below 0 is only ever a test's).
+   */
+  #last = Number.NEGATIVE_INFINITY
   /** The highest id that a note has held: every id above it is free, without a lookup. */
-  #highest = 0
+  #highest = Number.NEGATIVE_INFINITY
   /** id -> how many notes a PATCH moved to it, for ids that were above `last` at the move. */
   readonly #moved = new Map<number, number>()
   #sweepAt = SWEEP_FLOOR
