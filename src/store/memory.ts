@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto'
+import { Capacity } from './capacity.js'
+import { IdSpace } from './id-space.js'
 import { keyReused, MAX_CACHED_SEARCHES, STORE_DEFAULTS } from './kernel/defaults.js'
 import { isIndexable, serializeWithId } from './kernel/id-placement.js'
 import { patchNote } from './kernel/patch-note.js'
@@ -17,7 +19,6 @@ import {
   type PatchKind,
   PreconditionFailed,
   type Preconditions,
-  StoreFullError,
   type StoreStats,
 } from './types.js'
 
@@ -39,6 +40,19 @@ export interface MemoryStoreOptions {
    * not share it, or their tokens and ETags could repeat for different contents (DECISION 21).
    */
   epoch?: string
+  /**
+   * What this store shares with the other notebooks of one service (MemoryNotebooks): the ids
+   * creates give, and the service's capacity, whose caps hold beside this store's own. Without
+   * it the store has its own id space and caps alone.
+   */
+  shared?: SharedParts
+}
+
+/** The parts the notebooks of one service share. */
+export interface SharedParts {
+  readonly ids: IdSpace
+  /** The whole service's notes, bytes and caps. */
+  readonly capacity: Capacity
 }
 
 interface Entry extends NoteRecord {
@@ -71,11 +85,13 @@ interface VersionCache {
 /**
  * Notes in an array in list order (deleted ones left as dead slots until there are as many dead as
  * alive, then compacted) plus an index from numeric id to entry, so get, update and delete cost
- * O(1), and a page O(log n + limit), whatever the number of notes.
+ * O(1), and a page O(log n + limit), whatever the number of notes. The ids creates give and the
+ * caps are kept by an IdSpace and a Capacity: the store's own, or, for a notebook, shared with the
+ * service's other notebooks (MemoryNotebooks).
  */
 export class MemoryNoteStore implements NoteStore {
-  readonly #maxNotes: number
-  readonly #maxBytes: number
+  readonly #capacity: Capacity
+  readonly #ids: IdSpace
   readonly #now: () => number
   readonly #epoch: string
   readonly #historyLimit: number
@@ -83,16 +99,11 @@ export class MemoryNoteStore implements NoteStore {
   readonly #keyTtlMs: number
   /** Every note in list order; positions increase strictly along it. */
   #entries: Entry[] = []
-  #alive = 0
   /** id -> the entry holding it, or its holders in list order when a PATCH duplicated it. */
   readonly #byId = new Map<number, Entry | Entry[]>()
-  #lastId = 0
-  /** The highest id ever indexed (by a create or a PATCH): any id above it is free. */
-  #highestId = 0
   /** The number of changes so far: the version (DECISION 21). */
   #sequence = 0
   #version: string
-  #bytes = 0
   #cache: VersionCache = { list: undefined, matches: new Map() }
   /** The last changes, oldest first; at most historyLimit. */
   #history: Change[] = []
@@ -101,10 +112,14 @@ export class MemoryNoteStore implements NoteStore {
   readonly #keys = new Map<string, RememberedKey>()
 
   constructor(options: MemoryStoreOptions) {
-    this.#maxNotes = options.maxNotes
-    this.#maxBytes = options.maxBytes
+    const { shared } = options
+    this.#capacity =
+      shared === undefined
+        ? new Capacity(options.maxNotes, options.maxBytes, 'The store')
+        : new Capacity(options.maxNotes, options.maxBytes, 'This notebook', shared.capacity)
+    this.#ids = shared?.ids ?? new IdSpace()
     this.#now = options.now ?? Date.now
-    this.#epoch = options.epoch ?? randomBytes(6).readUIntBE(0, 6).toString(36)
+    this.#epoch = options.epoch ?? randomEpoch()
     this.#historyLimit = options.historyLimit ?? STORE_DEFAULTS.historyLimit
     this.#maxKeys = options.maxIdempotencyKeys ?? STORE_DEFAULTS.maxIdempotencyKeys
     this.#keyTtlMs = options.idempotencyTtlMs ?? STORE_DEFAULTS.idempotencyTtlMs
@@ -112,14 +127,13 @@ export class MemoryNoteStore implements NoteStore {
   }
 
   create(fields: NoteFields): NoteRecord {
-    if (this.#alive >= this.#maxNotes) {
-      throw new StoreFullError(`The store holds its maximum of ${this.#maxNotes} notes.`)
-    }
+    const capacity = this.#capacity
+    capacity.roomForNote()
     const now = this.#now()
-    const id = this.#nextId(now)
+    const id = this.#ids.next(now)
     const json = serializeWithId(fields, id)
     const bytes = Buffer.byteLength(json)
-    this.#reserve(bytes)
+    capacity.roomForBytes(bytes)
     const sequence = this.#advance()
     const entry: Entry = {
       id,
@@ -130,11 +144,11 @@ export class MemoryNoteStore implements NoteStore {
       position: sequence,
       alive: true,
     }
-    this.#lastId = id
     this.#entries.push(entry)
-    this.#alive++
-    this.#index(entry)
-    this.#bytes += bytes
+    // No note holds a fresh id, in this store or any other of its id space: one Map write.
+    this.#ids.give(id)
+    this.#byId.set(id, entry)
+    capacity.add(1, bytes)
     this.#emit('created', sequence, json)
     return entry
   }
@@ -162,10 +176,11 @@ export class MemoryNoteStore implements NoteStore {
   list(): ListRecord {
     let list = this.#cache.list
     if (list === undefined) {
-      const parts: string[] = new Array(this.#alive)
+      const count = this.#capacity.notes
+      const parts: string[] = new Array(count)
       let i = 0
       for (const entry of this.#entries) if (entry.alive) parts[i++] = entry.json
-      list = { json: `[${parts.join(',')}]`, version: this.#version, count: this.#alive }
+      list = { json: `[${parts.join(',')}]`, version: this.#version, count }
       this.#cache.list = list
     }
     return list
@@ -173,7 +188,7 @@ export class MemoryNoteStore implements NoteStore {
 
   page({ limit, order, after, q }: PageQuery): PageRecord {
     const notes = q === undefined ? this.#entries : this.#matching(q)
-    const total = q === undefined ? this.#alive : notes.length
+    const total = q === undefined ? this.#capacity.notes : notes.length
     const step = order === 'asc' ? 1 : -1
     // Where the walk starts: the first note past `after` in walk order (positions are integers,
     // so the last one below `after` is just before the first one at or above it).
@@ -221,7 +236,7 @@ export class MemoryNoteStore implements NoteStore {
     const json = JSON.stringify(note)
     const bytes = Buffer.byteLength(json)
     const growth = bytes - entry.bytes
-    this.#reserve(growth)
+    this.#capacity.roomForBytes(growth)
     if (note.id !== entry.id) {
       this.#unindex(entry)
       entry.id = note.id
@@ -232,7 +247,7 @@ export class MemoryNoteStore implements NoteStore {
     entry.bytes = bytes
     entry.etag = etagOf(this.#version)
     entry.modified = this.#now()
-    this.#bytes += growth
+    this.#capacity.add(0, growth)
     this.#emit('updated', sequence, json)
     return entry
   }
@@ -244,10 +259,10 @@ export class MemoryNoteStore implements NoteStore {
       return new PreconditionFailed(snapshot(entry))
     }
     entry.alive = false
-    this.#alive--
     this.#unindex(entry)
-    this.#bytes -= entry.bytes
-    if (this.#entries.length - this.#alive > Math.max(1024, this.#alive)) {
+    const capacity = this.#capacity
+    capacity.add(-1, -entry.bytes)
+    if (this.#entries.length - capacity.notes > Math.max(1024, capacity.notes)) {
       this.#entries = this.#entries.filter((kept) => kept.alive)
     }
     const sequence = this.#advance()
@@ -279,12 +294,8 @@ export class MemoryNoteStore implements NoteStore {
   }
 
   stats(): StoreStats {
-    return {
-      notes: this.#alive,
-      bytes: this.#bytes,
-      maxNotes: this.#maxNotes,
-      maxBytes: this.#maxBytes,
-    }
+    const { notes, bytes, maxNotes, maxBytes } = this.#capacity
+    return { notes, bytes, maxNotes, maxBytes }
   }
 
   /** One more change: a new version, and every per-version cache dropped. */
@@ -326,32 +337,17 @@ export class MemoryNoteStore implements NoteStore {
     return found
   }
 
-  /** max(now, last id + 1), stepping over ids that PATCHed notes already hold. */
-  #nextId(now: number): number {
-    let id = Math.max(now, this.#lastId + 1)
-    // Above every id ever indexed, nothing can hold it: no lookup in the (large) index.
-    if (id > this.#highestId) return id
-    while (this.#byId.has(id)) id++
-    return id
-  }
-
-  #reserve(bytes: number): void {
-    if (this.#bytes + bytes > this.#maxBytes) {
-      throw new StoreFullError(`The store holds its maximum of ${this.#maxBytes} bytes of notes.`)
-    }
-  }
-
   #find(id: number): Entry | undefined {
     const found = this.#byId.get(id)
     return Array.isArray(found) ? found[0] : found
   }
 
+  /** Indexes an entry that a PATCH moved to its id (a create indexes its fresh id itself). */
   #index(entry: Entry): void {
     const { id } = entry
     if (!isIndexable(id)) return
-    if (id > this.#highestId) {
-      // The usual case for a create: no note holds this id, so one Map write indexes it.
-      this.#highestId = id
+    if (this.#ids.hold(id)) {
+      // Above every id a note has held: no other holder to find.
       this.#byId.set(id, entry)
       return
     }
@@ -370,6 +366,7 @@ export class MemoryNoteStore implements NoteStore {
   #unindex(entry: Entry): void {
     const { id } = entry
     if (!isIndexable(id)) return
+    this.#ids.release(id)
     const found = this.#byId.get(id)
     if (!Array.isArray(found)) {
       this.#byId.delete(id)
@@ -378,6 +375,11 @@ export class MemoryNoteStore implements NoteStore {
     found.splice(found.indexOf(entry), 1)
     if (found.length === 1) this.#byId.set(id, found[0] as Entry)
   }
+}
+
+/** A fresh epoch for a store's version tokens: 48 random bits in base 36, 'k2x9q1ab3c'. */
+export function randomEpoch(): string {
+  return randomBytes(6).readUIntBE(0, 6).toString(36)
 }
 
 /** The index of the first entry whose position is above `after` (binary search). */

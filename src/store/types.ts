@@ -187,6 +187,30 @@ export interface NoteStore {
   available?(): MaybePromise<boolean>
 }
 
+/**
+ * Every notebook of one service (DECISION 33): each is a NoteStore of its own, exactly as if each
+ * user had a store to themselves (its list, pages, search, version and ETags, change history,
+ * subscribers and idempotency keys), while the ids that creates give are unique over all of them
+ * (DECISION 1 over the whole service) and the caps hold per notebook and overall. Nothing of one
+ * notebook shows in another: another notebook's id is not found there (undefined, false: never
+ * PreconditionFailed), its version tokens are unknown there (changesSince answers undefined).
+ *
+ * A notebook's own `stats` count its notes against its own caps. A write that would pass its
+ * notebook's cap or the service's throws StoreFullError, whose message says which, and names no
+ * other notebook; nothing changes.
+ */
+export interface Notebooks {
+  /**
+   * The store of the notebook with this name, empty on first use, holding the same notes every
+   * time it is asked for. Names are opaque: any string, '' and '__proto__' included.
+   */
+  notebook(name: string): NoteStore
+  /** Notes and bytes over every notebook, against the service-wide caps. */
+  stats(): MaybePromise<StoreStats>
+  /** As NoteStore.available: whether the backend answers now. Memory leaves it out. */
+  available?(): MaybePromise<boolean>
+}
+
 /** A write refused because the store is at capacity. Nothing was changed. */
 export class StoreFullError extends Error {
   constructor(message: string) {
