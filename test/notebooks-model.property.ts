@@ -4,7 +4,8 @@ import fc from 'fast-check'
 import { type Change, type Notebooks, type NoteStore, StoreFullError } from '../src/store/types.js'
 import { operations, pickId } from './arbitraries.js'
 import { NoteModel } from './note-model.js'
-import { type ContractNotebooksOptions, waitUntil } from './notebooks.contract.js'
+import type { ContractNotebooksOptions } from './notebooks.contract.js'
+import { waitUntil } from './store.contract.js'
 
 /** Small enough that random runs meet every one of the four caps. */
 const CAPS = { maxNotes: 8, maxBytes: 800, maxNotesPerNotebook: 4, maxBytesPerNotebook: 400 }

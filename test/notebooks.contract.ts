@@ -6,10 +6,10 @@ import {
   type Notebooks,
   type NoteRecord,
   type NoteStore,
-  type PageQuery,
   PreconditionFailed,
   StoreFullError,
 } from '../src/store/types.js'
+import { page, waitUntil } from './store.contract.js'
 
 export interface ContractNotebooksOptions {
   now?: () => number
@@ -19,22 +19,6 @@ export interface ContractNotebooksOptions {
   maxNotesPerNotebook?: number
   maxBytesPerNotebook?: number
 }
-
-/** Resolves once `ready()` holds (a store may deliver its changes asynchronously); 2 s at most. */
-export async function waitUntil(ready: () => boolean): Promise<void> {
-  for (let waited = 0; !ready(); waited += 5) {
-    if (waited > 2000) throw new Error('timed out waiting for the store')
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-}
-
-const page = (query: Partial<PageQuery>): PageQuery => ({
-  limit: 100,
-  order: 'asc',
-  after: undefined,
-  q: undefined,
-  ...query,
-})
 
 /** '[{"n":"a","id":1},{"id":3}]' -> [1, 3] */
 const idsOf = (json: string) => (JSON.parse(json) as { id: unknown }[]).map((note) => note.id)

@@ -22,12 +22,21 @@ export interface ContractStoreOptions {
 }
 
 /** Resolves once `ready()` holds (a store may deliver its changes asynchronously); 2 s at most. */
-async function waitUntil(ready: () => boolean): Promise<void> {
+export async function waitUntil(ready: () => boolean): Promise<void> {
   for (let waited = 0; !ready(); waited += 5) {
     if (waited > 2000) throw new Error('timed out waiting for the store')
     await new Promise((resolve) => setTimeout(resolve, 5))
   }
 }
+
+/** A page query with the defaults filled in: { limit: 100, order: 'asc' } unless given. */
+export const page = (query: Partial<PageQuery>): PageQuery => ({
+  limit: 100,
+  order: 'asc',
+  after: undefined,
+  q: undefined,
+  ...query,
+})
 
 /**
  * The behaviour every NoteStore must have. Each backend's test file calls this with a factory;
@@ -335,13 +344,6 @@ export function runStoreContract(
     })
     describe('versions, conditions, pages, search, idempotency and changes', () => {
       const raw = (now = 1000) => makeRawStore({ now: fixedClock(now) })
-      const page = (query: Partial<PageQuery>): PageQuery => ({
-        limit: 100,
-        order: 'asc',
-        after: undefined,
-        q: undefined,
-        ...query,
-      })
 
       it("advances the version on every write; a note's ETag is the version its write made", async () => {
         const store = raw()
