@@ -14,21 +14,22 @@ export interface SseMessage {
  */
 export class SseClient {
   readonly response: IncomingMessage
-  /** Every byte received so far, as text. */
-  text = ''
+  /** What has arrived and is not yet a whole message (all of it is in `text`). */
+  #unparsed = ''
+  /** Every chunk received, joined when asked for: parsing never copies what came before. */
+  #chunks: string[] = []
   readonly messages: SseMessage[] = []
   comments = 0
   /** True once the response ended cleanly (the terminating chunk); 'aborted' if it was cut. */
   ended: false | true | 'aborted' = false
-  #parsed = 0
   readonly #waiters = new Set<() => void>()
 
   private constructor(response: IncomingMessage) {
     this.response = response
     response.setEncoding('utf8')
     response.on('data', (chunk: string) => {
-      this.text += chunk
-      this.#parse()
+      this.#chunks.push(chunk)
+      this.#parse(chunk)
     })
     response.on('end', () => {
       if (this.ended === false) this.ended = true
@@ -46,6 +47,12 @@ export class SseClient {
       if (this.ended === false) this.ended = 'aborted'
       this.#wake()
     })
+  }
+
+  /** Every byte received so far, as text. */
+  get text(): string {
+    if (this.#chunks.length > 1) this.#chunks = [this.#chunks.join('')]
+    return this.#chunks[0] ?? ''
   }
 
   get status(): number {
@@ -106,12 +113,16 @@ export class SseClient {
     this.response.destroy()
   }
 
-  #parse(): void {
+  #parse(chunk: string): void {
+    // Only the new chunk (and the line break before it) can end a message.
+    let from = Math.max(0, this.#unparsed.length - 1)
+    this.#unparsed += chunk
     for (;;) {
-      const end = this.text.indexOf('\n\n', this.#parsed)
+      const end = this.#unparsed.indexOf('\n\n', from)
       if (end === -1) break
-      const block = this.text.slice(this.#parsed, end)
-      this.#parsed = end + 2
+      const block = this.#unparsed.slice(0, end)
+      this.#unparsed = this.#unparsed.slice(end + 2)
+      from = 0
       const message: SseMessage = {
         event: undefined,
         id: undefined,

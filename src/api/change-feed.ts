@@ -16,6 +16,11 @@ export interface FeedTuning {
   flushMs: number
   /** A stream whose unsent backlog passes this many bytes is closed; its client resumes by id. */
   maxBacklogBytes: number
+  /**
+   * A stream sent its history at the pace its client reads is closed when the client reads
+   * nothing for this long, in ms (as nginx's `send_timeout`); its client resumes by id.
+   */
+  stallMs: number
   /** Changes read from the store's history at a time while a stream catches up. */
   historyPage: number
 }
@@ -25,6 +30,7 @@ export const DEFAULT_FEED_TUNING: Readonly<FeedTuning> = Object.freeze({
   heartbeatMs: 15_000,
   flushMs: 10,
   maxBacklogBytes: 1024 * 1024,
+  stallMs: 60_000,
   historyPage: 500,
 })
 
@@ -62,6 +68,12 @@ function payload(data: Buffer | string): Payload {
 
 /** A comment: ignored by every SSE parser, but traffic that keeps proxies and sockets open. */
 const HEARTBEAT = payload(':\n\n')
+
+/**
+ * History is written in pieces of at most this many bytes: a write counts as sent only once
+ * whole, so pieces are what lets a client that reads a long text slowly show that it reads.
+ */
+const SEND_PIECE_BYTES = 16 * 1024
 
 /** A stream cut off for its backlog, or ended at shutdown, with more unsent than this is destroyed. */
 const CLOSE_SLACK_BYTES = 64 * 1024
@@ -353,15 +365,21 @@ export class ChangeFeed {
         }
         const newest = page.at(-1)
         if (newest !== undefined) {
+          // Paced by the client rather than cut off: the history is sent as fast as it reads,
+          // at most half the bound at a time, and a client that reads nothing is let go.
+          const after = stream.last
           let text = ''
           for (const change of page) {
-            if (stream.last === undefined || change.sequence > stream.last) {
-              text += eventText(change)
+            if (after !== undefined && change.sequence <= after) continue
+            text += eventText(change)
+            if (text.length > this.#tuning.maxBacklogBytes / 2) {
+              await this.#send(stream, text)
+              if (stream.closed) return
+              text = ''
             }
           }
           stream.last = newest.sequence
           stream.token = newest.version
-          // Paced by the client rather than cut off: the history is sent as fast as it reads.
           if (text !== '') await this.#send(stream, text)
           if (stream.closed) return
           if (page.length === this.#tuning.historyPage) continue
@@ -419,23 +437,47 @@ export class ChangeFeed {
 
   /** Writes, then waits while the backlog is over half the bound (or until the stream closes). */
   #send(stream: EventStream, text: string): Promise<void> {
-    this.#put(stream, text)
+    const bytes = Buffer.from(text)
+    for (let at = 0; at < bytes.length; at += SEND_PIECE_BYTES) {
+      this.#put(stream, payload(bytes.subarray(at, at + SEND_PIECE_BYTES)))
+    }
     return this.#drained(stream)
   }
 
-  /** Resolves once the stream's backlog is below half the bound, or it has closed. */
+  /**
+   * Resolves once the stream's backlog is below half the bound, or it has closed. A client that
+   * reads nothing for `stallMs` is cut off, as a live stream is once its backlog passes the bound:
+   * it resumes from the last event it received, and nothing waits on it meanwhile.
+   */
   #drained(stream: EventStream): Promise<void> {
     const { response } = stream
-    if (stream.closed || response.writableLength <= this.#tuning.maxBacklogBytes / 2) {
+    const socket = response.socket
+    const half = this.#tuning.maxBacklogBytes / 2
+    if (stream.closed || socket === null || response.writableLength <= half) {
       return Promise.resolve()
     }
     return new Promise((resolve) => {
+      let before = response.writableLength
       const done = (): void => {
-        response.off('drain', done)
+        clearInterval(watch)
+        // The socket's: the response never says 'drain' for writes it did not make.
+        socket.off('drain', done)
         response.off('close', done)
         resolve()
       }
-      response.on('drain', done)
+      const watch = setInterval(() => {
+        const now = response.writableLength
+        if (stream.closed || now <= half) return done()
+        if (now < before) {
+          before = now
+          return
+        }
+        this.#drop(stream)
+        response.destroy()
+        done()
+      }, this.#tuning.stallMs)
+      watch.unref()
+      socket.on('drain', done)
       response.on('close', done)
     })
   }

@@ -22,7 +22,7 @@ data: {"title":"Groceries","id":1795545943703}
 - \`event\` is \`created\`, \`updated\` or \`deleted\`; \`id\` is the version token after the change (the \`Notes-Version\` a list read then answers); \`data\` is the note as \`GET /api/note/{id}\` answers it inside \`data\`, or \`{"id":<id>}\` for \`deleted\`.
 - The stream starts after the token in \`Last-Event-ID\` (what \`EventSource\` sends when it reconnects), else in \`since\`, else at the next change; it opens with \`retry: 2000\` and, without a token, a message that names no event (\`onmessage\` sees it) with \`id:\` the version it starts after and \`data: {"version":"<that version>"}\`, so that every client resumes from there after a drop before the first change.
 - A token that is unknown or older than the history kept (\`CHANGE_HISTORY\` changes) starts the stream with \`event: reset\`, \`id:\` the current version and \`data: {"version":"<the token>"}\`: reload the list, then follow on.
-- A comment line (\`:\`) comes every 15 s. A client that stops reading is cut off once its backlog passes 1 MiB and resumes from its last id without loss. Every stream ends when the service shuts down.
+- A comment line (\`:\`) comes every 15 s. A client that stops reading is cut off once its backlog passes 1 MiB (or, while it is being sent the history, once it has read nothing for 60 s) and resumes from its last id without loss. Every stream ends when the service shuts down.
 - At most \`MAX_EVENT_STREAMS\` streams are open at once: beyond it, \`503\` with \`Retry-After\`.`,
         parameters: [
           {
