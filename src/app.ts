@@ -1,11 +1,13 @@
+import type { IncomingMessage } from 'node:http'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import { trackAllowedMethods } from './api/allowed-methods.js'
-import { ChangeFeed, DEFAULT_FEED_TUNING, type FeedTuning } from './api/change-feed.js'
+import { DEFAULT_FEED_TUNING, type FeedTuning } from './api/change-feed.js'
 import { frameworkErrorHandler, registerErrorHandling } from './api/error-handling.js'
 import { registerEventRoutes } from './api/event-routes.js'
 import { registerJsonBodyParser } from './api/json-body.js'
 import { NoteOperations } from './api/note-operations.js'
 import { registerNoteRoutes } from './api/note-routes.js'
+import { NotebookServices } from './api/notebook-services.js'
 import type { Config } from './config/config.js'
 import { readPackageInfo } from './config/package-info.js'
 import { registerCloseConnections } from './http/close-connections.js'
@@ -14,8 +16,9 @@ import { createHttpServer } from './http/http-server.js'
 import { closeLingering } from './http/lingering-close.js'
 import { inOrder } from './http/pipelining.js'
 import { clientErrorHandler, endAfterError } from './http/refusals.js'
-import { AccessKeys, registerAccessKeys } from './ops/access-keys.js'
+import { AccessKeys } from './ops/access-keys.js'
 import { registerApiDocs } from './ops/api-docs.js'
+import { Callers, registerCallers, SHARED_NOTEBOOK } from './ops/callers.js'
 import { registerCors } from './ops/cors.js'
 import { FailureLog } from './ops/failure-log.js'
 import { registerHealthChecks } from './ops/health.js'
@@ -26,7 +29,8 @@ import { describeService } from './ops/openapi-service.js'
 import { registerRateLimits } from './ops/rate-limits.js'
 import { registerRequestIds, requestIdGenerator, withRequestIdHeader } from './ops/request-id.js'
 import { setUpLogging } from './ops/request-logging.js'
-import type { NoteStore } from './store/types.js'
+import type { UserTokens } from './ops/user-tokens.js'
+import type { Notebooks, NoteStore, StoreGauges } from './store/types.js'
 
 export type AppConfig = Pick<
   Config,
@@ -50,13 +54,23 @@ export type AppConfig = Pick<
 >
 
 export interface AppOptions {
-  /** Where the notes live. */
-  store: NoteStore
+  /** Where the notes live: one notebook for every request. Give this or `notebooks`. */
+  store?: NoteStore
+  /**
+   * Where the notes live, a notebook per user when `userTokens` is given (and the shared
+   * notebook for service keys); without it, every request acts on the shared notebook.
+   */
+  notebooks?: Notebooks
+  /** User tokens (DECISION 32): each request under /api/ then needs one, or a service key. */
+  userTokens?: UserTokens
+  /** The clock a remembered user token's expiry is checked against (default Date.now). */
+  now?: () => number
   /** Limits and timeouts; `DEFAULT_CONFIG` has the shipped values. */
   config: AppConfig
   /**
-   * What each note operation means and answers, served through both lanes; defaults to
-   * `new NoteOperations(store)`. A test passes a subclass to change one operation everywhere.
+   * What each note operation of the shared notebook means and answers, served through both
+   * lanes; defaults to `new NoteOperations(store)`. A test passes a subclass to change one
+   * operation everywhere.
    */
   operations?: NoteOperations
   /** Fastify's logger option: pino options, or false (the default) for silence. */
@@ -71,11 +85,24 @@ export interface AppOptions {
  */
 export function buildApp({
   store,
+  notebooks,
+  userTokens,
+  now,
   config,
-  operations = new NoteOperations(store),
+  operations,
   logger = false,
   feed: feedTuning,
 }: AppOptions): FastifyInstance {
+  if ((store === undefined) === (notebooks === undefined)) {
+    throw new TypeError('buildApp needs a store or notebooks, and not both.')
+  }
+  if (userTokens !== undefined && notebooks === undefined) {
+    throw new TypeError('User tokens need notebooks: one per user.')
+  }
+  const storeOf = (notebook: string): NoteStore =>
+    notebooks === undefined ? (store as NoteStore) : notebooks.notebook(notebook)
+  /** What the health checks and metrics read: every notebook at once. */
+  const whole = (notebooks ?? store) as StoreGauges
   const logging = setUpLogging(logger, config.logRequests)
   const requestId = requestIdGenerator()
   // One log for the failures of both lanes; `app.log` is read when something is logged.
@@ -85,6 +112,37 @@ export function buildApp({
     config.apiKeys.length + config.apiReadKeys.length > 0
       ? new AccessKeys({ keys: config.apiKeys, readKeys: config.apiReadKeys })
       : undefined
+  const callers = new Callers({ accessKeys, userTokens, ...(now === undefined ? {} : { now }) })
+  const tuning: FeedTuning = {
+    ...DEFAULT_FEED_TUNING,
+    ...feedTuning,
+    maxStreams: config.maxEventStreams,
+  }
+  // A stream must hear something before the socket timeout would close it as silent.
+  tuning.heartbeatMs = Math.min(tuning.heartbeatMs, Math.ceil(config.socketTimeoutMs / 2))
+  const services = new NotebookServices({
+    storeOf,
+    tuning,
+    onError: (err) => app.log.error({ err }, 'the change feed could not read the store'),
+    closeConnection: closeLingering,
+    ...(operations === undefined
+      ? {}
+      : {
+          operations: (notebookStore, notebook) =>
+            notebook === SHARED_NOTEBOOK ? operations : new NoteOperations(notebookStore),
+        }),
+  })
+  const shared = services.operations(SHARED_NOTEBOOK)
+  // Who the lane may serve, and from which notebook, decided without waiting.
+  const operationsFor = !callers.guarding
+    ? () => shared
+    : (request: IncomingMessage) => {
+        const decision = callers.decideNow(request)
+        if (decision === undefined || !decision.allowed) return undefined
+        return decision.notebook === SHARED_NOTEBOOK
+          ? shared
+          : services.operations(decision.notebook)
+      }
   let closing = false
   // The note routes' everyday requests skip Fastify unless a feature that lives in Fastify's hooks
   // is on; `app.inject` always goes through Fastify (tests reach the lane through the listener).
@@ -101,14 +159,13 @@ export function buildApp({
       const listener = fastLane
         ? withFastLane(
             {
-              operations,
+              operationsFor,
               bodyLimit: config.bodyLimit,
               maxDepth: config.maxDepth,
               requestId,
               closing: () => closing,
               failures,
               record: recorder?.record.bind(recorder),
-              admits: accessKeys && ((request) => accessKeys.decideFor(request).allowed),
             },
             fastifyHandler,
           )
@@ -152,19 +209,21 @@ export function buildApp({
   registerRequestIds(app, requestId)
   registerCors(app, {
     origins: config.corsOrigin,
-    accessKeys: accessKeys !== undefined,
+    // An Authorization header: a service key or a user token.
+    accessKeys: callers.guarding,
     rateLimits: config.rateLimit > 0,
   })
   // Counted before the access check, so that guessing keys is limited too.
   registerRateLimits(app, {
     max: config.rateLimit,
     windowMs: config.rateLimitWindowMs,
-    keyOf:
-      accessKeys && ((request) => accessKeys.accessOf(request.raw, request.routeOptions.url).key),
+    keyOf: callers.guarding
+      ? (request) => callers.decideNow(request.raw, request.routeOptions.url)?.key
+      : undefined,
   })
-  if (accessKeys !== undefined) registerAccessKeys(app, accessKeys)
-  if (recorder !== undefined) registerMetrics(app, { store, recorder })
-  registerHealthChecks(app, store)
+  registerCallers(app, callers)
+  if (recorder !== undefined) registerMetrics(app, { store: whole, recorder })
+  registerHealthChecks(app, whole)
   const { version } = readPackageInfo()
   const document = describeService({
     version,
@@ -172,26 +231,14 @@ export function buildApp({
     docs: config.docs,
     ui: config.ui,
     accessKeys: accessKeys !== undefined,
+    userTokens: userTokens !== undefined,
     rateLimits: config.rateLimit > 0,
     cors: config.corsOrigin.length > 0,
     loadShedding: config.maxEventLoopDelayMs > 0,
   })
   registerApiDocs(app, { document, ui: config.docs })
   if (config.ui) registerNotesPage(app)
-  registerNoteRoutes(app, operations)
-  const tuning: FeedTuning = {
-    ...DEFAULT_FEED_TUNING,
-    ...feedTuning,
-    maxStreams: config.maxEventStreams,
-  }
-  // A stream must hear something before the socket timeout would close it as silent.
-  tuning.heartbeatMs = Math.min(tuning.heartbeatMs, Math.ceil(config.socketTimeoutMs / 2))
-  const feed = new ChangeFeed(
-    store,
-    tuning,
-    (err) => app.log.error({ err }, 'the change feed could not read the store'),
-    closeLingering,
-  )
-  registerEventRoutes(app, feed)
+  registerNoteRoutes(app, services)
+  registerEventRoutes(app, services)
   return app
 }

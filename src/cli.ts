@@ -6,8 +6,7 @@ import { readPackageInfo } from './config/package-info.js'
 
 const args = process.argv.slice(2)
 if (args[0] === 'token') {
-  // Left out of --help and the README until the server checks user tokens (they are not wired
-  // into the app yet): see src/ops/token-command.ts.
+  // A user token for trying user notebooks out: see src/ops/token-command.ts.
   const { runTokenCommand } = await import('./ops/token-command.js')
   process.exitCode = await runTokenCommand(
     args.slice(1),

@@ -1,10 +1,12 @@
 // First, before anything else runs: keeps Node's nextTick fast for the life of the process.
 import './http/tick-shapes.js'
 import { buildApp } from './app.js'
-import { ConfigError, loadConfig } from './config/config.js'
+import { ConfigError, loadConfig, userTokensOn } from './config/config.js'
 import { listenErrorMessage } from './config/listen-error.js'
 import { loggerOptions } from './ops/logger.js'
+import { UserTokens } from './ops/user-tokens.js'
 import { MemoryNoteStore } from './store/memory.js'
+import { MemoryNotebooks } from './store/memory-notebooks.js'
 import { openFailure, redactUrl } from './store/postgres/connection.js'
 import { PostgresNoteStore } from './store/postgres/store.js'
 
@@ -28,15 +30,43 @@ const postgres =
         statementTimeoutMs: config.databaseStatementTimeoutMs,
         historyLimit: config.changeHistory,
       })
-const store =
-  postgres ??
-  new MemoryNoteStore({
-    maxNotes: config.maxNotes,
-    maxBytes: config.maxStoreBytes,
-    historyLimit: config.changeHistory,
-  })
+// With user tokens on, a notebook per user (and the shared one for service keys).
+const userTokens = !userTokensOn(config)
+  ? undefined
+  : config.authJwtSecret !== ''
+    ? new UserTokens({
+        secret: config.authJwtSecret,
+        ...(config.authIssuer === '' ? {} : { issuer: config.authIssuer }),
+        ...(config.authAudience === '' ? {} : { audience: config.authAudience }),
+      })
+    : new UserTokens({
+        jwksUrl: new URL(config.authJwksUrl),
+        issuer: config.authIssuer,
+        audience: config.authAudience,
+      })
+const stores =
+  postgres !== undefined
+    ? { store: postgres }
+    : userTokens !== undefined
+      ? {
+          notebooks: new MemoryNotebooks({
+            maxNotes: config.maxNotes,
+            maxBytes: config.maxStoreBytes,
+            maxNotesPerNotebook: config.maxNotesPerUser,
+            maxBytesPerNotebook: config.maxBytesPerUser,
+            historyLimit: config.changeHistory,
+          }),
+          userTokens,
+        }
+      : {
+          store: new MemoryNoteStore({
+            maxNotes: config.maxNotes,
+            maxBytes: config.maxStoreBytes,
+            historyLimit: config.changeHistory,
+          }),
+        }
 const app = buildApp({
-  store,
+  ...stores,
   config,
   logger: loggerOptions(config.logLevel, process.stdout),
 })

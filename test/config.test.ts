@@ -32,6 +32,12 @@ describe('loadConfig', () => {
       rateLimitWindowMs: 60_000,
       changeHistory: 10_000,
       maxEventStreams: 1_000,
+      authJwtSecret: '',
+      authJwksUrl: '',
+      authIssuer: '',
+      authAudience: '',
+      maxNotesPerUser: 10_000,
+      maxBytesPerUser: 16_777_216,
       databaseUrl: '',
       databasePoolSize: 10,
       databaseStatementTimeoutMs: 5000,
@@ -68,6 +74,10 @@ describe('loadConfig', () => {
         RATE_LIMIT_WINDOW_MS: '1000',
         CHANGE_HISTORY: '50',
         MAX_EVENT_STREAMS: '7',
+        AUTH_ISSUER: 'https://idp.example',
+        AUTH_AUDIENCE: 'notes',
+        MAX_NOTES_PER_USER: '3',
+        MAX_BYTES_PER_USER: '8192',
         DATABASE_URL: 'postgres://notes:pw@db.example:5432/notes',
         DATABASE_POOL_SIZE: '20',
         DATABASE_STATEMENT_TIMEOUT_MS: '2000',
@@ -101,12 +111,68 @@ describe('loadConfig', () => {
       rateLimitWindowMs: 1000,
       changeHistory: 50,
       maxEventStreams: 7,
+      authJwtSecret: '',
+      authJwksUrl: '',
+      authIssuer: 'https://idp.example',
+      authAudience: 'notes',
+      maxNotesPerUser: 3,
+      maxBytesPerUser: 8192,
       databaseUrl: 'postgres://notes:pw@db.example:5432/notes',
       databasePoolSize: 20,
       databaseStatementTimeoutMs: 2000,
       databaseConnectTimeoutMs: 0,
       databaseConnectRetryMs: 100,
     })
+  })
+
+  it('reads the user-token sources, and refuses them half set, both at once, or with PostgreSQL', () => {
+    const secret = 'a-secret-of-32-bytes-or-more-000'
+    assert.equal(loadConfig({ AUTH_JWT_SECRET: ` ${secret} ` }, []).authJwtSecret, secret)
+    const jwks = loadConfig(
+      {
+        AUTH_JWKS_URL: 'https://idp.example/jwks.json',
+        AUTH_ISSUER: 'https://idp.example',
+        AUTH_AUDIENCE: 'notes',
+      },
+      [],
+    )
+    assert.equal(jwks.authJwksUrl, 'https://idp.example/jwks.json')
+    const refusals: [NodeJS.ProcessEnv, RegExp][] = [
+      [
+        { AUTH_JWT_SECRET: 'short' },
+        /^Invalid AUTH_JWT_SECRET \(value not shown\): expected at least 32 bytes/,
+      ],
+      [
+        { AUTH_JWKS_URL: 'idp.example/jwks' },
+        /^Invalid AUTH_JWKS_URL "idp.example\/jwks": expected an http: or https: URL/,
+      ],
+      [{ AUTH_JWKS_URL: 'https://idp.example/jwks' }, /needs AUTH_ISSUER and AUTH_AUDIENCE/],
+      [
+        {
+          AUTH_JWKS_URL: 'https://idp.example/jwks',
+          AUTH_ISSUER: 'i',
+          AUTH_AUDIENCE: 'a',
+          AUTH_JWT_SECRET: secret,
+        },
+        /both set/,
+      ],
+      [
+        { AUTH_JWT_SECRET: secret, DATABASE_URL: 'postgres://db.example/notes' },
+        /in memory only for now/,
+      ],
+      [{ AUTH_ISSUER: 'a\u0007b' }, /text without control characters/],
+    ]
+    for (const [env, message] of refusals) {
+      assert.throws(
+        () => loadConfig(env, []),
+        (err: unknown) => {
+          assert.ok(err instanceof ConfigError)
+          assert.match(err.message, message)
+          assert.ok(!err.message.includes('short'), 'a secret is never shown')
+          return true
+        },
+      )
+    }
   })
 
   it('lets flags override the environment, in both spellings', () => {

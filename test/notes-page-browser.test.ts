@@ -8,6 +8,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { preload } from '../bench/preload.js'
 import { CHROMIUM, launchChromium, MISSING, SKIP } from './chromium.js'
 import { type ServerProcess, startServer } from './hostile/server-process.js'
+import { signed } from './jwks-server.js'
 
 /** Where to save the README's screenshot, when set: `NOTES_PAGE_SCREENSHOT=docs/page.png`. */
 const SCREENSHOT = process.env.NOTES_PAGE_SCREENSHOT
@@ -377,6 +378,47 @@ describe('the notes page in Chromium', { skip: SKIP, concurrency: false }, () =>
     await other.getByRole('dialog', { name: 'Access key' }).waitFor()
     clean(watched)
     await context.close()
+  })
+
+  it('asks for a user token when the service gives each person a notebook, says whose it is, and forgets the token on sign-out', async () => {
+    const secret = 'a-secret-of-32-bytes-or-more-000'
+    const origin = await serve({ AUTH_JWT_SECRET: secret })
+    const exp = Math.floor(Date.now() / 1000) + 3600
+    const key = Buffer.from(secret)
+    const alice = await signed(key, { alg: 'HS256' }, { sub: 'alice', exp })
+    const bob = await signed(key, { alg: 'HS256' }, { sub: 'bob', exp })
+    await create(origin, { title: 'Alice plans' }, { authorization: `Bearer ${alice}` })
+    const watched = await open(origin)
+    const { page } = watched
+    const dialog = page.getByRole('dialog', { name: 'Access key' })
+    await dialog.waitFor()
+    assert.equal(
+      await page.locator('#key-reason').textContent(),
+      'This API needs a user token: send Authorization: Bearer <token>.',
+    )
+    await dialog.getByLabel('Key').fill(alice)
+    await dialog.getByRole('button', { name: 'Use this key' }).click()
+    await item(page, 'Alice plans').waitFor()
+    await loaded(page)
+    assert.equal(await page.locator('#whoami').textContent(), 'Notebook of alice')
+    // Signed out: the token is forgotten, and the page asks again.
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await dialog.waitFor()
+    assert.equal(await inPage(page, `sessionStorage.getItem('notes-service.access-key')`), null)
+    assert.equal(await page.locator('#whoami').isVisible(), false)
+    await dialog.getByLabel('Key').fill(bob)
+    await dialog.getByRole('button', { name: 'Use this key' }).click()
+    await loaded(page)
+    assert.equal(await page.locator('#whoami').textContent(), 'Notebook of bob')
+    assert.equal(await page.locator('#notes > li').count(), 0)
+    // Bob's page follows Bob's notebook alone: Alice's next note never shows, his own does.
+    await create(origin, { title: 'More of Alice' }, { authorization: `Bearer ${alice}` })
+    await create(origin, { title: 'Bob idea' }, { authorization: `Bearer ${bob}` })
+    await item(page, 'Bob idea').waitFor()
+    assert.equal(await item(page, 'More of Alice').count(), 0)
+    assert.equal(await item(page, 'Alice plans').count(), 0)
+    clean(watched)
+    await watched.context.close()
   })
 
   it('pages through 10,000 notes newest first, 50 at a time, as the person scrolls', {

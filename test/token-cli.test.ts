@@ -198,8 +198,8 @@ describe('notes-service token', () => {
     for (const [text, seconds] of cases) assert.equal(ttlSeconds(text), seconds, text)
   })
 
-  it('stays out of --help until the server checks user tokens', async () => {
+  it('is named by --help', async () => {
     const { stdout } = await run(process.execPath, [CLI, '--help'], { env: envWith(null) })
-    assert.equal(stdout.includes('token'), false)
+    assert.match(stdout, /notes-service token --sub NAME \[--ttl 1h\]/)
   })
 })

@@ -108,6 +108,11 @@ export function startText(version: string): string {
   return `retry: ${RETRY_MS}\nid: ${version}\ndata: ${JSON.stringify({ version })}\n\n`
 }
 
+/** Streams open over several feeds (one per notebook), which share MAX_EVENT_STREAMS. */
+export class StreamCount {
+  open = 0
+}
+
 /** One client's stream and where it stands in the store's sequence of changes. */
 class EventStream {
   /** The version token of the last change sent (or the one the stream starts after). */
@@ -154,6 +159,7 @@ export class ChangeFeed {
   readonly #tuning: FeedTuning
   readonly #onError: (err: unknown) => void
   readonly #closeConnection: (socket: Socket) => void
+  readonly #count: StreamCount
   #unsubscribe: (() => void) | undefined
   readonly #live = new Set<EventStream>()
   readonly #catchingUp = new Set<EventStream>()
@@ -170,18 +176,21 @@ export class ChangeFeed {
 
   /**
    * `onError` hears of a store that failed a stream's read (the stream is then closed);
-   * `closeConnection` closes an ended stream's connection (the server's lingering close).
+   * `closeConnection` closes an ended stream's connection (the server's lingering close);
+   * `count` holds the streams open on every feed that shares the cap (this one alone by default).
    */
   constructor(
     store: NoteStore,
     tuning: FeedTuning,
     onError: (err: unknown) => void,
     closeConnection: (socket: Socket) => void,
+    count = new StreamCount(),
   ) {
     this.#store = store
     this.#tuning = tuning
     this.#onError = onError
     this.#closeConnection = closeConnection
+    this.#count = count
   }
 
   /** Streams open now. */
@@ -200,7 +209,7 @@ export class ChangeFeed {
 
   /** Whether one more stream may open now. */
   admits(): boolean {
-    return !this.#closing && this.size < this.#tuning.maxStreams
+    return !this.#closing && this.#count.open < this.#tuning.maxStreams
   }
 
   /**
@@ -212,6 +221,7 @@ export class ChangeFeed {
   open(response: ServerResponse, since: string | undefined): void {
     this.#start()
     const stream = new EventStream(response, since ?? '')
+    this.#count.open++
     // Registered before anything is read: from here on every change is held for it.
     this.#catchingUp.add(stream)
     response.once('close', () => this.#drop(stream))
@@ -529,6 +539,7 @@ export class ChangeFeed {
   #drop(stream: EventStream): void {
     if (stream.closed) return
     stream.closed = true
+    this.#count.open--
     stream.held = []
     this.#live.delete(stream)
     this.#catchingUp.delete(stream)

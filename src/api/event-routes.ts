@@ -1,7 +1,8 @@
 import type { OutgoingHttpHeaders } from 'node:http'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { type ChangeFeed, EVENT_STREAM_HEADERS } from './change-feed.js'
+import { EVENT_STREAM_HEADERS } from './change-feed.js'
 import { queryOf } from './note-routes.js'
+import type { NotebookServices } from './notebook-services.js'
 import { sendProblem } from './problem.js'
 
 /** The change feed's path (DECISION 24), also the `route` label of its metrics. */
@@ -48,11 +49,13 @@ const TOKEN_TEXT = '1 to 256 characters of A-Z a-z 0-9 . _ ~ -'
  * hands the response to the feed, which writes everything after the head. HEAD answers the head
  * alone. Past the cap, or while shutting down, it answers 503 with Retry-After.
  */
-export function registerEventRoutes(app: FastifyInstance, feed: ChangeFeed): void {
+export function registerEventRoutes(app: FastifyInstance, services: NotebookServices): void {
   app.get(EVENTS_ROUTE, (request, reply) => {
     const start = startOf(request)
     if ('problem' in start) return sendProblem(reply, 400, start.problem)
-    if (request.method !== 'HEAD' && feed.closing) {
+    // The feed of the caller's notebook: it sees no change of any other.
+    const feed = services.feed(request.notebook)
+    if (request.method !== 'HEAD' && services.closing) {
       return sendProblem(reply, 503, 'The service is shutting down. Reconnect in a moment.', {
         'retry-after': '1',
       })
@@ -82,7 +85,7 @@ export function registerEventRoutes(app: FastifyInstance, feed: ChangeFeed): voi
     return reply
   })
   app.addHook('preClose', (done) => {
-    feed.close()
+    services.close()
     done()
   })
 }

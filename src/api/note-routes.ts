@@ -4,6 +4,7 @@ import type { Answer } from './answer.js'
 import { sendAnswer } from './answer-head.js'
 import { parseNoteId } from './note-id.js'
 import type { NoteOperations } from './note-operations.js'
+import type { NotebookServices } from './notebook-services.js'
 
 /** The two route patterns of the contract, also the `route` label of their metrics. */
 export const NOTES_ROUTE = '/api/note'
@@ -17,23 +18,29 @@ interface IdParams {
  * The five operations as Fastify routes: each reads what the operation needs from the request,
  * calls it, and writes its Answer. What an operation answers is decided in NoteOperations.
  */
-export function registerNoteRoutes(app: FastifyInstance, operations: NoteOperations): void {
+export function registerNoteRoutes(
+  app: FastifyInstance,
+  services: Pick<NotebookServices, 'operations'>,
+): void {
+  // The operations of the caller's notebook: what they read and write is that notebook's alone.
+  const of = (request: FastifyRequest): NoteOperations => services.operations(request.notebook)
+
   app.post(NOTES_ROUTE, (request, reply) =>
-    write(reply, operations.create(bodyFields(request), request.headers)),
+    write(reply, of(request).create(bodyFields(request), request.headers)),
   )
 
   app.get(NOTES_ROUTE, (request, reply) =>
-    write(reply, operations.list(queryOf(request.url), request.headers)),
+    write(reply, of(request).list(queryOf(request.url), request.headers)),
   )
 
   app.get<{ Params: IdParams }>(NOTE_ROUTE, (request, reply) =>
-    write(reply, operations.get(parseNoteId(request.params.id), request.headers)),
+    write(reply, of(request).get(parseNoteId(request.params.id), request.headers)),
   )
 
   app.patch<{ Params: IdParams }>(NOTE_ROUTE, (request, reply) =>
     write(
       reply,
-      operations.update(
+      of(request).update(
         parseNoteId(request.params.id),
         bodyFields(request),
         patchKind(request.headers['content-type']),
@@ -44,7 +51,7 @@ export function registerNoteRoutes(app: FastifyInstance, operations: NoteOperati
 
   app.delete<{ Params: IdParams }>(NOTE_ROUTE, (request, reply) => {
     const segment = request.params.id
-    return write(reply, operations.delete(parseNoteId(segment), segment, request.headers))
+    return write(reply, of(request).delete(parseNoteId(segment), segment, request.headers))
   })
 }
 

@@ -75,13 +75,23 @@ export function headers(): Record<string, unknown> {
 }
 
 /** The headers of access keys' 401. */
-export function accessKeyHeaders(): Record<string, unknown> {
+export function accessKeyHeaders(userTokens = false): Record<string, unknown> {
   return {
-    WwwAuthenticate: {
-      description: 'The scheme to authenticate with.',
-      required: true,
-      schema: { type: 'string', const: 'Bearer' },
-    },
+    WwwAuthenticate: userTokens
+      ? {
+          description:
+            'The scheme to authenticate with; for a user token that was refused, RFC 6750\'s `error="invalid_token"` and an `error_description` repeating the detail.',
+          required: true,
+          schema: {
+            type: 'string',
+            pattern: '^Bearer(?: error="invalid_token", error_description="[^"\\\\]*")?$',
+          },
+        }
+      : {
+          description: 'The scheme to authenticate with.',
+          required: true,
+          schema: { type: 'string', const: 'Bearer' },
+        },
   }
 }
 

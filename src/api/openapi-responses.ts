@@ -100,14 +100,21 @@ function serverErrors(): Record<string, unknown> {
 }
 
 /** What access keys answer: 401 without a valid key, 403 for a read key's write. */
-export function accessKeyResponses(): Record<string, unknown> {
+export function accessKeyResponses(userTokens = false): Record<string, unknown> {
   return {
-    Unauthorized: problemResponse(
-      'No access key, a key that is not valid, or more than one Authorization header.',
-      401,
-      'This API needs an access key: send Authorization: Bearer <key>.',
-      { 'WWW-Authenticate': header('WwwAuthenticate') },
-    ),
+    Unauthorized: userTokens
+      ? problemResponse(
+          'No user token or service key; a token that is malformed, expired, not yet valid, for another issuer or audience, or not signed by a known key; or more than one Authorization header. `detail` says which.',
+          401,
+          'The token expired at 2026-11-26T10:00:00Z; get a new one.',
+          { 'WWW-Authenticate': header('WwwAuthenticate') },
+        )
+      : problemResponse(
+          'No access key, a key that is not valid, or more than one Authorization header.',
+          401,
+          'This API needs an access key: send Authorization: Bearer <key>.',
+          { 'WWW-Authenticate': header('WwwAuthenticate') },
+        ),
     Forbidden: problemResponse(
       'The access key may only read (GET, HEAD).',
       403,

@@ -16,6 +16,13 @@ export interface OpenApiOptions {
   paths: readonly Paths[]
   /** With access keys on: which paths need one ('/api/note' -> true, '/healthz' -> false). */
   accessKeys?: { guards: (path: string) => boolean } | undefined
+  /**
+   * Whether user tokens are on (a notebook per user): the userToken scheme, whose 401s say why a
+   * token was refused. `accessKeys` must then be given too (the paths they guard are the same).
+   */
+  userTokens?: boolean
+  /** Whether service keys (API_KEYS, API_READ_KEYS) are set, when user tokens are on. */
+  serviceKeys?: boolean
   /** With rate limits on: the paths they leave alone. */
   rateLimits?: { exempt: ReadonlySet<string> } | undefined
   /** Whether CORS is on (CORS_ORIGIN): OPTIONS answers preflights. */
@@ -60,12 +67,18 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
     paths,
     components: components(options),
   }
-  if (options.accessKeys !== undefined) document.security = [{ accessKey: [] }]
+  if (options.userTokens === true) {
+    document.security =
+      options.serviceKeys === true ? [{ userToken: [] }, { accessKey: [] }] : [{ userToken: [] }]
+  } else if (options.accessKeys !== undefined) {
+    document.security = [{ accessKey: [] }]
+  }
   return document
 }
 
 function components(options: OpenApiOptions): OpenApiDocument['components'] {
   const keys = options.accessKeys !== undefined
+  const tokens = options.userTokens === true
   const limits = options.rateLimits !== undefined
   const all: OpenApiDocument['components'] = {
     schemas: schemas(),
@@ -73,27 +86,36 @@ function components(options: OpenApiOptions): OpenApiDocument['components'] {
     requestBodies: requestBodies(),
     headers: {
       ...headers(),
-      ...(keys ? accessKeyHeaders() : {}),
+      ...(keys ? accessKeyHeaders(tokens) : {}),
       ...(limits ? rateLimitHeaders() : {}),
       ...(options.cors === true ? corsHeaders() : {}),
     },
     responses: {
       ...responses(),
       ...(options.cors === true ? { Options: corsOptionsResponse() } : {}),
-      ...(keys ? accessKeyResponses() : {}),
+      ...(keys ? accessKeyResponses(tokens) : {}),
       ...(limits ? rateLimitResponses() : {}),
       ...(options.loadShedding === true ? loadSheddingResponses() : {}),
     },
   }
-  if (keys) {
-    all.securitySchemes = {
-      accessKey: {
-        type: 'http',
-        scheme: 'bearer',
-        description:
-          'An access key from API_KEYS (may read and write) or API_READ_KEYS (may only GET and HEAD).',
-      },
-    }
+  const accessKey = {
+    type: 'http',
+    scheme: 'bearer',
+    description: tokens
+      ? 'A service key from API_KEYS (may read and write) or API_READ_KEYS (may only GET and HEAD): the shared notebook, which no user token sees.'
+      : 'An access key from API_KEYS (may read and write) or API_READ_KEYS (may only GET and HEAD).',
+  }
+  const userToken = {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    description:
+      "A user token: a JWT signed with AUTH_JWT_SECRET (HS256) or by a key of the identity provider at AUTH_JWKS_URL, with `exp`, and `iss` and `aud` as configured. Its `sub` is the user: every request acts on that user's notebook alone.",
+  }
+  if (tokens) {
+    all.securitySchemes = options.serviceKeys === true ? { userToken, accessKey } : { userToken }
+  } else if (keys) {
+    all.securitySchemes = { accessKey }
   }
   return all
 }
@@ -136,7 +158,8 @@ function addCrossCuttingAnswers(paths: Paths, options: OpenApiOptions): void {
           operation.security = []
         } else {
           answers['401'] = response('Unauthorized')
-          if (!READ_OPERATIONS.has(method)) answers['403'] = response('Forbidden')
+          const readKeys = options.userTokens !== true || options.serviceKeys === true
+          if (readKeys && !READ_OPERATIONS.has(method)) answers['403'] = response('Forbidden')
         }
       }
       if (rateLimits !== undefined && !rateLimits.exempt.has(path)) {
@@ -160,6 +183,9 @@ const DESCRIPTION = `A notes store: in memory by default (empty at start, lost a
 const ACCESS_KEYS_DESCRIPTION = `
 - Every request under \`/api/\` (but this document) and to \`/metrics\` needs \`Authorization: Bearer <key>\` with an access key: without one, or with a key that is not valid, or with two Authorization headers, the answer is \`401\` with \`WWW-Authenticate: Bearer\`. A read key may only \`GET\` and \`HEAD\`: anything else with it is \`403\`. \`OPTIONS\`, the probes, the \`/docs\` page and the notes page at \`/\` need no key.`
 
+const USER_TOKENS_DESCRIPTION = `
+- User tokens are on: every request under \`/api/\` (but this document) needs \`Authorization: Bearer <token>\` with a user token (a JWT), or a service key, and acts on one notebook: the token's user's own, or for a service key the shared one. A notebook is a store of its own: the list, pages, \`X-Total-Count\`, \`q\`, \`Notes-Version\`, ETags, the change feed and idempotency keys see its notes alone, and another notebook's note is the empty \`404\`. Ids are unique over the whole service. A token that is missing, malformed, expired, not yet valid, for another issuer or audience, or not signed by a known key is \`401\` with \`WWW-Authenticate: Bearer error="invalid_token"\` and the reason in \`detail\`; \`503\` with \`Retry-After\` while the identity provider's keys cannot be fetched. \`/metrics\` needs a service key.`
+
 const RATE_LIMITS_DESCRIPTION = `
 - Requests are rate limited per access key (per client address without one): every answer but the probes' carries \`RateLimit-Limit\` (requests per window), \`RateLimit-Remaining\` and \`RateLimit-Reset\` (seconds until the window ends); past the limit the answer is \`429\` with \`Retry-After\` (seconds).`
 
@@ -172,7 +198,11 @@ const LOAD_SHEDDING_DESCRIPTION = `
 function describe(options: OpenApiOptions): string {
   return (
     DESCRIPTION +
-    (options.accessKeys === undefined ? '' : ACCESS_KEYS_DESCRIPTION) +
+    (options.userTokens === true
+      ? USER_TOKENS_DESCRIPTION
+      : options.accessKeys === undefined
+        ? ''
+        : ACCESS_KEYS_DESCRIPTION) +
     (options.rateLimits === undefined ? '' : RATE_LIMITS_DESCRIPTION) +
     (options.cors === true ? CORS_DESCRIPTION : '') +
     (options.loadShedding === true ? LOAD_SHEDDING_DESCRIPTION : '')

@@ -67,6 +67,22 @@ export interface Config {
    * instance given the same URL (DECISION 27); empty (the default) keeps them in memory.
    */
   databaseUrl: string
+  /**
+   * The secret user tokens are signed with (HS256, at least 32 UTF-8 bytes): with it, every
+   * request under /api/ needs a user token or a service key, and each user has a notebook of
+   * their own (DECISIONS 32-34). Empty (the default) leaves user tokens off.
+   */
+  authJwtSecret: string
+  /** An identity provider's key set (its jwks_uri): user tokens signed by its keys. */
+  authJwksUrl: string
+  /** The `iss` every user token must carry (required with `authJwksUrl`). */
+  authIssuer: string
+  /** A value the `aud` of every user token must hold (required with `authJwksUrl`). */
+  authAudience: string
+  /** Most notes one user's notebook holds (507 above it). */
+  maxNotesPerUser: number
+  /** Most UTF-8 bytes of note JSON one user's notebook holds (507 above it). */
+  maxBytesPerUser: number
   /** Connections each instance opens to PostgreSQL at most. */
   databasePoolSize: number
   /** Longest a database statement may run, in ms; past it the request gets 503. */
@@ -304,6 +320,38 @@ export const OPTIONS: readonly Option<keyof Config>[] = [
   ),
   secret(
     opt(
+      'authJwtSecret',
+      'AUTH_JWT_SECRET',
+      'turns user tokens on: the secret they are signed with (HS256, at least 32 bytes); each user then has a notebook of their own',
+      '',
+      jwtSecret,
+    ),
+  ),
+  opt(
+    'authJwksUrl',
+    'AUTH_JWKS_URL',
+    "turns user tokens on: an identity provider's key set (its jwks_uri, http: or https:)",
+    '',
+    jwksUrl,
+  ),
+  opt('authIssuer', 'AUTH_ISSUER', 'the iss every user token must carry', '', text),
+  opt('authAudience', 'AUTH_AUDIENCE', 'a value the aud of every user token must hold', '', text),
+  opt(
+    'maxNotesPerUser',
+    'MAX_NOTES_PER_USER',
+    "most notes in one user's notebook",
+    10_000,
+    integer(1, 5_000_000),
+  ),
+  opt(
+    'maxBytesPerUser',
+    'MAX_BYTES_PER_USER',
+    "most bytes of note JSON in one user's notebook",
+    16 * MIB,
+    integer(1 * KIB, 448 * MIB),
+  ),
+  secret(
+    opt(
       'databaseUrl',
       'DATABASE_URL',
       'keep the notes in PostgreSQL at this URL (postgres://user:password@host:5432/database), shared by every instance; none keeps them in memory',
@@ -353,6 +401,30 @@ function databaseUrl(raw: string): string | Rejection {
     // Not a URL: refused below.
   }
   return { expected: 'a PostgreSQL URL: postgres://user:password@host:5432/database' }
+}
+
+/** A secret of at least 32 UTF-8 bytes, as HS256 needs. */
+function jwtSecret(raw: string): string | Rejection {
+  return Buffer.byteLength(raw, 'utf8') >= 32
+    ? raw
+    : { expected: 'at least 32 bytes (UTF-8); make one with: openssl rand -base64 32' }
+}
+
+/** 'https://id.example/.well-known/jwks.json' passes; 'id.example/jwks', 'ftp://x' do not. */
+function jwksUrl(raw: string): string | Rejection {
+  try {
+    const url = new URL(raw)
+    if (/^https?:$/.test(url.protocol) && url.hostname !== '') return raw
+  } catch {
+    // Not a URL: refused below.
+  }
+  return { expected: 'an http: or https: URL of a JSON Web Key Set' }
+}
+
+/** Any text but control characters. */
+function text(raw: string): string | Rejection {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
+  return /[\x00-\x1f\x7f]/.test(raw) ? { expected: 'text without control characters' } : raw
 }
 
 function secret(option: Option<keyof Config>): Option<keyof Config> {
@@ -432,5 +504,25 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
       'Invalid API_READ_KEYS: a key in it is also in API_KEYS; list each key in one of them.',
     )
   }
+  if (result.authJwksUrl !== '' && result.authJwtSecret !== '') {
+    throw new ConfigError(
+      'AUTH_JWKS_URL and AUTH_JWT_SECRET are both set: user tokens come from one of them; unset the other.',
+    )
+  }
+  if (result.authJwksUrl !== '' && (result.authIssuer === '' || result.authAudience === '')) {
+    throw new ConfigError(
+      "AUTH_JWKS_URL needs AUTH_ISSUER and AUTH_AUDIENCE: the provider's issuer and this service's audience, which every token must carry.",
+    )
+  }
+  if (userTokensOn(result) && result.databaseUrl !== '') {
+    throw new ConfigError(
+      'User tokens (AUTH_JWT_SECRET, AUTH_JWKS_URL) keep notebooks in memory only for now; unset DATABASE_URL, or user tokens.',
+    )
+  }
   return result
+}
+
+/** Whether the configuration turns user tokens on. */
+export function userTokensOn(config: Pick<Config, 'authJwtSecret' | 'authJwksUrl'>): boolean {
+  return config.authJwtSecret !== '' || config.authJwksUrl !== ''
 }

@@ -10,6 +10,8 @@ export function formatHelp(options: readonly Option<keyof Config>[], info: Packa
     `${info.name} ${info.version}: ${info.description}`,
     '',
     `Usage: ${info.name} [options]`,
+    `       ${info.name} token --sub NAME [--ttl 1h]`,
+    '         prints a user token signed with AUTH_JWT_SECRET, for trying user notebooks out',
     '',
     'Each option can also be set by the environment variable shown; a flag wins over the variable.',
     '',

@@ -12,8 +12,12 @@ import type { MaybePromise, NoteFields } from '../store/types.js'
 import { closeAfterRefusal } from './refusals.js'
 
 export interface FastLaneOptions {
-  /** What each operation means and answers; the Fastify routes call the same instance. */
-  operations: NoteOperations
+  /**
+   * What each operation means and answers for this request (the operations of its caller's
+   * notebook, the same instance the Fastify routes call), or undefined when the lane must leave
+   * it to Fastify: a caller the keys or tokens refuse, or whose token is not verified yet.
+   */
+  operationsFor: (request: IncomingMessage) => NoteOperations | undefined
   bodyLimit: number
   maxDepth: number
   /** The same generator Fastify's `genReqId` uses, so ids stay unique across both lanes. */
@@ -24,11 +28,6 @@ export interface FastLaneOptions {
   failures: FailureReporter
   /** Counts an answered request for the metrics, as the Fastify lane's onResponse hook does. */
   record?: ((method: string, route: string, status: number, seconds: number) => void) | undefined
-  /**
-   * With access keys on: whether the keys allow the request (AccessKeys.decideFor). The lane
-   * takes only requests they allow, and leaves the others to Fastify, which refuses them.
-   */
-  admits?: ((request: IncomingMessage) => boolean) | undefined
 }
 
 const NOTE_PREFIX = `${NOTES_ROUTE}/`
@@ -53,13 +52,14 @@ const LIST_WITH_QUERY = `${NOTES_ROUTE}?`
  * - GET; POST or PATCH with Content-Type 'application/json' (optionally '; charset=utf-8') and a
  *   Content-Length within the body limit; DELETE with no body;
  * - the app is not closing;
- * - with access keys on, the keys allow it (`admits`): Fastify answers the 401s and 403s.
+ * - with access keys or user tokens on, its caller is allowed, and known without waiting (a
+ *   token verified before): Fastify answers the 401s and 403s, and verifies new tokens.
  * Anything else (HEAD, OPTIONS, 404/405 paths, chunked or oversized bodies, other media types)
  * goes to Fastify, which also serves everything when request logging, CORS, load shedding or
  * rate limiting is on: those live in Fastify hooks (and rate limits must count every request).
  */
 export function withFastLane(options: FastLaneOptions, fallback: RequestListener): RequestListener {
-  const { operations, bodyLimit, maxDepth, requestId, closing, failures, record, admits } = options
+  const { operationsFor, bodyLimit, maxDepth, requestId, closing, failures, record } = options
 
   const hasJsonBody = (request: IncomingMessage): boolean => {
     const { headers } = request
@@ -161,7 +161,8 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
   }
 
   return (request, response) => {
-    if (admits !== undefined && !admits(request)) {
+    const operations = operationsFor(request)
+    if (operations === undefined) {
       fallback(request, response)
       return
     }

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { JSON_CONTENT_TYPE } from '../api/note-operations.js'
 import { sendProblem } from '../api/problem.js'
-import type { NoteStore } from '../store/types.js'
+import type { StoreGauges } from '../store/types.js'
 
 const ALIVE = Buffer.from('{"status":"ok"}')
 const READY = Buffer.from('{"status":"ready"}')
@@ -13,7 +13,7 @@ const READY = Buffer.from('{"status":"ready"}')
  * store's database cannot be reached (DECISION 27; `/healthz` stays 200: the process is fine).
  * Both are constant answers, logged at warn and above only, so probes never flood the logs.
  */
-export function registerHealthChecks(app: FastifyInstance, store?: NoteStore): void {
+export function registerHealthChecks(app: FastifyInstance, store?: StoreGauges): void {
   let state: 'starting' | 'ready' | 'stopping' = 'starting'
   app.addHook('onReady', (done) => {
     state = 'ready'

@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify'
 import type { Metric, Registry } from 'prom-client'
-import type { NoteStore, StoreStats } from '../store/types.js'
+import type { StoreGauges, StoreStats } from '../store/types.js'
 import { RequestRecorder } from './request-recorder.js'
 
 export interface MetricsOptions {
   /** Read at each scrape for the stored and remaining capacity gauges. */
-  store: NoteStore
+  store: StoreGauges
   /** Where requests are counted; the fast lane records into it too. */
   recorder: RequestRecorder
 }
@@ -62,7 +62,7 @@ export function registerMetrics(app: FastifyInstance, { store, recorder }: Metri
 }
 
 /** The registry: the request metrics, four store gauges and prom-client's process metrics. */
-async function buildRegistry(store: NoteStore, recorder: RequestRecorder): Promise<Registry> {
+async function buildRegistry(store: StoreGauges, recorder: RequestRecorder): Promise<Registry> {
   const { collectDefaultMetrics, Gauge, Registry } = await import('prom-client')
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })

@@ -19,6 +19,8 @@ export interface ServiceDescriptionOptions {
   ui: boolean
   /** Whether access keys are on (API_KEYS, API_READ_KEYS): the security scheme, 401 and 403. */
   accessKeys: boolean
+  /** Whether user tokens are on (AUTH_JWT_SECRET, AUTH_JWKS_URL): a notebook per user. */
+  userTokens?: boolean
   /** Whether rate limits are on (RATE_LIMIT): 429. */
   rateLimits: boolean
   /** Whether CORS is on (CORS_ORIGIN). */
@@ -42,7 +44,10 @@ export function describeService(options: ServiceDescriptionOptions): OpenApiDocu
       options.metrics ? metricsPaths() : {},
       options.ui ? notesPagePaths() : {},
     ],
-    accessKeys: options.accessKeys ? { guards: needsAccessKey } : undefined,
+    accessKeys:
+      options.accessKeys || options.userTokens === true ? { guards: needsAccessKey } : undefined,
+    userTokens: options.userTokens === true,
+    serviceKeys: options.accessKeys,
     rateLimits: options.rateLimits ? { exempt: RATE_LIMIT_EXEMPT } : undefined,
     cors: options.cors,
     loadShedding: options.loadShedding,

@@ -1,10 +1,12 @@
 import {
   type FastifyBaseLogger,
   type FastifyInstance,
+  type FastifyRequest,
   type FastifyServerOptions,
   LogController,
 } from 'fastify'
 import pino, { type Bindings, type ChildLoggerOptions, type Level, type Logger } from 'pino'
+import { tokenInQuery } from './user-tokens.js'
 
 type LoggerOption = FastifyServerOptions['logger']
 
@@ -62,7 +64,30 @@ export function setUpLogging(logger: LoggerOption, logRequests: boolean): Loggin
   }
 }
 
-/** `logger` with REDACTED_PATHS added to its own `redact` paths. */
+/**
+ * A request's target as logged: as sent, but for a query holding a user token (`access_token`,
+ * which the service refuses), which is left out whole.
+ * '/api/note?limit=2' -> itself; '/api/note?access_token=eyJ...' -> '/api/note?[left out: it holds an access_token]'
+ */
+export function loggedUrl(url: string): string {
+  return tokenInQuery(url)
+    ? `${url.slice(0, url.indexOf('?'))}?[left out: it holds an access_token]`
+    : url
+}
+
+/** Fastify's request serializer, with the URL as `loggedUrl` gives it. */
+function requestSerializer(request: FastifyRequest): Record<string, unknown> {
+  return {
+    method: request.method,
+    url: loggedUrl(request.url),
+    version: request.headers['accept-version'],
+    host: request.host,
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort,
+  }
+}
+
+/** `logger` with REDACTED_PATHS added to its own `redact` paths, and URLs as `loggedUrl` gives them. */
 function withRedaction(logger: LoggerOption): NonNullable<LoggerOption> {
   const options = typeof logger === 'object' && logger !== null ? logger : {}
   const own = (options as pino.LoggerOptions).redact
@@ -71,7 +96,8 @@ function withRedaction(logger: LoggerOption): NonNullable<LoggerOption> {
     own === undefined || Array.isArray(own)
       ? [...paths, ...REDACTED_PATHS]
       : { ...own, paths: [...paths, ...REDACTED_PATHS] }
-  return { ...options, redact } as NonNullable<LoggerOption>
+  const serializers = { req: requestSerializer, ...(options as pino.LoggerOptions).serializers }
+  return { ...options, redact, serializers } as NonNullable<LoggerOption>
 }
 
 /** The logger Fastify would have made from these options (pino; `stream` as Fastify takes it). */

@@ -278,7 +278,7 @@ function jsonObjectOf(part: string): Record<string, unknown> | undefined {
  * Whether the request target's query carries an access_token parameter (RFC 6750 §2.3), by any
  * spelling: '/api/note?access_token=x' and '/api/note?a=1&access%5Ftoken=' -> true.
  */
-function tokenInQuery(url: string): boolean {
+export function tokenInQuery(url: string): boolean {
   const query = url.indexOf('?')
   if (query === -1) return false
   const fragment = url.indexOf('#', query)

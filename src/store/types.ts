@@ -199,6 +199,9 @@ export interface NoteStore {
  * notebook's cap or the service's throws StoreFullError, whose message says which, and names no
  * other notebook; nothing changes.
  */
+/** What the health checks and metrics read of a store, or of every notebook at once. */
+export type StoreGauges = Pick<NoteStore, 'stats' | 'available'>
+
 export interface Notebooks {
   /**
    * The store of the notebook with this name, empty on first use, holding the same notes every

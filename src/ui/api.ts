@@ -33,6 +33,24 @@ export function setAccessKey(key: string | null): void {
   memoryKey = key
 }
 
+/**
+ * The user a user token names (its `sub`), read without checking it (the service checks it on
+ * every request): 'eyJ...' with {"sub":"alice"} -> 'alice'; an access key -> undefined.
+ */
+export function tokenSubject(value: string | null): string | undefined {
+  const parts = value?.split('.') ?? []
+  if (parts.length !== 3) return undefined
+  try {
+    const base64 = (parts[1] as string).replaceAll('-', '+').replaceAll('_', '/')
+    const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0))
+    const claims: unknown = JSON.parse(new TextDecoder().decode(bytes))
+    const sub = (claims as { sub?: unknown } | null)?.sub
+    return typeof sub === 'string' && sub !== '' ? sub : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /** The key when sessionStorage refuses to keep it. */
 let memoryKey: string | null = null
 

@@ -9,6 +9,7 @@ import {
   problemDetail,
   randomKey,
   setAccessKey,
+  tokenSubject,
   whenUnauthorized,
 } from './api.js'
 import { byId } from './dom.js'
@@ -34,6 +35,7 @@ const keyReason = byId('key-reason', HTMLElement)
 const keyCancel = byId('key-cancel', HTMLButtonElement)
 const keyButton = byId('key-button', HTMLButtonElement)
 const forgetButton = byId('forget-key', HTMLButtonElement)
+const whoami = byId('whoami', HTMLElement)
 const readOnlyNote = byId('read-only', HTMLElement)
 const createForm = byId('create-form', HTMLFormElement)
 const createTitle = byId('create-title', HTMLInputElement)
@@ -253,9 +255,15 @@ forgetButton.addEventListener('click', () => {
   void reload()
 })
 function showKeyButtons(): void {
-  const hasKey = accessKey() !== null
+  const key = accessKey()
+  const hasKey = key !== null
   forgetButton.hidden = !hasKey
   if (hasKey) keyButton.hidden = false
+  // A user token: whose notebook this is, and signing out forgets it.
+  const user = tokenSubject(key)
+  whoami.hidden = user === undefined
+  whoami.textContent = user === undefined ? '' : `Notebook of ${user}`
+  forgetButton.textContent = user === undefined ? 'Forget the key' : 'Sign out'
 }
 
 // Creating: a small form (title, body) or raw JSON, sent with an Idempotency-Key.
