@@ -464,8 +464,23 @@ async function runBlock(block: Block): Promise<void> {
   let server: ServerProcess | undefined
   const agent = new Agent({ keepAlive: true })
   try {
+    /** Shell variables set by `NAME=$(node dist/src/cli.js ...)`, used as "$NAME" by curl. */
+    const variables = new Map<string, string>()
     for (const step of transcript(block)) {
       const where = `${block.file}:${step.line} (${step.command})`
+      const assigned = /^([A-Z_][A-Z0-9_]*)=\$\((node dist\/src\/cli\.js .*)\)$/.exec(step.command)
+      if (assigned !== null) {
+        // The command's environment is the block's, as a reader's shell exports it.
+        const inner = parseCommand(assigned[2] as string)
+        const { output: printed, code } = await runCli(inner.argv.slice(2), {
+          ...block.env,
+          ...inner.env,
+        })
+        assert.equal(code, 0, `${where}: ${printed}`)
+        variables.set(assigned[1] as string, printed.trim())
+        assert.deepEqual(step.output, [], `${where}: an assignment prints nothing`)
+        continue
+      }
       const command = parseCommand(step.command)
       let output: string
       if (command.argv[0] === 'curl') {
@@ -474,6 +489,7 @@ async function runBlock(block: Block): Promise<void> {
         let line = step.command
         for (const [readmeId, realId] of ids) line = line.replaceAll(readmeId, realId)
         for (const [readme, real] of epochs) line = line.replaceAll(`${readme}.`, `${real}.`)
+        for (const [name, value] of variables) line = line.replaceAll(`$${name}`, value)
         const curl = parseCurl(parseCommand(line).argv.slice(1))
         if (command.filters.length > 0) {
           // curl shows its progress meter when its output is not a terminal.

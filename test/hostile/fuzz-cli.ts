@@ -1,30 +1,44 @@
 /**
  * npm run fuzz [-- --seed N] [-- --requests N] [-- --store memory|postgres] [-- --instances N]
+ *   [-- --users N]
  * Starts the real service (dist/src/server.js) on 127.0.0.1 and a free port with the fuzzing
  * limits, on the memory store or (--store postgres) on a fresh database of a throwaway PostgreSQL
  * cluster that is removed at the end; sends generated requests over raw sockets, checks each
  * answer against the model, then stops the service with SIGTERM and checks that it exits 0 with
  * no error logged and no condition logged once per request (DECISION 20). On PostgreSQL,
  * --instances N starts N instances on the one database and spreads the requests over them.
+ * --users N runs the isolation run instead (isolation-run.ts): user tokens on, N users and a
+ * service key, each checked against a model of its own notebook, and none ever shown another's.
  */
 
 import { checkLogFlood } from './checks.js'
 import { counts, integerFlag, parseFlags } from './cli-args.js'
 import { FUZZ_LIMITS } from './fuzz-limits.js'
 import { FuzzFailure, type FuzzStats, runFuzz } from './fuzz-run.js'
+import {
+  ISOLATION_SECRET,
+  ISOLATION_SERVICE_KEY,
+  IsolationFailure,
+  runIsolation,
+} from './isolation-run.js'
 import { randomSeed } from './prng.js'
 import { errorLogs, logLinesByLevel, type ServerProcess, startServer } from './server-process.js'
 import { openStore, storeKind } from './store-option.js'
 
-const flags = parseFlags(process.argv.slice(2), ['seed', 'requests', 'store', 'instances'])
+const flags = parseFlags(process.argv.slice(2), ['seed', 'requests', 'store', 'instances', 'users'])
 const seed = integerFlag(flags, 'seed', randomSeed())
 const requests = integerFlag(flags, 'requests', 100_000)
 const kind = storeKind(flags.store)
 const instances = integerFlag(flags, 'instances', 1)
+const users = integerFlag(flags, 'users', 0)
 if (instances < 1 || (instances > 1 && kind !== 'postgres')) {
   throw new Error(
     '--instances must be 1, or more with --store postgres (memory stores share nothing)',
   )
+}
+
+if (users > 0 && kind === 'postgres') {
+  throw new Error('--users needs the memory store: user notebooks are not on PostgreSQL yet')
 }
 
 const servers: ServerProcess[] = []
@@ -39,11 +53,15 @@ try {
           MAX_DEPTH: String(FUZZ_LIMITS.maxDepth),
           MAX_NOTES: String(FUZZ_LIMITS.maxNotes),
           MAX_STORE_BYTES: String(FUZZ_LIMITS.maxStoreBytes),
+          ...(users === 0
+            ? {}
+            : { AUTH_JWT_SECRET: ISOLATION_SECRET, API_KEYS: ISOLATION_SERVICE_KEY }),
         },
       }),
     )
   }
-  await fuzz(servers)
+  if (users === 0) await fuzz(servers)
+  else await isolation(servers)
 } finally {
   await Promise.all(servers.map((server) => server.stop('SIGTERM')))
   await store.destroy()
@@ -115,4 +133,41 @@ async function fuzz([first, ...others]: ServerProcess[]): Promise<void> {
     if (!failed) console.error(`FUZZ FAILED with seed ${seed}`)
     process.exitCode = 1
   }
+}
+
+async function isolation(all: ServerProcess[]): Promise<void> {
+  const ports = all.map((s) => s.port)
+  console.log(
+    `isolation run (store: ${store.description}) on ${ports.join(', ')} with seed ${seed}, ${requests} requests, ${users} users and a service key`,
+  )
+  const started = Date.now()
+  let failed = false
+  try {
+    const stats = await runIsolation({ host: '127.0.0.1', ports, seed, requests, users })
+    const seconds = (Date.now() - started) / 1000
+    console.log(
+      `seed ${seed}: ${stats.requests} requests in ${seconds.toFixed(1)} s, ${stats.crossings} of them naming another caller's note, cursor, ETag, version, key or event id; nothing crossed`,
+    )
+    console.log(`  by status: ${counts(stats.byStatus)}`)
+    console.log(`  by kind: ${counts(stats.byKind)}`)
+    console.log(`  notes stored at the end: ${stats.notesAtEnd} (every list matched its model)`)
+  } catch (err) {
+    failed = true
+    console.error(err instanceof Error ? err.message : err)
+    if (err instanceof IsolationFailure) {
+      console.error(
+        `\nISOLATION FAILED with seed ${seed}. Replay: npm run fuzz -- --users ${users} --seed ${seed}`,
+      )
+    }
+  }
+  for (const instance of all) {
+    const exit = await instance.stop('SIGTERM')
+    const errors = errorLogs(instance.logs)
+    console.log(
+      `  SIGTERM -> exit code ${exit.code ?? exit.signal}; error log lines: ${errors.length}`,
+    )
+    for (const entry of errors.slice(0, 5)) console.error(`  ${JSON.stringify(entry)}`)
+    if (exit.code !== 0 || errors.length > 0) failed = true
+  }
+  if (failed) process.exitCode = 1
 }
