@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { SHARED_ROOM_ADVICE } from '../src/store/capacity.js'
 import {
   type Change,
   IdempotencyKeyReusedError,
@@ -405,7 +406,7 @@ export function runNotebooksContract(
       const before = { a: await seen(a, [1000, 1001]), b: await seen(b, [1002]) }
       await assert.rejects(
         async () => b.create({}),
-        new StoreFullError('The service holds its maximum of 3 notes.'),
+        new StoreFullError('The service holds its maximum of 3 notes.', SHARED_ROOM_ADVICE),
       )
       // Both caps passed: the notebook's is the one named.
       await assert.rejects(
@@ -414,7 +415,7 @@ export function runNotebooksContract(
       )
       await assert.rejects(
         async () => notebooks.notebook('c').createOnce('k', 'f', {}),
-        new StoreFullError('The service holds its maximum of 3 notes.'),
+        new StoreFullError('The service holds its maximum of 3 notes.', SHARED_ROOM_ADVICE),
       )
       assert.deepEqual({ a: await seen(a, [1000, 1001]), b: await seen(b, [1002]) }, before)
       assert.deepEqual((await notebooks.stats()).notes, 3)
@@ -435,7 +436,10 @@ export function runNotebooksContract(
       await a.create({ t: 'x'.repeat(20) }) // {"t":"xxxxxxxxxxxxxxxxxxxx","id":1000}: 38 bytes
       await b.create({ t: '' }) // {"t":"","id":1001}: 18 bytes
       const before = { a: await seen(a, [1000]), b: await seen(b, [1001]) }
-      const full = new StoreFullError('The service holds its maximum of 60 bytes of notes.')
+      const full = new StoreFullError(
+        'The service holds its maximum of 60 bytes of notes.',
+        SHARED_ROOM_ADVICE,
+      )
       await assert.rejects(async () => b.update(1001, { t: 'y'.repeat(10) }), full)
       await assert.rejects(async () => b.create({ u: 1 }), full)
       assert.deepEqual({ a: await seen(a, [1000]), b: await seen(b, [1001]) }, before)

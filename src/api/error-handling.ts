@@ -61,7 +61,7 @@ export function problemForError(
     }
   }
   if (error instanceof StoreFullError) {
-    return { status: 507, detail: `${error.message} Delete notes to make room.` }
+    return { status: 507, detail: `${error.message} ${error.advice}` }
   }
   if (error instanceof IdempotencyKeyReusedError) {
     return {

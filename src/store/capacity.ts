@@ -7,6 +7,9 @@ import { StoreFullError } from './types.js'
  * would be passed, and then records what it did (add). Every store has one of its own; the
  * notebooks of one service share the `whole`.
  */
+/** What a caller refused for the service-wide caps is told: its own deletes may not be enough. */
+export const SHARED_ROOM_ADVICE = 'Its room is shared by every notebook; try again later.'
+
 export class Capacity {
   /** Notes held. */
   notes = 0
@@ -50,6 +53,10 @@ export class Capacity {
   }
 
   #full(what: string): StoreFullError {
-    return new StoreFullError(`${this.#holder} holds its maximum of ${what}.`)
+    const message = `${this.#holder} holds its maximum of ${what}.`
+    // The whole is shared: deleting one's own notes may not be enough, nor one's to do.
+    return this.#holder === 'The service'
+      ? new StoreFullError(message, SHARED_ROOM_ADVICE)
+      : new StoreFullError(message)
   }
 }

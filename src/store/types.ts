@@ -216,7 +216,11 @@ export interface Notebooks {
 
 /** A write refused because the store is at capacity. Nothing was changed. */
 export class StoreFullError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** What the caller can do about it, said after the message. */
+    readonly advice = 'Delete notes to make room.',
+  ) {
     super(message)
     this.name = 'StoreFullError'
   }

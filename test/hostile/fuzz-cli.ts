@@ -49,12 +49,14 @@ try {
       await startServer({
         env: {
           ...store.env,
-          BODY_LIMIT: String(FUZZ_LIMITS.bodyLimit),
-          MAX_DEPTH: String(FUZZ_LIMITS.maxDepth),
-          MAX_NOTES: String(FUZZ_LIMITS.maxNotes),
-          MAX_STORE_BYTES: String(FUZZ_LIMITS.maxStoreBytes),
+          // The isolation run keeps the shipped limits: its model knows no caps.
           ...(users === 0
-            ? {}
+            ? {
+                BODY_LIMIT: String(FUZZ_LIMITS.bodyLimit),
+                MAX_DEPTH: String(FUZZ_LIMITS.maxDepth),
+                MAX_NOTES: String(FUZZ_LIMITS.maxNotes),
+                MAX_STORE_BYTES: String(FUZZ_LIMITS.maxStoreBytes),
+              }
             : { AUTH_JWT_SECRET: ISOLATION_SECRET, API_KEYS: ISOLATION_SERVICE_KEY }),
         },
       }),
