@@ -51,8 +51,11 @@ interface Caller {
   authorization: string
   /** Its notebook, as the model says it must be: id -> note. */
   notes: Map<number, Note>
-  /** Values only this caller's answers may hold: its marks, ETags and versions. */
-  secrets: Set<string>
+  /**
+   * The epochs of the version tokens its answers gave (in every ETag and version): one per
+   * notebook, and no other caller's answer may hold it.
+   */
+  epochs: Set<string>
   etags: string[]
   versions: string[]
   cursors: string[]
@@ -60,6 +63,9 @@ interface Caller {
   keys: Map<string, Note>
   stream: SseClient | undefined
 }
+
+/** A note's mark, which names its owner: 'mark-user-2-17-4411' -> 'user-2'. */
+const MARK = /mark-(user-\d+|service)-\d+-\d+/g
 
 interface Answer {
   status: number
@@ -85,7 +91,7 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
     name,
     authorization,
     notes: new Map(),
-    secrets: new Set(),
+    epochs: new Set(),
     etags: [],
     versions: [],
     cursors: [],
@@ -154,14 +160,21 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
     })
   }
 
-  /** Nothing of another caller's notebook in this answer (body and every header). */
+  /**
+   * Nothing of another caller's notebook in this answer (body and every header): no note marked
+   * with another caller's name, and no version token of another notebook.
+   */
   const nothingOfOthers = (who: Caller, text: string, what: string): void => {
+    for (const match of text.matchAll(MARK)) {
+      if (match[1] !== who.name)
+        fail(`${who.name} got ${match[0]} in ${what}: ${text.slice(0, 300)}`)
+    }
     for (const other of callers) {
       if (other === who) continue
-      for (const secret of other.secrets) {
-        if (text.includes(secret)) {
+      for (const epoch of other.epochs) {
+        if (text.includes(`${epoch}.`)) {
           fail(
-            `${who.name} got ${other.name}'s ${JSON.stringify(secret)} in ${what}: ${text.slice(0, 300)}`,
+            `${who.name} got ${other.name}'s version ${epoch}.* in ${what}: ${text.slice(0, 300)}`,
           )
         }
       }
@@ -174,23 +187,15 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
   /** Records what an answer gave its caller, so that another caller's answer may not hold it. */
   const learn = (who: Caller, answer: Answer): void => {
     const etag = answer.headers.etag
-    if (typeof etag === 'string') {
-      who.etags.push(etag)
-      who.secrets.add(
-        etag
-          .replace(/^W\//, '')
-          .replaceAll('"', '')
-          .replace(/-(br|gzip)$/, ''),
-      )
-    }
+    if (typeof etag === 'string') who.etags.push(etag)
     const version = answer.headers['notes-version']
     if (typeof version === 'string') {
       who.versions.push(version)
-      who.secrets.add(version)
+      who.epochs.add(version.slice(0, version.lastIndexOf('.')))
     }
-    const next = /<([^>]+)>; rel="next"/.exec(String(answer.headers.link ?? ''))?.[1]
     // A cursor is a position in the caller's own list (the same in any list): no secret, but
     // another caller's, sent, must still bring its sender's notes alone.
+    const next = /<([^>]+)>; rel="next"/.exec(String(answer.headers.link ?? ''))?.[1]
     if (next !== undefined) who.cursors.push(next)
   }
   const ownList = (who: Caller): Note[] => [...who.notes.values()].sort((a, b) => a.id - b.id)
@@ -236,7 +241,6 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
       if (kind === 'create' || kind === 'idempotent-create') {
         const mark = `mark-${who.name}-${index}-${rng.int(1e9)}`
         const body = { owner: who.name, mark, n: index }
-        who.secrets.add(mark)
         let key: string | undefined
         if (kind === 'idempotent-create') {
           // A key some caller used, or a new one: the same key in two notebooks is two keys.
