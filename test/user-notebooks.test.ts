@@ -2,13 +2,14 @@ import assert from 'node:assert/strict'
 import type { AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
 import { describe, it, type TestContext } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../src/app.js'
 import { type Config, DEFAULT_CONFIG } from '../src/config/config.js'
 import { UserTokens } from '../src/ops/user-tokens.js'
 import { MemoryNotebooks } from '../src/store/memory-notebooks.js'
 import { dataOf, describeEachLane, MEMORY, type SuiteContext } from './helpers.js'
-import { signed, unsigned } from './jwks-server.js'
+import { JwksServer, type SigningKey, signed, signingKey, unsigned } from './jwks-server.js'
 import { SseClient } from './sse-client.js'
 
 const SECRET = 'a-secret-of-32-bytes-or-more-000'
@@ -432,5 +433,73 @@ describe('user notebooks: the change feed', () => {
     const events = await service.events(1)
     assert.equal(events.length, 1)
     assert.match(String(events[0]?.data), /"by":true/)
+  })
+})
+
+describeEachLane('user notebooks with an identity provider', (context) => {
+  const ISSUER = 'https://idp.example'
+  const AUDIENCE = 'notes-service'
+
+  it('takes ES256 tokens from a key set over HTTP, rotates keys without a restart, and keeps working while the provider is down', async (t) => {
+    const first = await signingKey('ES256', 'key-1')
+    const provider = await JwksServer.start([first.jwk])
+    t.after(() => provider.close())
+    const notebooks = new MemoryNotebooks({ maxNotes: 1000, maxBytes: 1_000_000 })
+    const app = context.inLane(
+      buildApp({
+        notebooks,
+        userTokens: new UserTokens({
+          jwksUrl: provider.url,
+          issuer: ISSUER,
+          audience: AUDIENCE,
+          jwksCooldownMs: 50,
+          jwksTimeoutMs: 500,
+        }),
+        config: DEFAULT_CONFIG,
+      }),
+    )
+    const exp = Math.floor(Date.now() / 1000) + 600
+    const tokenOf = (key: SigningKey, sub: string) =>
+      signed(
+        key.privateKey,
+        { alg: 'ES256', kid: key.kid },
+        { sub, iss: ISSUER, aud: AUDIENCE, exp },
+      )
+    const alice = as(app, bearer(await tokenOf(first, 'alice')))
+    const note = await alice.create({ title: 'signed by key-1' })
+    // HS256 made with the public key as its secret: refused (the list is fixed per source).
+    const forged = await signed(
+      Buffer.from(JSON.stringify(first.jwk)),
+      { alg: 'HS256' },
+      {
+        sub: 'alice',
+        iss: ISSUER,
+        aud: AUDIENCE,
+        exp,
+      },
+    )
+    assertRefused(await as(app, bearer(forged)).request('GET', '/api/note'), 401, /algorithm/)
+    // A key rotated in while the service runs.
+    const second = await signingKey('ES256', 'key-2')
+    provider.keys = [first.jwk, second.jwk]
+    await sleep(60)
+    const rotated = as(app, bearer(await tokenOf(second, 'alice')))
+    assert.deepEqual(await rotated.list(), [{ title: 'signed by key-1', id: note.id }])
+    // A kid the set does not have: 401 saying so.
+    const unknown = await signingKey('ES256', 'key-9')
+    assertRefused(
+      await as(app, bearer(await tokenOf(unknown, 'alice'))).request('GET', '/api/note'),
+      401,
+      /key id \(kid\) key-9/,
+    )
+    // The provider goes down: keys already fetched keep working; a new key cannot be had (503).
+    provider.mode = 'fail'
+    const bob = as(app, bearer(await tokenOf(second, 'bob')))
+    assert.deepEqual(await bob.list(), [])
+    await sleep(60)
+    const third = await signingKey('ES256', 'key-3')
+    const waiting = await as(app, bearer(await tokenOf(third, 'carol'))).request('GET', '/api/note')
+    assert.equal(waiting.statusCode, 503, waiting.body)
+    assert.ok(Number(waiting.headers['retry-after']) >= 1)
   })
 })
