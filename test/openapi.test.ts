@@ -4,12 +4,17 @@ import { Validator } from '@seriousme/openapi-schema-validator'
 import type { FastifyInstance } from 'fastify'
 import type { OpenApiDocument } from '../src/api/openapi.js'
 import type { Operation } from '../src/api/openapi-parts.js'
-import type { Config } from '../src/config/config.js'
+import { buildApp } from '../src/app.js'
+import { type Config, DEFAULT_CONFIG } from '../src/config/config.js'
 import { readPackageInfo } from '../src/config/package-info.js'
 import { describeService } from '../src/ops/openapi-service.js'
+import { UserTokens } from '../src/ops/user-tokens.js'
+import { MemoryNotebooks } from '../src/store/memory-notebooks.js'
 import { buildOpsApp } from './ops-app.js'
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
+
+const TOKEN_SECRET = 'a-secret-of-32-bytes-or-more-000'
 
 const FEATURE_SETS: Partial<Config>[] = [
   { metrics: false, docs: false },
@@ -22,6 +27,8 @@ const FEATURE_SETS: Partial<Config>[] = [
   { metrics: false, docs: false, ui: false },
   { metrics: false, docs: true, ui: false, apiKeys: ['k1'] },
   { metrics: false, docs: false, maxEventLoopDelayMs: 1000 },
+  { metrics: true, docs: false, authJwtSecret: TOKEN_SECRET },
+  { metrics: true, docs: true, authJwtSecret: TOKEN_SECRET, apiKeys: ['k1'], rateLimit: 10 },
 ]
 
 function documentFor(features: Partial<Config>): OpenApiDocument {
@@ -31,6 +38,7 @@ function documentFor(features: Partial<Config>): OpenApiDocument {
     docs: features.docs ?? false,
     ui: features.ui ?? true,
     accessKeys: (features.apiKeys?.length ?? 0) + (features.apiReadKeys?.length ?? 0) > 0,
+    userTokens: (features.authJwtSecret ?? '') !== '',
     rateLimits: (features.rateLimit ?? 0) > 0,
     cors: (features.corsOrigin?.length ?? 0) > 0,
     loadShedding: (features.maxEventLoopDelayMs ?? 0) > 0,
@@ -425,6 +433,37 @@ describe('the OpenAPI document', () => {
     assert.equal(plain.security, undefined)
     assert.equal(plain.components.securitySchemes, undefined)
     assert.equal(JSON.stringify(plain).match(/"40[13]"|"429"/), null)
+  })
+
+  it('describes user tokens beside service keys, and the challenge a refused token gets', async () => {
+    const document = documentFor({ authJwtSecret: TOKEN_SECRET, apiKeys: ['k1'], metrics: true })
+    assert.deepEqual(document.security, [{ userToken: [] }, { accessKey: [] }])
+    const schemes = document.components.securitySchemes as Record<string, Record<string, string>>
+    assert.deepEqual(Object.keys(schemes), ['userToken', 'accessKey'])
+    assert.equal(schemes.userToken?.bearerFormat, 'JWT')
+    assert.equal(operationOf(document, '/api/note', 'get')?.responses['401'] !== undefined, true)
+    assert.equal(operationOf(document, '/healthz', 'get')?.security?.length, 0)
+    // Tokens alone: no read keys, so no 403.
+    const alone = documentFor({ authJwtSecret: TOKEN_SECRET })
+    assert.deepEqual(alone.security, [{ userToken: [] }])
+    assert.equal(operationOf(alone, '/api/note', 'post')?.responses['403'], undefined)
+    // The header a real refusal carries matches the documented pattern.
+    const headers = document.components.headers as Record<string, { schema: { pattern: string } }>
+    const pattern = new RegExp(headers.WwwAuthenticate?.schema.pattern ?? '^$')
+    const app = buildApp({
+      notebooks: new MemoryNotebooks({ maxNotes: 10, maxBytes: 10_000 }),
+      userTokens: new UserTokens({ secret: TOKEN_SECRET }),
+      config: { ...DEFAULT_CONFIG, apiKeys: ['k1'] },
+    })
+    for (const authorization of [undefined, 'Bearer not.a.jwt', 'Bearer a"b\\c.d.e']) {
+      const refused = await app.inject({
+        method: 'GET',
+        url: '/api/note',
+        headers: authorization === undefined ? {} : { authorization },
+      })
+      assert.equal(refused.statusCode, 401)
+      assert.match(String(refused.headers['www-authenticate']), pattern)
+    }
   })
 
   it('gives as examples the 401 and 403 bodies the service really sends', async () => {

@@ -100,8 +100,8 @@ function serverErrors(): Record<string, unknown> {
 }
 
 /** What access keys answer: 401 without a valid key, 403 for a read key's write. */
-export function accessKeyResponses(userTokens = false): Record<string, unknown> {
-  return {
+export function accessKeyResponses(userTokens = false, readKeys = true): Record<string, unknown> {
+  const responses: Record<string, unknown> = {
     Unauthorized: userTokens
       ? problemResponse(
           'No user token or service key; a token that is malformed, expired, not yet valid, for another issuer or audience, or not signed by a known key; or more than one Authorization header. `detail` says which.',
@@ -121,6 +121,9 @@ export function accessKeyResponses(userTokens = false): Record<string, unknown> 
       'This access key may only read (GET, HEAD); send a key that may write to change notes.',
     ),
   }
+  // Without read keys (user tokens alone), nothing answers 403.
+  if (!readKeys) delete responses.Forbidden
+  return responses
 }
 
 /** What rate limits answer past the limit. */

@@ -93,7 +93,7 @@ function components(options: OpenApiOptions): OpenApiDocument['components'] {
     responses: {
       ...responses(),
       ...(options.cors === true ? { Options: corsOptionsResponse() } : {}),
-      ...(keys ? accessKeyResponses(tokens) : {}),
+      ...(keys ? accessKeyResponses(tokens, !tokens || options.serviceKeys === true) : {}),
       ...(limits ? rateLimitResponses() : {}),
       ...(options.loadShedding === true ? loadSheddingResponses() : {}),
     },
