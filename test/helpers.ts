@@ -1,11 +1,13 @@
-import { randomBytes } from 'node:crypto'
+import { createHmac, randomBytes } from 'node:crypto'
 import type { RequestListener } from 'node:http'
 import { after, afterEach, before, describe } from 'node:test'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import inject, { type InjectOptions } from 'light-my-request'
 import { buildApp } from '../src/app.js'
 import { type Config, DEFAULT_CONFIG } from '../src/config/config.js'
+import { UserTokens } from '../src/ops/user-tokens.js'
 import { MemoryNoteStore, type MemoryStoreOptions } from '../src/store/memory.js'
+import { MemoryNotebooks } from '../src/store/memory-notebooks.js'
 import { PostgresNoteStore } from '../src/store/postgres/store.js'
 import type { NoteStore } from '../src/store/types.js'
 import { postgresAvailable, testDatabase } from './postgres-cluster.js'
@@ -46,6 +48,9 @@ export type StoreKind = (typeof STORES)[number]
 export const LANES = ['fastify', 'server'] as const
 export type Lane = (typeof LANES)[number]
 
+/** The secret of the apps whose requests act in a user's notebook (describeEachStore). */
+export const NOTEBOOK_SECRET = 'test-notebook-secret-of-32-bytes-or-more'
+
 /**
  * What a suite defined by describeEachStore or describeEachLane runs on, handed to it: its cases
  * build their apps and stores through it, so each knows its store and lane from its own suite.
@@ -61,22 +66,30 @@ export interface SuiteContext {
   buildStore(options: MemoryStoreOptions): NoteStore
   /** The app, with `inject` going through the server's request listener in the 'server' lane. */
   inLane(app: FastifyInstance): FastifyInstance
+  /** Who a 507 says is full: 'The store', or 'This notebook' for the apps of a user's notebook. */
+  readonly full: string
 }
 
 function suiteContext(
   store: StoreKind,
   lane: Lane,
   makeStore: (options: MemoryStoreOptions) => NoteStore,
+  inNotebook = false,
 ): SuiteContext {
   const buildStore = (options: MemoryStoreOptions): NoteStore =>
     makeStore({ epoch: TEST_EPOCH, ...options })
   return {
     store,
     lane,
+    full: inNotebook ? 'This notebook' : 'The store',
     buildStore,
     inLane: (app) => inLane(app, lane),
     buildApp(overrides = {}, storeOptions = {}) {
       const config = { ...DEFAULT_CONFIG, ...overrides }
+      // A suite about keys keeps its keys: with user tokens they would reach another notebook.
+      if (inNotebook && config.apiKeys.length + config.apiReadKeys.length === 0) {
+        return notebookApp(config, storeOptions, lane)
+      }
       const store = buildStore({
         maxNotes: config.maxNotes,
         maxBytes: config.maxStoreBytes,
@@ -89,6 +102,45 @@ function suiteContext(
 }
 
 const memoryStore = (options: MemoryStoreOptions): NoteStore => new MemoryNoteStore(options)
+
+/**
+ * An app with user tokens on whose every request (unless it sends its own Authorization) acts in
+ * the notebook of user 'alice', and that notebook as the store: all a suite checks of one store
+ * must hold inside a notebook, through the token's check (Fastify) and its remembered verdict
+ * (the fast lane).
+ */
+function notebookApp(config: Config, storeOptions: TestStoreOptions, lane: Lane): TestApp {
+  const notebooks = new MemoryNotebooks({
+    ...storeOptions,
+    maxNotes: storeOptions.maxNotes ?? config.maxNotes,
+    maxBytes: storeOptions.maxBytes ?? config.maxStoreBytes,
+    historyLimit: storeOptions.historyLimit ?? config.changeHistory,
+    epochOf: (notebook) => (notebook === 'user:alice' ? TEST_EPOCH : undefined),
+  })
+  const app = inLane(
+    buildApp({ notebooks, userTokens: new UserTokens({ secret: NOTEBOOK_SECRET }), config }),
+    lane,
+  )
+  const token = signedSync(NOTEBOOK_SECRET, 'alice')
+  const inject = app.inject.bind(app)
+  app.inject = ((options: InjectOptions | string) => {
+    const given = typeof options === 'string' ? { url: options } : options
+    const headers = (given.headers ?? {}) as Record<string, string>
+    const has = Object.keys(headers).some((name) => name.toLowerCase() === 'authorization')
+    return inject({
+      ...given,
+      headers: has ? headers : { ...headers, authorization: `Bearer ${token}` },
+    })
+  }) as typeof app.inject
+  return { app, store: notebooks.notebook('user:alice') }
+}
+
+/** An HS256 JWT for `sub`, valid for a day, made synchronously (node:crypto's HMAC). */
+function signedSync(secret: string, sub: string): string {
+  const part = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url')
+  const body = `${part({ alg: 'HS256' })}.${part({ sub, exp: Math.floor(Date.now() / 1000) + 86_400 })}`
+  return `${body}.${createHmac('sha256', secret).update(body).digest('base64url')}`
+}
 
 /**
  * The memory store through Fastify: what buildTestApp makes, and the context that helpers shared
@@ -142,7 +194,7 @@ function postgresSuite(lane: Lane): {
 export function describeEachStore(
   name: string,
   suite: (context: SuiteContext) => void,
-  { lanes = true }: { lanes?: boolean } = {},
+  { lanes = true, notebook = true }: { lanes?: boolean; notebook?: boolean } = {},
 ): void {
   const variants = (store: StoreKind): [string, Lane][] =>
     lanes
@@ -150,6 +202,12 @@ export function describeEachStore(
       : [[`${name} (on ${store})`, 'fastify']]
   for (const [title, lane] of variants('memory')) {
     describe(title, () => suite(suiteContext('memory', lane, memoryStore)))
+  }
+  // The same suite inside one user's notebook, through the listener (both lanes: a token's first
+  // request is checked in Fastify, the next ones may take the fast lane).
+  if (notebook) {
+    describe(`${name} (in a user's notebook, on memory)`, () =>
+      suite(suiteContext('memory', 'server', memoryStore, true)))
   }
   if (!postgresAvailable(`the HTTP suites on PostgreSQL (${name})`)) {
     describe(`${name} (on postgres)`, { skip: 'PostgreSQL is not installed' }, () => {})

@@ -316,7 +316,7 @@ describeEachStore('capacity', (suite) => {
     assertProblem(
       await postNote(app, { n: 3 }),
       507,
-      'The store holds its maximum of 2 notes. Delete notes to make room.',
+      `${suite.full} holds its maximum of 2 notes. Delete notes to make room.`,
     )
     assert.equal((await app.inject('/api/note')).body, '{"data":[{"n":1,"id":1},{"n":2,"id":2}]}')
     assert.equal((await app.inject({ method: 'DELETE', url: '/api/note/1' })).statusCode, 200)

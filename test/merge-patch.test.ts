@@ -190,7 +190,7 @@ describeEachStore('PATCH with application/merge-patch+json (RFC 7396)', (suite) 
     assertProblem(
       await patch(app, `{"o":{"b":"${'y'.repeat(200)}"}}`),
       507,
-      'The store holds its maximum of 1024 bytes of notes. Delete notes to make room.',
+      `${suite.full} holds its maximum of 1024 bytes of notes. Delete notes to make room.`,
     )
     assert.equal(await listBody(app), `{"data":[${stored}]}`)
     assert.equal((await store.stats()).bytes, Buffer.byteLength(stored))

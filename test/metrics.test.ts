@@ -126,5 +126,6 @@ describeEachStore(
       )
     })
   },
-  { lanes: false },
+  // With user tokens, /metrics needs a service key (test/user-notebooks.test.ts).
+  { lanes: false, notebook: false },
 )

@@ -18,6 +18,11 @@ export interface MemoryNotebooksOptions
   maxNotesPerNotebook?: number
   /** Most UTF-8 bytes of note JSON one notebook holds (MAX_BYTES_PER_USER); default maxBytes. */
   maxBytesPerNotebook?: number
+  /**
+   * The version epoch of a notebook, for tests that know their tokens ('e.1'); a random one,
+   * never given twice, by default (undefined draws one too).
+   */
+  epochOf?: (notebook: string) => string | undefined
 }
 
 /**
@@ -32,9 +37,11 @@ export class MemoryNotebooks implements Notebooks {
   readonly #notebooks = new Map<string, MemoryNoteStore>()
   /** Every epoch given to a notebook: a random draw that repeats one is drawn again. */
   readonly #epochs = new Set<string>()
+  readonly #epochOf: ((notebook: string) => string | undefined) | undefined
 
   constructor(options: MemoryNotebooksOptions) {
-    const { maxNotesPerNotebook, maxBytesPerNotebook, ...service } = options
+    const { maxNotesPerNotebook, maxBytesPerNotebook, epochOf, ...service } = options
+    this.#epochOf = epochOf
     this.#shared = {
       ids: new IdSpace(),
       capacity: new Capacity(service.maxNotes, service.maxBytes, 'The service'),
@@ -50,7 +57,7 @@ export class MemoryNotebooks implements Notebooks {
   notebook(name: string): MemoryNoteStore {
     let notebook = this.#notebooks.get(name)
     if (notebook === undefined) {
-      let epoch = randomEpoch()
+      let epoch = this.#epochOf?.(name) ?? randomEpoch()
       while (this.#epochs.has(epoch)) epoch = randomEpoch()
       this.#epochs.add(epoch)
       notebook = new MemoryNoteStore({ ...this.#store, epoch })
