@@ -123,6 +123,9 @@ export function buildApp({
   const services = new NotebookServices({
     storeOf,
     tuning,
+    // With a notebook per user, no user holds more than a tenth of the streams.
+    streamsPerNotebook:
+      userTokens === undefined ? undefined : Math.max(1, Math.floor(tuning.maxStreams / 10)),
     onError: (err) => app.log.error({ err }, 'the change feed could not read the store'),
     closeConnection: closeLingering,
     ...(operations === undefined

@@ -285,6 +285,16 @@ describeEachLane('user notebooks', (context) => {
     assertRefused(twice, 401, /one Authorization header/)
   })
 
+  it('refuses a token in the URL even when the one in the header is remembered', async () => {
+    const { app } = userApp(context)
+    const token = await tokenFor('alice')
+    const alice = as(app, bearer(token))
+    assert.equal((await alice.request('GET', '/api/note')).statusCode, 200)
+    for (const url of [`/api/note?access_token=${token}`, '/api/note/1?access_token=x']) {
+      assertRefused(await alice.request('GET', url), 401, /in the URL/)
+    }
+  })
+
   it('stops taking a token once it expires, though its verdict was remembered', async () => {
     const { app, setClock } = userApp(context)
     const alice = as(app, bearer(await tokenFor('alice', { exp: T + 60 })))
@@ -336,6 +346,8 @@ describeEachLane('user notebooks', (context) => {
     await as(app, bearer(good)).create({ n: 1 })
     await as(app, bearer(expired)).request('GET', '/api/note')
     await app.inject({ method: 'GET', url: `/api/note?access_token=${good}` })
+    await as(app, bearer(good)).request('GET', `/api/note/${good}`)
+    await as(app, bearer(good)).request('GET', `/nothing/${expired}?since=${good}`)
     assert.ok(logs.length > 0, 'something was logged')
     for (const token of [good, expired]) {
       for (const part of token.split('.')) {
@@ -412,6 +424,26 @@ describe('user notebooks: the change feed', () => {
       assert.match(String(event.data), /"who":"alice"/)
     }
     assert.ok(!resumed.text.includes('"who":"bob"'))
+  })
+
+  it('lets one user follow at most a tenth of MAX_EVENT_STREAMS, whatever the others hold', async (t) => {
+    const { app } = userApp(context, { maxEventStreams: 20 })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    t.after(() => app.close())
+    const port = (app.server.address() as AddressInfo).port
+    const open = async (token: string) => {
+      const client = await SseClient.open(port, '/api/events', bearer(token))
+      t.after(() => client.close())
+      return client
+    }
+    const alice = await tokenFor('alice')
+    for (let i = 0; i < 2; i++) assert.equal((await open(alice)).status, 200)
+    const third = await open(alice)
+    await third.closed()
+    assert.equal(third.status, 503)
+    assert.equal(third.headers['retry-after'], '10')
+    assert.match(third.text, /A notebook may follow at most 2 event streams at once/)
+    assert.equal((await open(await tokenFor('bob'))).status, 200)
   })
 
   it('refuses a stream without a valid token, and with a service key follows the shared notebook alone', async (t) => {

@@ -160,6 +160,7 @@ export class ChangeFeed {
   readonly #onError: (err: unknown) => void
   readonly #closeConnection: (socket: Socket) => void
   readonly #count: StreamCount
+  readonly #ownCap: number | undefined
   #unsubscribe: (() => void) | undefined
   readonly #live = new Set<EventStream>()
   readonly #catchingUp = new Set<EventStream>()
@@ -177,7 +178,8 @@ export class ChangeFeed {
   /**
    * `onError` hears of a store that failed a stream's read (the stream is then closed);
    * `closeConnection` closes an ended stream's connection (the server's lingering close);
-   * `count` holds the streams open on every feed that shares the cap (this one alone by default).
+   * `count` holds the streams open on every feed that shares the cap (this one alone by default);
+   * `ownCap` caps this feed's own streams, so that one notebook cannot hold them all.
    */
   constructor(
     store: NoteStore,
@@ -185,12 +187,14 @@ export class ChangeFeed {
     onError: (err: unknown) => void,
     closeConnection: (socket: Socket) => void,
     count = new StreamCount(),
+    ownCap?: number,
   ) {
     this.#store = store
     this.#tuning = tuning
     this.#onError = onError
     this.#closeConnection = closeConnection
     this.#count = count
+    this.#ownCap = ownCap
   }
 
   /** Streams open now. */
@@ -209,7 +213,17 @@ export class ChangeFeed {
 
   /** Whether one more stream may open now. */
   admits(): boolean {
-    return !this.#closing && this.#count.open < this.#tuning.maxStreams
+    return !this.#closing && this.#count.open < this.#tuning.maxStreams && this.hasRoom()
+  }
+
+  /** Whether this feed is below its own cap (a user's share of MAX_EVENT_STREAMS), if it has one. */
+  hasRoom(): boolean {
+    return this.#ownCap === undefined || this.size < this.#ownCap
+  }
+
+  /** Streams this feed may hold at most, of the ones every feed shares; undefined: all of them. */
+  get ownCap(): number | undefined {
+    return this.#ownCap
   }
 
   /**

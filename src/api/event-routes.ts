@@ -60,6 +60,14 @@ export function registerEventRoutes(app: FastifyInstance, services: NotebookServ
         'retry-after': '1',
       })
     }
+    if (request.method !== 'HEAD' && !feed.hasRoom()) {
+      return sendProblem(
+        reply,
+        503,
+        `A notebook may follow at most ${feed.ownCap} event streams at once; close one, or retry after ${CAP_RETRY_AFTER_S} s.`,
+        { 'retry-after': String(CAP_RETRY_AFTER_S) },
+      )
+    }
     if (request.method !== 'HEAD' && !feed.admits()) {
       return sendProblem(
         reply,

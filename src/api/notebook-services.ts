@@ -12,6 +12,11 @@ export interface NotebookServicesOptions {
   onError: (err: unknown) => void
   /** Closes an ended stream's connection (the server's lingering close). */
   closeConnection: (socket: Socket) => void
+  /**
+   * Streams one notebook's feed may hold at most (a user's share of the cap), so that one user
+   * cannot take them all; undefined leaves every notebook the whole cap.
+   */
+  streamsPerNotebook?: number | undefined
   /** The operations of one notebook, when a test changes what they answer; NoteOperations otherwise. */
   operations?: (store: NoteStore, notebook: string) => NoteOperations
 }
@@ -46,8 +51,15 @@ export class NotebookServices {
   feed(notebook: string): ChangeFeed {
     let feed = this.#feeds.get(notebook)
     if (feed === undefined) {
-      const { storeOf, tuning, onError, closeConnection } = this.#options
-      feed = new ChangeFeed(storeOf(notebook), tuning, onError, closeConnection, this.#streams)
+      const { storeOf, tuning, onError, closeConnection, streamsPerNotebook } = this.#options
+      feed = new ChangeFeed(
+        storeOf(notebook),
+        tuning,
+        onError,
+        closeConnection,
+        this.#streams,
+        streamsPerNotebook,
+      )
       if (this.#closing) feed.close()
       this.#feeds.set(notebook, feed)
     }

@@ -9,7 +9,7 @@ import {
   requestPath,
 } from './access-keys.js'
 import { tokenRefusalHeaders } from './user-token-refusals.js'
-import { LEEWAY_SECONDS, type UserTokens } from './user-tokens.js'
+import { LEEWAY_SECONDS, tokenInQuery, type UserTokens } from './user-tokens.js'
 
 /**
  * The notebook of requests that carry a service key, and of every request when user tokens are
@@ -168,6 +168,8 @@ export class Callers {
           // A service key: the shared notebook. Anything else is tried as a user token.
           if (access.allowed || access.status === 403) return fromAccess(access)
         }
+        // A token in the URL is refused even when the header's is known (UserTokens says why).
+        if (tokenInQuery(request.url ?? '/')) return undefined
         const remembered = this.#remembered.get(token)
         if (remembered !== undefined) {
           if (this.#now() < remembered.until) return remembered.decision

@@ -64,15 +64,19 @@ export function setUpLogging(logger: LoggerOption, logRequests: boolean): Loggin
   }
 }
 
+/** What a JWT looks like: its header, a JSON object in base64url, starts with 'eyJ' ('{"'). */
+const JWT_SHAPE = /eyJ[\w-]*\.[\w-]*\.[\w-]*/g
+
 /**
  * A request's target as logged: as sent, but for a query holding a user token (`access_token`,
- * which the service refuses), which is left out whole.
- * '/api/note?limit=2' -> itself; '/api/note?access_token=eyJ...' -> '/api/note?[left out: it holds an access_token]'
+ * which the service refuses), left out whole, and anything shaped like a JWT elsewhere in it.
+ * '/api/note?limit=2' -> itself; '/api/note?access_token=eyJ...' -> '/api/note?[left out: it
+ * holds an access_token]'; '/api/note/eyJa.b.c' -> '/api/note/[a JWT, left out]'
  */
 export function loggedUrl(url: string): string {
-  return tokenInQuery(url)
-    ? `${url.slice(0, url.indexOf('?'))}?[left out: it holds an access_token]`
-    : url
+  if (tokenInQuery(url))
+    return `${url.slice(0, url.indexOf('?'))}?[left out: it holds an access_token]`
+  return url.includes('eyJ') ? url.replace(JWT_SHAPE, '[a JWT, left out]') : url
 }
 
 /** Fastify's request serializer, with the URL as `loggedUrl` gives it. */
