@@ -101,11 +101,6 @@ export class Callers {
     return this.#keys !== undefined || this.#tokens !== undefined
   }
 
-  /** Whether requests act on notebooks of their own (user tokens are on). */
-  get perUser(): boolean {
-    return this.#tokens !== undefined
-  }
-
   /**
    * The decision if it can be made without waiting: always without user tokens; with them,
    * unless the request carries a token not verified before. `route` is the pattern the router
