@@ -1,0 +1,121 @@
+/**
+ * W1 and W3 with user tokens on against off: the real service (`dist/src/server.js`) started
+ * fresh for each leg, the legs alternating in order per round, autocannon (50 connections) in
+ * its own process.
+ * - W1: GET one note of 1,000; with tokens, one user's 1,000, every request with that user's
+ *   token (after the first, the service decides from the verdict it remembered).
+ * - W3: GET the list of 10,000 notes; with tokens, one user's 10,000 among 10 users with 10,000
+ *   each (each notebook's list is cached as the one list is without tokens).
+ *
+ *   npm run compile && node dist/bench/user-tokens.js [rounds=3] [seconds=8] [W1,W3]
+ */
+import { execFileSync, spawn } from 'node:child_process'
+import { Agent } from 'node:http'
+import { fileURLToPath } from 'node:url'
+import { SignJWT } from 'jose'
+import { send } from './http-client.js'
+
+const ROUNDS = Number(process.argv[2] ?? 3)
+const SECONDS = Number(process.argv[3] ?? 8)
+const WORKLOADS = (process.argv[4] ?? 'W1,W3').split(',') as ('W1' | 'W3')[]
+const SECRET = 'bench-secret-of-32-bytes-or-more-000000'
+const SERVER = fileURLToPath(new URL('../src/server.js', import.meta.url))
+const AUTOCANNON = fileURLToPath(new URL('../../node_modules/.bin/autocannon', import.meta.url))
+
+interface Leg {
+  rps: number
+  non2xx: number
+}
+
+/** POSTs `count` small notes with `headers`, 50 at a time over keep-alive; the last one's id. */
+async function preload(port: number, count: number, headers: Record<string, string>) {
+  const agent = new Agent({ keepAlive: true, maxSockets: 50 })
+  let next = 0
+  let last = 0
+  const worker = async (): Promise<void> => {
+    while (next < count) {
+      const n = next++
+      const answer = await send(port, 'POST', '/api/note', {
+        agent,
+        headers,
+        body: JSON.stringify({ title: `note ${n}`, body: 'x'.repeat(100) }),
+      })
+      if (answer.status !== 200) throw new Error(`preload answered ${answer.status}`)
+      last = Math.max(last, (JSON.parse(answer.body) as { data: { id: number } }).data.id)
+    }
+  }
+  await Promise.all(Array.from({ length: 50 }, worker))
+  agent.destroy()
+  return last
+}
+
+async function leg(workload: 'W1' | 'W3', tokens: boolean): Promise<Leg> {
+  const child = spawn(process.execPath, [SERVER], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: '0',
+      ...(tokens ? { AUTH_JWT_SECRET: SECRET } : {}),
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      let text = ''
+      child.stdout.on('data', (chunk: Buffer) => {
+        text += chunk.toString()
+        const found = /listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(text)
+        if (found !== null) resolve(Number(found[1]))
+      })
+      child.once('exit', () => reject(new Error('the service exited before it listened')))
+    })
+    const tokenOf = (sub: string) =>
+      new SignJWT({ sub })
+        .setProtectedHeader({ alg: 'HS256' })
+        .setExpirationTime('2h')
+        .sign(Buffer.from(SECRET))
+    const auth: Record<string, string> = tokens
+      ? { authorization: `Bearer ${await tokenOf('user-0')}` }
+      : {}
+    const notes = workload === 'W1' ? 1_000 : 10_000
+    const id = await preload(port, notes, auth)
+    if (tokens && workload === 'W3') {
+      for (let user = 1; user < 10; user++) {
+        await preload(port, notes, { authorization: `Bearer ${await tokenOf(`user-${user}`)}` })
+      }
+    }
+    const path = workload === 'W1' ? `/api/note/${id}` : '/api/note'
+    const args = [
+      '-c',
+      '50',
+      ...Object.entries(auth).flatMap(([name, value]) => ['-H', `${name}: ${value}`]),
+      `http://127.0.0.1:${port}${path}`,
+    ]
+    execFileSync(AUTOCANNON, ['-d', '2', ...args], { stdio: 'ignore' })
+    const result = JSON.parse(
+      execFileSync(AUTOCANNON, ['-d', String(SECONDS), '-j', ...args]).toString(),
+    ) as { requests: { average: number }; non2xx: number }
+    return { rps: result.requests.average, non2xx: result.non2xx }
+  } finally {
+    child.kill('SIGTERM')
+  }
+}
+
+for (const workload of WORKLOADS) {
+  const ratios: number[] = []
+  for (let round = 0; round < ROUNDS; round++) {
+    const results = new Map<boolean, Leg>()
+    for (const tokens of round % 2 === 0 ? [false, true] : [true, false]) {
+      results.set(tokens, await leg(workload, tokens))
+    }
+    const off = results.get(false) as Leg
+    const on = results.get(true) as Leg
+    ratios.push(on.rps / off.rps)
+    console.log(
+      `${workload} round ${round + 1}: off ${Math.round(off.rps)} req/s, on ${Math.round(on.rps)} req/s (non-2xx ${off.non2xx + on.non2xx}), on/off ${(on.rps / off.rps).toFixed(3)}`,
+    )
+  }
+  ratios.sort((a, b) => a - b)
+  console.log(
+    `${workload} median on/off: ${(ratios[Math.floor(ratios.length / 2)] as number).toFixed(3)}`,
+  )
+}
