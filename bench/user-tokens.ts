@@ -6,8 +6,9 @@
  *   token (after the first, the service decides from the verdict it remembered).
  * - W3: GET the list of 10,000 notes; with tokens, one user's 10,000 among 10 users with 10,000
  *   each (each notebook's list is cached as the one list is without tokens).
+ * - W4: POST a ~100-byte note to a store that grows; with tokens, to one user's notebook.
  *
- *   npm run compile && node dist/bench/user-tokens.js [rounds=3] [seconds=8] [W1,W3]
+ *   npm run compile && node dist/bench/user-tokens.js [rounds=3] [seconds=8] [W1,W3,W4]
  */
 import { execFileSync, spawn } from 'node:child_process'
 import { Agent } from 'node:http'
@@ -17,8 +18,11 @@ import { send } from './http-client.js'
 
 const ROUNDS = Number(process.argv[2] ?? 3)
 const SECONDS = Number(process.argv[3] ?? 8)
-const WORKLOADS = (process.argv[4] ?? 'W1,W3').split(',') as ('W1' | 'W3')[]
+type Workload = 'W1' | 'W3' | 'W4'
+const WORKLOADS = (process.argv[4] ?? 'W1,W3,W4').split(',') as Workload[]
 const SECRET = 'bench-secret-of-32-bytes-or-more-000000'
+/** W4's body: about 100 bytes, as the bench's. */
+const SMALL_NOTE = JSON.stringify({ title: 'a note', body: 'x'.repeat(80) })
 const SERVER = fileURLToPath(new URL('../src/server.js', import.meta.url))
 const AUTOCANNON = fileURLToPath(new URL('../../node_modules/.bin/autocannon', import.meta.url))
 
@@ -49,12 +53,19 @@ async function preload(port: number, count: number, headers: Record<string, stri
   return last
 }
 
-async function leg(workload: 'W1' | 'W3', tokens: boolean): Promise<Leg> {
+async function leg(workload: Workload, tokens: boolean): Promise<Leg> {
   const child = spawn(process.execPath, [SERVER], {
     env: {
       PATH: process.env.PATH ?? '',
       PORT: '0',
-      ...(tokens ? { AUTH_JWT_SECRET: SECRET } : {}),
+      // A user's caps as the service's, so that W4's notebook grows as the one store does.
+      ...(tokens
+        ? {
+            AUTH_JWT_SECRET: SECRET,
+            MAX_NOTES_PER_USER: '1000000',
+            MAX_BYTES_PER_USER: '268435456',
+          }
+        : {}),
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
@@ -76,8 +87,8 @@ async function leg(workload: 'W1' | 'W3', tokens: boolean): Promise<Leg> {
     const auth: Record<string, string> = tokens
       ? { authorization: `Bearer ${await tokenOf('user-0')}` }
       : {}
-    const notes = workload === 'W1' ? 1_000 : 10_000
-    const id = await preload(port, notes, auth)
+    const notes = workload === 'W1' ? 1_000 : workload === 'W3' ? 10_000 : 0
+    const id = notes === 0 ? 0 : await preload(port, notes, auth)
     if (tokens && workload === 'W3') {
       for (let user = 1; user < 10; user++) {
         await preload(port, notes, { authorization: `Bearer ${await tokenOf(`user-${user}`)}` })
@@ -87,6 +98,9 @@ async function leg(workload: 'W1' | 'W3', tokens: boolean): Promise<Leg> {
     const args = [
       '-c',
       '50',
+      ...(workload === 'W4'
+        ? ['-m', 'POST', '-H', 'content-type: application/json', '-b', SMALL_NOTE]
+        : []),
       ...Object.entries(auth).flatMap(([name, value]) => ['-H', `${name}: ${value}`]),
       `http://127.0.0.1:${port}${path}`,
     ]
@@ -94,6 +108,7 @@ async function leg(workload: 'W1' | 'W3', tokens: boolean): Promise<Leg> {
     const result = JSON.parse(
       execFileSync(AUTOCANNON, ['-d', String(SECONDS), '-j', ...args]).toString(),
     ) as { requests: { average: number }; non2xx: number }
+    if (result.non2xx > 0) throw new Error(`${workload}: ${result.non2xx} answers were not 2xx`)
     return { rps: result.requests.average, non2xx: result.non2xx }
   } finally {
     child.kill('SIGTERM')
