@@ -58,6 +58,29 @@ async function untilLetGo(port: number): Promise<void> {
   }
 }
 
+/**
+ * A paused client the feed has let go of: once it reads again it finds its stream cut off
+ * (before all `total` changes after `since`), and a stream resumed from its last event id brings
+ * the rest, so that the two together are exactly the history after `since`.
+ */
+async function assertResumesAfterCutOff(
+  t: TestContext,
+  port: number,
+  client: Client,
+  store: NoteStore,
+  since: string,
+  total: number,
+): Promise<void> {
+  client.response.resume()
+  await client.closed()
+  assert.equal(client.ended, 'aborted')
+  const received = eventsOf(client)
+  assert.ok(received.length < total, `all ${received.length} events arrived: never cut off`)
+  const resumed = await openAdmitted(t, port, { 'last-event-id': received.at(-1)?.id ?? since })
+  await resumed.events(total - received.length)
+  assert.deepEqual([...received, ...eventsOf(resumed)], await expectedAfter(store, since))
+}
+
 /** Opens a stream on a feed that admits one, once the stream before it is gone. */
 async function openAdmitted(
   t: TestContext,
@@ -457,15 +480,7 @@ describeEachStore(
       // Live, it is cut off at the bound; caught up again from the history (on PostgreSQL a
       // stream that sees a gap is), it is cut off when it has read nothing for stallMs.
       await untilLetGo(port)
-      slow.response.resume()
-      await slow.closed()
-      assert.equal(slow.ended, 'aborted')
-      const received = eventsOf(slow)
-      assert.ok(received.length < 101, `all ${received.length} events arrived: never cut off`)
-      const lastId = received.at(-1)?.id ?? since
-      const resumed = await openAdmitted(t, port, { 'last-event-id': lastId })
-      await resumed.events(101 - received.length)
-      assert.deepEqual([...received, ...eventsOf(resumed)], await expectedAfter(store, since))
+      await assertResumesAfterCutOff(t, port, slow, store, since, 101)
     })
 
     it('sends the history as fast as its client reads, and cuts off a client that reads none of it for a while', async (t) => {
@@ -494,16 +509,7 @@ describeEachStore(
       const stalled = await openAdmitted(t, port, { 'last-event-id': since })
       stalled.response.pause()
       await untilLetGo(port)
-      stalled.response.resume()
-      await stalled.closed()
-      assert.equal(stalled.ended, 'aborted')
-      const received = eventsOf(stalled)
-      assert.ok(received.length < 60, `all ${received.length} events arrived: never cut off`)
-      const resumed = await openAdmitted(t, port, {
-        'last-event-id': received.at(-1)?.id ?? since,
-      })
-      await resumed.events(60 - received.length)
-      assert.deepEqual([...received, ...eventsOf(resumed)], await expectedAfter(store, since))
+      await assertResumesAfterCutOff(t, port, stalled, store, since, 60)
     })
 
     it('ends every stream at once when the app closes, so the shutdown is not held up', async (t) => {

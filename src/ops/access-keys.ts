@@ -1,8 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
-import type { FastifyInstance } from 'fastify'
 import { pathOf } from '../api/error-handling.js'
-import { sendProblem } from '../api/problem.js'
 
 export interface AccessKeysOptions {
   /** Keys that may read and write (API_KEYS). */
@@ -79,7 +77,6 @@ export function needsAccessKey(path: string): boolean {
  */
 export class AccessKeys {
   readonly #grants: Grant[]
-  readonly #decided = new WeakMap<IncomingMessage, Access>()
 
   constructor({ keys, readKeys }: AccessKeysOptions) {
     const grant = (text: string, write: boolean, key: string): Grant => ({
@@ -120,16 +117,6 @@ export class AccessKeys {
   decideFor(request: IncomingMessage, route?: string): Access {
     const path = route ?? requestPath(request.url ?? '/')
     return this.decide(request.method ?? 'GET', path, authorizationsOf(request))
-  }
-
-  /** `decideFor`, once per request: the rate limiter (to count per key) and the hook both ask. */
-  accessOf(request: IncomingMessage, route: string | undefined): Access {
-    let access = this.#decided.get(request)
-    if (access === undefined) {
-      access = this.decideFor(request, route)
-      this.#decided.set(request, access)
-    }
-    return access
   }
 
   /** Compares with every key, without stopping at a match, so the time taken tells nothing. */
@@ -184,20 +171,4 @@ export function authorizationsOf(request: IncomingMessage): string[] {
 export function bearerToken(value: string): string | undefined {
   const match = /^[ \t]*bearer +([^ \t]+)[ \t]*$/i.exec(value)
   return match?.[1]
-}
-
-/**
- * Refuses, before anything else is done with it, every request that `keys` does not allow: 401
- * with `WWW-Authenticate: Bearer`, or 403, each with problem JSON.
- */
-export function registerAccessKeys(app: FastifyInstance, keys: AccessKeys): void {
-  app.addHook('onRequest', (request, reply, done) => {
-    const access = keys.accessOf(request.raw, request.routeOptions.url)
-    if (access.allowed) {
-      done()
-      return
-    }
-    if (access.status === 401) reply.header('www-authenticate', 'Bearer')
-    sendProblem(reply, access.status, access.detail)
-  })
 }
