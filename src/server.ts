@@ -8,6 +8,7 @@ import { UserTokens } from './ops/user-tokens.js'
 import { MemoryNoteStore } from './store/memory.js'
 import { MemoryNotebooks } from './store/memory-notebooks.js'
 import { openFailure, redactUrl } from './store/postgres/connection.js'
+import { PostgresNotebooks } from './store/postgres/notebooks.js'
 import { PostgresNoteStore } from './store/postgres/store.js'
 
 let config: ReturnType<typeof loadConfig>
@@ -19,17 +20,6 @@ try {
   process.exit(2)
 }
 
-const postgres =
-  config.databaseUrl === ''
-    ? undefined
-    : new PostgresNoteStore({
-        url: config.databaseUrl,
-        maxNotes: config.maxNotes,
-        maxBytes: config.maxStoreBytes,
-        poolSize: config.databasePoolSize,
-        statementTimeoutMs: config.databaseStatementTimeoutMs,
-        historyLimit: config.changeHistory,
-      })
 // With user tokens on, a notebook per user (and the shared one for service keys).
 const userTokens = !userTokensOn(config)
   ? undefined
@@ -44,27 +34,34 @@ const userTokens = !userTokensOn(config)
         issuer: config.authIssuer,
         audience: config.authAudience,
       })
+const caps = {
+  maxNotes: config.maxNotes,
+  maxBytes: config.maxStoreBytes,
+  historyLimit: config.changeHistory,
+}
+const perUser = {
+  maxNotesPerNotebook: config.maxNotesPerUser,
+  maxBytesPerNotebook: config.maxBytesPerUser,
+}
+const database = {
+  url: config.databaseUrl,
+  poolSize: config.databasePoolSize,
+  statementTimeoutMs: config.databaseStatementTimeoutMs,
+}
+const postgres =
+  config.databaseUrl === ''
+    ? undefined
+    : userTokens === undefined
+      ? new PostgresNoteStore({ ...caps, ...database })
+      : new PostgresNotebooks({ ...caps, ...database, ...perUser })
 const stores =
-  postgres !== undefined
-    ? { store: postgres }
-    : userTokens !== undefined
-      ? {
-          notebooks: new MemoryNotebooks({
-            maxNotes: config.maxNotes,
-            maxBytes: config.maxStoreBytes,
-            maxNotesPerNotebook: config.maxNotesPerUser,
-            maxBytesPerNotebook: config.maxBytesPerUser,
-            historyLimit: config.changeHistory,
-          }),
-          userTokens,
-        }
-      : {
-          store: new MemoryNoteStore({
-            maxNotes: config.maxNotes,
-            maxBytes: config.maxStoreBytes,
-            historyLimit: config.changeHistory,
-          }),
-        }
+  postgres instanceof PostgresNotebooks
+    ? { notebooks: postgres, userTokens: userTokens as UserTokens }
+    : postgres !== undefined
+      ? { store: postgres }
+      : userTokens !== undefined
+        ? { notebooks: new MemoryNotebooks({ ...caps, ...perUser }), userTokens }
+        : { store: new MemoryNoteStore(caps) }
 const app = buildApp({
   ...stores,
   config,

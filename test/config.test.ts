@@ -156,10 +156,6 @@ describe('loadConfig', () => {
         },
         /both set/,
       ],
-      [
-        { AUTH_JWT_SECRET: secret, DATABASE_URL: 'postgres://db.example/notes' },
-        /in memory only for now/,
-      ],
       [{ AUTH_ISSUER: 'a\u0007b' }, /text without control characters/],
     ]
     for (const [env, message] of refusals) {

@@ -24,7 +24,7 @@ const NAMES = ['a', 'b', 'c']
  */
 export function runNotebooksModelProperty(
   makeNotebooks: (options: Required<ContractNotebooksOptions>) => Notebooks,
-  options: { numRuns: number },
+  options: { numRuns: number; close?: (notebooks: Notebooks) => Promise<void> },
 ): void {
   it('answers random operations over three notebooks as three models with one id rule do', async () => {
     // A few runs of operations() end to end: one alone averages 5 operations, too few to fill
@@ -162,6 +162,7 @@ export function runNotebooksModelProperty(
           })
         } finally {
           for (const stop of stops) stop()
+          await options.close?.(notebooks)
         }
       }),
       { numRuns: options.numRuns },

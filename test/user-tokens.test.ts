@@ -42,6 +42,8 @@ const SUBJECT_NOT_STRING =
   'The token subject (sub) is not a string; get a token whose sub is the user id as a string.'
 const LONG_SUBJECT =
   'The token subject (sub) is longer than 255 characters; get a token with a shorter one.'
+const UNSTORABLE_SUBJECT =
+  'The token subject (sub) holds a NUL character or a lone UTF-16 surrogate; get a token whose sub is plain text.'
 const UNAVAILABLE =
   'The keys to check this token cannot be fetched from the identity provider now; try again later (Retry-After).'
 const alg = (what: string, list = 'HS256'): string =>
@@ -297,7 +299,7 @@ describe('UserTokens with a shared secret (HS256)', () => {
     }
   })
 
-  it('needs a sub that is a non-empty string of at most 255 characters', async () => {
+  it('needs a sub that is a non-empty string of at most 255 characters, without NUL or lone surrogates', async () => {
     const tokens = new UserTokens({ secret: SECRET, ...AT_T })
     const cases: [unknown, TokenVerdict][] = [
       [undefined, refused(NO_SUBJECT)],
@@ -309,6 +311,11 @@ describe('UserTokens with a shared secret (HS256)', () => {
       ['u'.repeat(256), refused(LONG_SUBJECT)],
       ['u'.repeat(255), user('u'.repeat(255), T + 3600)],
       [' ', user(' ', T + 3600)],
+      // Stored as UTF-8, '\ud800' and '\udc00' would both be U+FFFD: one notebook for two users.
+      ['a\ud800', refused(UNSTORABLE_SUBJECT)],
+      ['\udc00a', refused(UNSTORABLE_SUBJECT)],
+      ['a\u0000b', refused(UNSTORABLE_SUBJECT)],
+      ['\ud83d\udcdd \ufffd\u0001', user('\ud83d\udcdd \ufffd\u0001', T + 3600)],
     ]
     for (const [sub, expected] of cases) {
       const claims: JWTPayload = { exp: T + 3600 }

@@ -514,11 +514,6 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
       "AUTH_JWKS_URL needs AUTH_ISSUER and AUTH_AUDIENCE: the provider's issuer and this service's audience, which every token must carry.",
     )
   }
-  if (userTokensOn(result) && result.databaseUrl !== '') {
-    throw new ConfigError(
-      'User tokens (AUTH_JWT_SECRET, AUTH_JWKS_URL) keep notebooks in memory only for now; unset DATABASE_URL, or user tokens.',
-    )
-  }
   return result
 }
 

@@ -55,6 +55,9 @@ export const SUBJECT_NOT_STRING = refused(
 export const LONG_SUBJECT = refused(
   `The token subject (sub) is longer than ${MAX_SUBJECT_LENGTH} characters; get a token with a shorter one.`,
 )
+export const UNSTORABLE_SUBJECT = refused(
+  'The token subject (sub) holds a NUL character or a lone UTF-16 surrogate; get a token whose sub is plain text.',
+)
 export const UNKNOWN_CRITICAL = refused(
   'The token header lists a critical extension (crit) this service does not support; get a token without one.',
 )

@@ -6,6 +6,7 @@ import {
   type JWTVerifyOptions,
   jwtVerify,
 } from 'jose'
+import { isNotebookName } from '../store/types.js'
 import { authorizationsOf, bearerToken } from './access-keys.js'
 import { JwksKeys, KeysUnavailable } from './jwks-keys.js'
 import {
@@ -31,6 +32,7 @@ import {
   TOO_LONG,
   type TokenRefusal,
   UNKNOWN_CRITICAL,
+  UNSTORABLE_SUBJECT,
   unknownKey,
   wrongAudience,
   wrongIssuer,
@@ -248,13 +250,18 @@ export class UserTokens {
   }
 }
 
-/** The user of a verified token: its `sub`, a non-empty string of at most 255 characters. */
+/**
+ * The user of a verified token: its `sub`, a non-empty string of at most 255 characters, with no
+ * NUL and no lone surrogate.
+ */
 function userOf(payload: JWTPayload): TokenVerdict {
   const { sub } = payload
   if (sub === undefined) return NO_SUBJECT
   if (typeof sub !== 'string') return SUBJECT_NOT_STRING
   if (sub === '') return EMPTY_SUBJECT
   if (sub.length > MAX_SUBJECT_LENGTH) return LONG_SUBJECT
+  // Two such subs could be one notebook once stored (a lone surrogate becomes U+FFFD in UTF-8).
+  if (!isNotebookName(sub)) return UNSTORABLE_SUBJECT
   return { ok: true, user: sub, exp: payload.exp as number }
 }
 

@@ -1,11 +1,7 @@
 import { Capacity } from './capacity.js'
 import { IdSpace } from './id-space.js'
-import {
-  MemoryNoteStore,
-  type MemoryStoreOptions,
-  randomEpoch,
-  type SharedParts,
-} from './memory.js'
+import { randomEpoch } from './kernel/version-token.js'
+import { MemoryNoteStore, type MemoryStoreOptions, type SharedParts } from './memory.js'
 import type { Notebooks, StoreStats } from './types.js'
 
 export interface MemoryNotebooksOptions

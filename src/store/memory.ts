@@ -1,11 +1,10 @@
-import { randomBytes } from 'node:crypto'
 import { Capacity } from './capacity.js'
 import { IdSpace } from './id-space.js'
 import { keyReused, MAX_CACHED_SEARCHES, STORE_DEFAULTS } from './kernel/defaults.js'
 import { isIndexable, serializeWithId } from './kernel/id-placement.js'
 import { patchNote } from './kernel/patch-note.js'
 import { meets } from './kernel/preconditions.js'
-import { etagOf, tokenSequence, versionToken } from './kernel/version-token.js'
+import { etagOf, randomEpoch, tokenSequence, versionToken } from './kernel/version-token.js'
 import { matchesText } from './search.js'
 import {
   type Change,
@@ -375,11 +374,6 @@ export class MemoryNoteStore implements NoteStore {
     found.splice(found.indexOf(entry), 1)
     if (found.length === 1) this.#byId.set(id, found[0] as Entry)
   }
-}
-
-/** A fresh epoch for a store's version tokens: 48 random bits in base 36, 'k2x9q1ab3c'. */
-export function randomEpoch(): string {
-  return randomBytes(6).readUIntBE(0, 6).toString(36)
 }
 
 /** The index of the first entry whose position is above `after` (binary search). */

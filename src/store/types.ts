@@ -214,6 +214,15 @@ export interface Notebooks {
   available?(): MaybePromise<boolean>
 }
 
+/**
+ * Whether every Notebooks implementation can keep `name` apart from every other name: text that
+ * is well-formed (no lone surrogate, which UTF-8 storage turns into U+FFFD, making two names one)
+ * and holds no NUL (which PostgreSQL's text cannot hold). The callers refuse any other `sub`.
+ */
+export function isNotebookName(name: string): boolean {
+  return !/[\0\p{Cs}]/u.test(name)
+}
+
 /** A write refused because the store is at capacity. Nothing was changed. */
 export class StoreFullError extends Error {
   constructor(

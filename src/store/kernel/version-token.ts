@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto'
+
 /**
  * Version tokens (DECISION 21): the store's epoch, a dot, and the change sequence in base 36.
  * The epoch differs between stores (and between runs of a memory store), so a token never repeats
@@ -28,4 +30,9 @@ export function tokenSequence(token: string, epoch: string): number | undefined 
  */
 export function etagOf(version: string): string {
   return JSON.stringify(version)
+}
+
+/** A fresh epoch for a store's version tokens: 48 random bits in base 36, 'k2x9q1ab3c'. */
+export function randomEpoch(): string {
+  return randomBytes(6).readUIntBE(0, 6).toString(36)
 }

@@ -2,14 +2,15 @@ import pg from 'pg'
 import type { Change, ChangeType } from '../types.js'
 import { isUnavailable } from './connection.js'
 import type { Database } from './database.js'
-import { readChangesAfter } from './queries.js'
+import type { NotebookDb } from './notebook-db.js'
+import { readChangesAfter, readSequences } from './queries.js'
 
 /** Changes read from the history by one statement at most. */
 const CHANGES_PER_READ = 1000
 
 /** A change row (of a query that found one) as subscribers get it. */
 export function changeOf(
-  db: Database,
+  db: NotebookDb,
   row: { sequence: string | null; type: ChangeType | null; data: string | null },
 ): Change {
   const sequence = Number(row.sequence)
@@ -22,29 +23,29 @@ export function changeOf(
 }
 
 /**
- * Delivers every change to the store's subscribers, in sequence order, from any instance: a
- * dedicated connection LISTENs, and a notification (or this instance's own write, or the poll)
- * makes the pump read notes_changes after the last sequence delivered. The history, not the
+ * Delivers every change of one notebook to its subscribers on this instance, in sequence order,
+ * whichever instance wrote it: a notification (ChangeListener), this instance's own write or the
+ * poll makes the pump read notes_changes after the last sequence delivered. The history, not the
  * notification, is what is delivered, so a listener that reconnects misses nothing and repeats
- * nothing. Nothing runs (no connection, no timer) while no one is subscribed.
+ * nothing. Nothing runs while no one is subscribed.
  */
 export class ChangeDelivery {
-  readonly #db: Database
-  readonly #url: string
-  readonly #pollMs: number
+  readonly #db: NotebookDb
+  readonly #listener: ChangeListener
   readonly #listeners = new Set<(change: Change) => void>()
-  /** The last sequence delivered; undefined until the store is open. */
+  /** The last sequence delivered; undefined until the notebook is open. */
   #cursor: number | undefined
-  #listener: pg.Client | undefined
-  #poll: NodeJS.Timeout | undefined
   #pumping = false
   #pumpAgain = false
   #closed = false
 
-  constructor(db: Database, url: string, pollMs: number) {
+  constructor(db: NotebookDb, listener: ChangeListener) {
     this.#db = db
-    this.#url = url
-    this.#pollMs = pollMs
+    this.#listener = listener
+  }
+
+  get notebook(): string {
+    return this.#db.name
   }
 
   subscribe(listener: (change: Change) => void): () => void {
@@ -54,7 +55,7 @@ export class ChangeDelivery {
     if (this.#listeners.size === 1) this.#start()
     return () => {
       this.#listeners.delete(subscription)
-      if (this.#listeners.size === 0) this.#stop()
+      if (this.#listeners.size === 0) this.#listener.remove(this)
     }
   }
 
@@ -75,16 +76,21 @@ export class ChangeDelivery {
     })
   }
 
+  /** Whether the notebook at `sequence` has changes not yet delivered here (the poll asks). */
+  behind(sequence: number): boolean {
+    return this.#cursor === undefined || sequence > this.#cursor
+  }
+
   close(): void {
     this.#closed = true
-    this.#stop()
+    this.#listener.remove(this)
   }
 
   #start(): void {
     this.#cursor = undefined
     const db = this.#db
     if (db.epoch === '') {
-      // "From now on" is from the version the store opens at: writes wait for the same opening.
+      // "From now on" is from the version the notebook opens at: writes wait for the same opening.
       void db.open().then(
         () => {
           this.#cursor ??= db.known
@@ -95,39 +101,7 @@ export class ChangeDelivery {
     } else {
       this.#cursor = db.known
     }
-    this.#poll = setInterval(() => this.pump(), this.#pollMs)
-    this.#poll.unref()
-    void this.#connectListener()
-  }
-
-  async #connectListener(): Promise<void> {
-    if (this.#closed || this.#listeners.size === 0 || this.#listener !== undefined) return
-    const client = new pg.Client({ connectionString: this.#url })
-    this.#listener = client
-    const lost = () => {
-      if (this.#listener !== client) return
-      this.#listener = undefined
-      void client.end().catch(() => {})
-      setTimeout(() => void this.#connectListener(), 500).unref()
-    }
-    client.on('error', lost)
-    client.on('end', lost)
-    client.on('notification', () => this.pump())
-    try {
-      await client.connect()
-      await client.query('LISTEN notes_changes')
-      this.pump()
-    } catch {
-      lost()
-    }
-  }
-
-  #stop(): void {
-    if (this.#poll !== undefined) clearInterval(this.#poll)
-    this.#poll = undefined
-    const client = this.#listener
-    this.#listener = undefined
-    if (client !== undefined) void client.end().catch(() => {})
+    this.#listener.add(this)
   }
 
   async #drain(): Promise<void> {
@@ -148,9 +122,118 @@ export class ChangeDelivery {
       }
     } catch (err) {
       // The database is away: the next notification or poll tries again from the same cursor.
-      if (!isUnavailable(err) && !(err instanceof Error && err.name === 'StoreUnavailableError')) {
-        throw err
-      }
+      if (!isGone(err)) throw err
     }
+  }
+}
+
+/** A database that cannot be reached now, as a pg error or as the store's 503. */
+function isGone(err: unknown): boolean {
+  return isUnavailable(err) || (err instanceof Error && err.name === 'StoreUnavailableError')
+}
+
+/**
+ * The one connection of an instance that LISTENs for the changes of every notebook, and the
+ * deliveries it wakes: a notification names the notebook that changed. A poll every `pollMs`
+ * reads the sequences of the notebooks followed here (one statement for all of them) and pumps
+ * those that are behind, in case a notification was lost with a connection. The connection and
+ * the timer exist only while some notebook has subscribers.
+ */
+export class ChangeListener {
+  readonly #db: Database
+  readonly #pollMs: number
+  /** The deliveries with subscribers, by notebook. */
+  readonly #deliveries = new Map<string, Set<ChangeDelivery>>()
+  #client: pg.Client | undefined
+  #poll: NodeJS.Timeout | undefined
+  #polling = false
+  #closed = false
+
+  constructor(db: Database, pollMs: number) {
+    this.#db = db
+    this.#pollMs = pollMs
+  }
+
+  add(delivery: ChangeDelivery): void {
+    if (this.#closed) return
+    const { notebook } = delivery
+    let set = this.#deliveries.get(notebook)
+    if (set === undefined) {
+      set = new Set()
+      this.#deliveries.set(notebook, set)
+    }
+    set.add(delivery)
+    if (this.#poll === undefined) {
+      this.#poll = setInterval(() => void this.#pollAll(), this.#pollMs)
+      this.#poll.unref()
+      void this.#connect()
+    }
+  }
+
+  remove(delivery: ChangeDelivery): void {
+    const set = this.#deliveries.get(delivery.notebook)
+    if (set === undefined || !set.delete(delivery)) return
+    if (set.size === 0) this.#deliveries.delete(delivery.notebook)
+    if (this.#deliveries.size === 0) this.#stop()
+  }
+
+  close(): void {
+    this.#closed = true
+    for (const set of this.#deliveries.values()) for (const delivery of set) delivery.close()
+    this.#deliveries.clear()
+    this.#stop()
+  }
+
+  #pumpAll(): void {
+    for (const set of this.#deliveries.values()) for (const delivery of set) delivery.pump()
+  }
+
+  async #pollAll(): Promise<void> {
+    if (this.#polling || this.#deliveries.size === 0) return
+    this.#polling = true
+    try {
+      const rows = await readSequences(this.#db, [...this.#deliveries.keys()])
+      for (const row of rows) {
+        for (const delivery of this.#deliveries.get(row.notebook) ?? []) {
+          if (delivery.behind(Number(row.sequence))) delivery.pump()
+        }
+      }
+    } catch (err) {
+      if (!isGone(err)) throw err
+    } finally {
+      this.#polling = false
+    }
+  }
+
+  async #connect(): Promise<void> {
+    if (this.#closed || this.#deliveries.size === 0 || this.#client !== undefined) return
+    const client = new pg.Client({ connectionString: this.#db.url })
+    this.#client = client
+    const lost = () => {
+      if (this.#client !== client) return
+      this.#client = undefined
+      void client.end().catch(() => {})
+      setTimeout(() => void this.#connect(), 500).unref()
+    }
+    client.on('error', lost)
+    client.on('end', lost)
+    client.on('notification', ({ payload }) => {
+      for (const delivery of this.#deliveries.get(payload ?? '') ?? []) delivery.pump()
+    })
+    try {
+      await client.connect()
+      await client.query('LISTEN notes_changes')
+      this.#pumpAll()
+    } catch {
+      lost()
+    }
+  }
+
+  #stop(): void {
+    if (this.#poll !== undefined) clearInterval(this.#poll)
+    this.#poll = undefined
+    const client = this.#client
+    this.#client = undefined
+    if (client !== undefined) void client.end().catch(() => {})
   }
 }

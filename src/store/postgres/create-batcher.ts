@@ -1,5 +1,5 @@
-import { type NoteRecord, StoreFullError, StoreUnavailableError } from '../types.js'
-import type { CreatedRow, NewNote } from './queries.js'
+import { type NoteRecord, StoreUnavailableError } from '../types.js'
+import { type CreatedRow, type NewNote, storeFull } from './queries.js'
 
 /** Creates stored by one statement at most. */
 const MAX_CREATES_PER_STATEMENT = 64
@@ -54,7 +54,7 @@ export class CreateBatcher {
         for (const [i, create] of batch.entries()) {
           const row = rows[i]
           if (row === undefined) create.reject(new Error('notes_create_many answered too few rows'))
-          else if (row.r_full !== null) create.reject(new StoreFullError(row.r_full))
+          else if (row.r_full !== null) create.reject(storeFull(row.r_full))
           else create.resolve(this.#written(row as CreatedRow))
         }
       } catch (err) {

@@ -1,6 +1,4 @@
 import type pg from 'pg'
-import { etagOf, versionToken } from '../kernel/version-token.js'
-import type { NoteRecord } from '../types.js'
 import {
   createPool,
   endpointOf,
@@ -15,7 +13,7 @@ export interface DatabaseOptions {
   poolSize: number
   statementTimeoutMs: number
   schema: string
-  /** The epoch a schema created now gets; an existing schema keeps its own. */
+  /** The epoch the shared notebook of a schema created now gets; an existing one keeps its own. */
   epoch: string | undefined
 }
 
@@ -23,10 +21,10 @@ export interface DatabaseOptions {
 const PIPELINED_READ_CONNECTIONS = 2
 
 /**
- * One store's connections to its database and what it knows of it: the epoch of its version
- * tokens and the highest change sequence seen. Every statement goes through here, so that each
- * waits for the schema to be open and a database that cannot be reached is a
- * StoreUnavailableError (503) that names the cause, wherever it happens.
+ * The connections of one service (every notebook's) to its database. Every statement goes
+ * through here, so that each waits for the schema to be migrated and a database that cannot be
+ * reached is a StoreUnavailableError (503) that names the cause, wherever it happens. What a
+ * notebook knows of its own clock (its epoch, the highest sequence seen) is NotebookDb's.
  */
 export class Database {
   readonly #pool: pg.Pool
@@ -36,13 +34,13 @@ export class Database {
   /** '127.0.0.1:5432': where the database is, for the causes of 503s. */
   readonly endpoint: string
   #opening: Promise<void> | undefined
-  /** The first part of every version token; '' until the store is open. */
-  epoch = ''
-  /** The highest change sequence this instance has seen. */
-  known = 0
+  #open = false
+  /** The connection string, for the change listener's own connection. */
+  readonly url: string
 
   constructor(options: DatabaseOptions) {
     this.#options = options
+    this.url = options.url
     this.endpoint = endpointOf(options.url)
     const connection = {
       url: options.url,
@@ -62,12 +60,7 @@ export class Database {
       const client = await this.#pool.connect()
       try {
         await migrate(client, this.#options.schema, this.#options.epoch)
-        const { rows } = await client.query<{ epoch: string; sequence: string }>(
-          'SELECT epoch, sequence FROM notes_clock',
-        )
-        const row = rows[0] as { epoch: string; sequence: string }
-        this.epoch = row.epoch
-        this.see(Number(row.sequence))
+        this.#open = true
       } finally {
         client.release()
       }
@@ -79,7 +72,7 @@ export class Database {
   }
 
   async opened(): Promise<void> {
-    if (this.epoch === '') await this.open()
+    if (!this.#open) await this.open()
   }
 
   /** Whether the database answers now (readiness, DECISION 27). */
@@ -126,19 +119,5 @@ export class Database {
     } catch (err) {
       return unavailableOr(err, this.endpoint)
     }
-  }
-
-  see(sequence: number): void {
-    if (sequence > this.known) this.known = sequence
-  }
-
-  /** 5 -> 'k2x9q1.5' in this database's epoch. */
-  token(sequence: number): string {
-    return versionToken(this.epoch, sequence)
-  }
-
-  /** A note as a store answers it, from its JSON and the sequence of the write that made it. */
-  record(json: string, written: number, modified: number): NoteRecord {
-    return { json, etag: etagOf(this.token(written)), modified }
   }
 }

@@ -1,11 +1,15 @@
 import type pg from 'pg'
+import { SHARED_ROOM_ADVICE } from '../capacity.js'
 import { type ChangeType, StoreFullError } from '../types.js'
 import type { Database } from './database.js'
+import type { NotebookDb } from './notebook-db.js'
 
 /**
  * The SQL of every operation, one function each, answering rows as PostgreSQL gives them
- * (bigints as strings). The writes call the functions that schema.ts defines, each one
- * transaction that locks the clock row first. What the rows mean to a client is store.ts's.
+ * (bigints as strings). Every statement is about one notebook (`db.name`, always a parameter:
+ * nothing here reads or writes another's rows). The writes call the functions that schema.ts
+ * defines, each one transaction that locks the notebook's clock row first. What the rows mean to
+ * a client is store.ts's.
  */
 
 /** A stored note, as the writes that change it need it. */
@@ -48,26 +52,45 @@ export interface UpdatedNote {
 
 /** What every write is bounded by: the caps and the history kept. */
 export interface WriteLimits {
+  /** The service's caps, over every notebook. */
   maxNotes: number
   maxBytes: number
+  /** The notebook's own caps. */
+  notebookMaxNotes: number
+  notebookMaxBytes: number
   historyLimit: number
+  /** Who a refusal for the notebook's caps names: 'The store', or 'This notebook'. */
+  holder: string
 }
 
-export async function findNote(db: Database, id: number): Promise<NoteRow | undefined> {
+/** The limits as the write functions take them (p_limits, p_holder). */
+function limitValues(limits: WriteLimits): [number[], string] {
+  const { maxNotes, maxBytes, notebookMaxNotes, notebookMaxBytes, historyLimit } = limits
+  return [[maxNotes, maxBytes, notebookMaxNotes, notebookMaxBytes, historyLimit], limits.holder]
+}
+
+/** The refusal of a write past a cap; the service's caps come with the advice that fits them. */
+export function storeFull(message: string): StoreFullError {
+  return message.startsWith('The service ')
+    ? new StoreFullError(message, SHARED_ROOM_ADVICE)
+    : new StoreFullError(message)
+}
+
+export async function findNote(db: NotebookDb, id: number): Promise<NoteRow | undefined> {
   const { rows } = await db.read<NoteRow>(
     'notes_find',
-    'SELECT position, json, written, modified FROM notes WHERE id = $1 ORDER BY position LIMIT 1',
-    [id],
+    'SELECT position, json, written, modified FROM notes WHERE id = $2 AND notebook = $1 ORDER BY position LIMIT 1',
+    [db.name, id],
   )
   return rows[0]
 }
 
 /** The clock's sequence: the version now. */
-export async function readSequence(db: Database): Promise<number> {
+export async function readSequence(db: NotebookDb): Promise<number> {
   const { rows } = await db.read<{ sequence: string }>(
     'notes_sequence',
-    'SELECT sequence FROM notes_clock',
-    [],
+    'SELECT sequence FROM notes_notebooks WHERE notebook = $1',
+    [db.name],
   )
   const sequence = Number((rows[0] as { sequence: string }).sequence)
   db.see(sequence)
@@ -76,13 +99,13 @@ export async function readSequence(db: Database): Promise<number> {
 
 /** Every note's JSON joined by commas in list order (null for none), with its version and count. */
 export async function readList(
-  db: Database,
+  db: NotebookDb,
 ): Promise<{ sequence: string; count: string; list: string | null }> {
   const { rows } = await db.query<{ sequence: string; count: string; list: string | null }>(
-    `SELECT c.sequence,
-      (SELECT count(*) FROM notes) AS count,
-      (SELECT string_agg(json, ',' ORDER BY position) FROM notes) AS list
-    FROM notes_clock c`,
+    `SELECT n.sequence, n.notes AS count,
+      (SELECT string_agg(json, ',' ORDER BY position) FROM notes WHERE notebook = $1) AS list
+    FROM notes_notebooks n WHERE n.notebook = $1`,
+    [db.name],
   )
   return rows[0] as { sequence: string; count: string; list: string | null }
 }
@@ -92,7 +115,7 @@ export async function readList(
  * the number of notes; one row with null notes when the page is empty.
  */
 export async function readPage(
-  db: Database,
+  db: NotebookDb,
   asc: boolean,
   after: number | undefined,
   limit: number,
@@ -103,13 +126,15 @@ export async function readPage(
     position: string | null
     json: string | null
   }>(
-    `SELECT c.sequence, c.notes, p.position, p.json FROM notes_clock c
+    `SELECT n.sequence, n.notes, p.position, p.json FROM notes_notebooks n
     LEFT JOIN LATERAL (
       SELECT position, json FROM notes
-      WHERE position ${asc ? '>' : '<'} $1 ORDER BY position ${asc ? 'ASC' : 'DESC'} LIMIT $2
+      WHERE notebook = $3 AND position ${asc ? '>' : '<'} $1
+      ORDER BY position ${asc ? 'ASC' : 'DESC'} LIMIT $2
     ) p ON true
+    WHERE n.notebook = $3
     ORDER BY p.position ${asc ? 'ASC' : 'DESC'}`,
-    [after ?? (asc ? 0 : '9223372036854775807'), limit],
+    [after ?? (asc ? 0 : '9223372036854775807'), limit, db.name],
   )
   return rows
 }
@@ -119,7 +144,7 @@ export async function readPage(
  * with the version; one row with null notes when there are none.
  */
 export async function readCandidates(
-  db: Database,
+  db: NotebookDb,
   pattern: string,
 ): Promise<{ sequence: string; position: string | null; json: string | null }[]> {
   const { rows } = await db.query<{
@@ -127,21 +152,43 @@ export async function readCandidates(
     position: string | null
     json: string | null
   }>(
-    `SELECT c.sequence, p.position, p.json FROM notes_clock c
+    `SELECT n.sequence, p.position, p.json FROM notes_notebooks n
     LEFT JOIN LATERAL (
-      SELECT position, json FROM notes WHERE search LIKE $1 ORDER BY position
+      SELECT position, json FROM notes WHERE notebook = $2 AND search LIKE $1 ORDER BY position
     ) p ON true
+    WHERE n.notebook = $2
     ORDER BY p.position`,
-    [pattern],
+    [pattern, db.name],
   )
   return rows
 }
 
-export async function readStats(db: Database): Promise<{ notes: string; bytes: string }> {
+export async function readStats(db: NotebookDb): Promise<{ notes: string; bytes: string }> {
+  const { rows } = await db.query<{ notes: string; bytes: string }>(
+    'SELECT notes, bytes FROM notes_notebooks WHERE notebook = $1',
+    [db.name],
+  )
+  return rows[0] as { notes: string; bytes: string }
+}
+
+/** Notes and bytes over every notebook: what the service-wide caps count. */
+export async function readServiceStats(db: Database): Promise<{ notes: string; bytes: string }> {
   const { rows } = await db.query<{ notes: string; bytes: string }>(
     'SELECT notes, bytes FROM notes_clock',
   )
   return rows[0] as { notes: string; bytes: string }
+}
+
+/** The sequence of each of `notebooks` (those that exist), for the change delivery's poll. */
+export async function readSequences(
+  db: Database,
+  notebooks: readonly string[],
+): Promise<{ notebook: string; sequence: string }[]> {
+  const { rows } = await db.query<{ notebook: string; sequence: string }>(
+    'SELECT notebook, sequence FROM notes_notebooks WHERE notebook = ANY($1)',
+    [notebooks],
+  )
+  return rows
 }
 
 /**
@@ -149,7 +196,7 @@ export async function readStats(db: Database): Promise<{ notes: string; bytes: s
  * row with null changes when there are none.
  */
 export async function readChangesSince(
-  db: Database,
+  db: NotebookDb,
   sequence: number,
   limit: number,
 ): Promise<
@@ -161,25 +208,27 @@ export async function readChangesSince(
     type: ChangeType | null
     data: string | null
   }>(
-    `SELECT c.sequence AS current, ch.sequence, ch.type, ch.data FROM notes_clock c
+    `SELECT n.sequence AS current, ch.sequence, ch.type, ch.data FROM notes_notebooks n
     LEFT JOIN LATERAL (
-      SELECT sequence, type, data FROM notes_changes WHERE sequence > $1 ORDER BY sequence LIMIT $2
+      SELECT sequence, type, data FROM notes_changes
+      WHERE notebook = $3 AND sequence > $1 ORDER BY sequence LIMIT $2
     ) ch ON true
+    WHERE n.notebook = $3
     ORDER BY ch.sequence`,
-    [sequence, limit],
+    [sequence, limit, db.name],
   )
   return rows
 }
 
 /** The next changes (at most `limit`) after `cursor`, for delivery to subscribers. */
 export async function readChangesAfter(
-  db: Database,
+  db: NotebookDb,
   cursor: number,
   limit: number,
 ): Promise<ChangeRow[]> {
   const { rows } = await db.query<ChangeRow>(
-    'SELECT sequence, type, data FROM notes_changes WHERE sequence > $1 ORDER BY sequence LIMIT $2',
-    [cursor, limit],
+    'SELECT sequence, type, data FROM notes_changes WHERE notebook = $3 AND sequence > $1 ORDER BY sequence LIMIT $2',
+    [cursor, limit, db.name],
   )
   return rows
 }
@@ -199,7 +248,7 @@ export interface KeyToKeep {
  * an earlier create under that key made (r_replayed, with that create's fingerprint).
  */
 export async function callCreate(
-  db: Database,
+  db: NotebookDb,
   note: NewNote,
   limits: WriteLimits,
   key: KeyToKeep,
@@ -208,13 +257,12 @@ export async function callCreate(
     db,
     'SELECT * FROM notes_create($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
     [
-      note.now,
-      note.prefix,
-      note.suffix,
-      note.search,
-      limits.maxNotes,
-      limits.maxBytes,
-      limits.historyLimit,
+      db.name,
+      [note.now],
+      [note.prefix],
+      [note.suffix],
+      [note.search],
+      ...limitValues(limits),
       key.key,
       key.fingerprint,
       key.expires,
@@ -229,20 +277,19 @@ export async function callCreate(
  * (and nothing stored for it) when that note would pass a cap.
  */
 export async function callCreateMany(
-  db: Database,
+  db: NotebookDb,
   notes: readonly NewNote[],
   limits: WriteLimits,
 ): Promise<(Partial<CreatedRow> & { r_full: string | null })[]> {
   const { rows } = await db.query<Partial<CreatedRow> & { r_full: string | null }>(
-    'SELECT * FROM notes_create_many($1, $2, $3, $4, $5, $6, $7)',
+    'SELECT r_json, r_written, r_modified, r_full FROM notes_create($1, $2, $3, $4, $5, $6, $7, NULL, NULL, NULL, NULL)',
     [
+      db.name,
       notes.map((note) => note.now),
       notes.map((note) => note.prefix),
       notes.map((note) => note.suffix),
       notes.map((note) => note.search),
-      limits.maxNotes,
-      limits.maxBytes,
-      limits.historyLimit,
+      ...limitValues(limits),
     ],
   )
   return rows
@@ -253,26 +300,26 @@ export async function callCreateMany(
  * another write came first.
  */
 export function callUpdate(
-  db: Database,
+  db: NotebookDb,
   row: NoteRow,
   note: UpdatedNote,
   limits: WriteLimits,
 ): Promise<string | null> {
-  const { maxBytes, historyLimit } = limits
-  return writeIfUnchanged(db, 'SELECT notes_update($1, $2, $3, $4, $5, $6, $7, $8) AS seq', [
-    ...[row.position, row.written, note.json, note.id, note.search, note.modified],
-    ...[maxBytes, historyLimit],
+  return writeIfUnchanged(db, 'SELECT notes_update($1, $2, $3, $4, $5, $6, $7, $8, $9) AS seq', [
+    ...[db.name, row.position, row.written, note.json, note.id, note.search, note.modified],
+    ...limitValues(limits),
   ])
 }
 
 /** Deletes a note found as `row` if it is still as found; as callUpdate answers. */
 export function callDelete(
-  db: Database,
+  db: NotebookDb,
   row: NoteRow,
   data: string,
   limits: WriteLimits,
 ): Promise<string | null> {
-  return writeIfUnchanged(db, 'SELECT notes_delete($1, $2, $3, $4) AS seq', [
+  return writeIfUnchanged(db, 'SELECT notes_delete($1, $2, $3, $4, $5) AS seq', [
+    db.name,
     row.position,
     row.written,
     data,
@@ -282,7 +329,7 @@ export function callDelete(
 
 /** A write of a found note (notes_update, notes_delete): its sequence, or null when it lost. */
 async function writeIfUnchanged(
-  db: Database,
+  db: NotebookDb,
   sql: string,
   values: unknown[],
 ): Promise<string | null> {
@@ -292,7 +339,7 @@ async function writeIfUnchanged(
 
 /** A write: a StoreFullError raised in the database (SQLSTATE NS507) becomes one here. */
 async function write<R extends pg.QueryResultRow>(
-  db: Database,
+  db: NotebookDb,
   sql: string,
   values: unknown[],
 ): Promise<pg.QueryResult<R>> {
@@ -300,7 +347,7 @@ async function write<R extends pg.QueryResultRow>(
     return await db.query<R>(sql, values)
   } catch (err) {
     if (err instanceof Error && (err as { code?: string }).code === 'NS507') {
-      throw new StoreFullError(err.message)
+      throw storeFull(err.message)
     }
     throw err
   }

@@ -16,10 +16,11 @@ import type {
   Preconditions,
   StoreStats,
 } from '../types.js'
-import { ChangeDelivery, changeOf } from './change-delivery.js'
+import { ChangeDelivery, ChangeListener, changeOf } from './change-delivery.js'
 import { CreateBatcher } from './create-batcher.js'
 import { Database } from './database.js'
 import { LOST, NoteWrites } from './note-writes.js'
+import { NotebookDb } from './notebook-db.js'
 import {
   type CreatedRow,
   callCreate,
@@ -70,12 +71,30 @@ export interface PostgresStoreOptions {
   pollMs?: number
 }
 
+/** A notebook of PostgresNotebooks: the service's connections, and what is the notebook's own. */
+export interface NotebookParts {
+  db: Database
+  listener: ChangeListener
+  /** The notebook's name, its epoch when it is new, and its caps. */
+  name: string
+  epoch: string | undefined
+  maxNotes: number
+  maxBytes: number
+}
+
+/** The notebook that a store of its own (no user notebooks) keeps its notes in. */
+export const SHARED = 'shared'
+
 /**
- * The notes in PostgreSQL, shared by every instance that opens the same database (DECISION 27).
- * Each write is one call of a function in the database (schema.ts) that locks the one-row clock,
- * so writes are atomic, numbered in commit order, and see every write committed before them; each
- * read is one statement, so it sees every write acknowledged before it started, on any instance.
- * Notes cross as JSON text, stored exactly as serialized.
+ * The notes of one notebook in PostgreSQL, shared by every instance that opens the same database
+ * (DECISION 27). Each write is one call of a function in the database (schema.ts) that locks the
+ * notebook's clock row, so writes are atomic, numbered in commit order, and see every write
+ * committed before them; each read is one statement, so it sees every write acknowledged before
+ * it started, on any instance. Notes cross as JSON text, stored exactly as serialized.
+ *
+ * Made with options alone, it is a store of its own (the 'shared' notebook, which holds every
+ * note when user tokens are off), owning its connections; PostgresNotebooks makes one per
+ * notebook on the service's connections (`parts`).
  *
  * This class says what each operation means; the jobs behind it have a file each: queries.ts
  * (the SQL), database.ts (connections, opening, the epoch), create-batcher.ts (group commit),
@@ -83,7 +102,9 @@ export interface PostgresStoreOptions {
  * search-cache.ts (`q`), change-delivery.ts (subscribers, across instances).
  */
 export class PostgresNoteStore implements NoteStore {
-  readonly #db: Database
+  readonly #db: NotebookDb
+  /** The connections and listener, when this store made them (and closes them). */
+  readonly #owned: { db: Database; listener: ChangeListener } | undefined
   readonly #limits: WriteLimits
   readonly #now: () => number
   readonly #maxKeys: number
@@ -95,23 +116,28 @@ export class PostgresNoteStore implements NoteStore {
   #list: ListRecord | undefined
   #listSequence = -1
 
-  constructor(options: PostgresStoreOptions) {
+  constructor(options: PostgresStoreOptions, parts?: NotebookParts) {
     this.#now = options.now ?? Date.now
     this.#maxKeys = options.maxIdempotencyKeys ?? STORE_DEFAULTS.maxIdempotencyKeys
     this.#keyTtlMs = options.idempotencyTtlMs ?? STORE_DEFAULTS.idempotencyTtlMs
+    const statementTimeoutMs = options.statementTimeoutMs ?? 5000
+    let owned: { db: Database; listener: ChangeListener } | undefined
+    if (parts === undefined) {
+      const database = openDatabase(options)
+      owned = { db: database, listener: new ChangeListener(database, options.pollMs ?? 1000) }
+    }
+    this.#owned = owned
+    const { db: database, listener } =
+      parts ?? (owned as { db: Database; listener: ChangeListener })
     this.#limits = {
       maxNotes: options.maxNotes,
       maxBytes: options.maxBytes,
+      notebookMaxNotes: parts?.maxNotes ?? options.maxNotes,
+      notebookMaxBytes: parts?.maxBytes ?? options.maxBytes,
       historyLimit: options.historyLimit ?? STORE_DEFAULTS.historyLimit,
+      holder: parts === undefined ? 'The store' : 'This notebook',
     }
-    const statementTimeoutMs = options.statementTimeoutMs ?? 5000
-    const db = new Database({
-      url: options.url,
-      poolSize: options.poolSize ?? 10,
-      statementTimeoutMs,
-      schema: options.schema ?? 'public',
-      epoch: options.epoch,
-    })
+    const db = new NotebookDb(database, parts?.name ?? SHARED, parts?.epoch ?? options.epoch)
     this.#db = db
     this.#creates = new CreateBatcher(
       (notes: readonly NewNote[]) => callCreateMany(db, notes, this.#limits),
@@ -122,7 +148,7 @@ export class PostgresNoteStore implements NoteStore {
       (row) => this.#record(row),
       statementTimeoutMs,
     )
-    this.#delivery = new ChangeDelivery(db, options.url, options.pollMs ?? 1000)
+    this.#delivery = new ChangeDelivery(db, listener)
   }
 
   /**
@@ -135,13 +161,19 @@ export class PostgresNoteStore implements NoteStore {
 
   /** Whether the database answers now (readiness, DECISION 27). */
   available(): Promise<boolean> {
-    return this.#db.available()
+    return this.#db.db.available()
   }
 
-  /** Closes every connection; the store cannot be used afterwards. */
+  /**
+   * Stops delivering changes and, for a store of its own, closes every connection; the store
+   * cannot be used afterwards (PostgresNotebooks.close closes the service's).
+   */
   async close(): Promise<void> {
     this.#delivery.close()
-    await this.#db.close()
+    if (this.#owned !== undefined) {
+      this.#owned.listener.close()
+      await this.#owned.db.close()
+    }
   }
 
   create(fields: NoteFields): Promise<NoteRecord> {
@@ -264,8 +296,8 @@ export class PostgresNoteStore implements NoteStore {
     return {
       notes: Number(row.notes),
       bytes: Number(row.bytes),
-      maxNotes: this.#limits.maxNotes,
-      maxBytes: this.#limits.maxBytes,
+      maxNotes: this.#limits.notebookMaxNotes,
+      maxBytes: this.#limits.notebookMaxBytes,
     }
   }
 
@@ -299,6 +331,17 @@ export class PostgresNoteStore implements NoteStore {
   #record(row: NoteRow): NoteRecord {
     return this.#db.record(row.json, Number(row.written), Number(row.modified))
   }
+}
+
+/** The connections of a service (or of a store of its own) to its database. */
+export function openDatabase(options: PostgresStoreOptions): Database {
+  return new Database({
+    url: options.url,
+    poolSize: options.poolSize ?? 10,
+    statementTimeoutMs: options.statementTimeoutMs ?? 5000,
+    schema: options.schema ?? 'public',
+    epoch: options.epoch,
+  })
 }
 
 /**
