@@ -7,9 +7,10 @@ import { buildApp } from '../src/app.js'
 import { type Config, DEFAULT_CONFIG } from '../src/config/config.js'
 import { UserTokens } from '../src/ops/user-tokens.js'
 import { MemoryNoteStore, type MemoryStoreOptions } from '../src/store/memory.js'
-import { MemoryNotebooks } from '../src/store/memory-notebooks.js'
+import { MemoryNotebooks, type MemoryNotebooksOptions } from '../src/store/memory-notebooks.js'
+import { PostgresNotebooks } from '../src/store/postgres/notebooks.js'
 import { PostgresNoteStore } from '../src/store/postgres/store.js'
-import type { NoteStore } from '../src/store/types.js'
+import type { Notebooks, NoteStore } from '../src/store/types.js'
 import { postgresAvailable, testDatabase } from './postgres-cluster.js'
 
 export interface TestApp {
@@ -70,12 +71,16 @@ export interface SuiteContext {
   readonly full: string
 }
 
+/** The notebooks of a suite's apps that act in a user's notebook, on the suite's kind of store. */
+type MakeNotebooks = (options: MemoryNotebooksOptions) => Notebooks
+
 function suiteContext(
   store: StoreKind,
   lane: Lane,
   makeStore: (options: MemoryStoreOptions) => NoteStore,
-  inNotebook = false,
+  makeNotebooks?: MakeNotebooks,
 ): SuiteContext {
+  const inNotebook = makeNotebooks !== undefined
   const buildStore = (options: MemoryStoreOptions): NoteStore =>
     makeStore({ epoch: TEST_EPOCH, ...options })
   return {
@@ -88,7 +93,7 @@ function suiteContext(
       const config = { ...DEFAULT_CONFIG, ...overrides }
       // A suite about keys keeps its keys: with user tokens they would reach another notebook.
       if (inNotebook && config.apiKeys.length + config.apiReadKeys.length === 0) {
-        return notebookApp(config, storeOptions, lane)
+        return notebookApp(makeNotebooks, config, storeOptions, lane)
       }
       const store = buildStore({
         maxNotes: config.maxNotes,
@@ -102,6 +107,7 @@ function suiteContext(
 }
 
 const memoryStore = (options: MemoryStoreOptions): NoteStore => new MemoryNoteStore(options)
+const memoryNotebooks = (options: MemoryNotebooksOptions): Notebooks => new MemoryNotebooks(options)
 
 /**
  * An app with user tokens on whose every request (unless it sends its own Authorization) acts in
@@ -109,8 +115,13 @@ const memoryStore = (options: MemoryStoreOptions): NoteStore => new MemoryNoteSt
  * must hold inside a notebook, through the token's check (Fastify) and its remembered verdict
  * (the fast lane).
  */
-function notebookApp(config: Config, storeOptions: TestStoreOptions, lane: Lane): TestApp {
-  const notebooks = new MemoryNotebooks({
+function notebookApp(
+  makeNotebooks: MakeNotebooks,
+  config: Config,
+  storeOptions: TestStoreOptions,
+  lane: Lane,
+): TestApp {
+  const notebooks = makeNotebooks({
     ...storeOptions,
     maxNotes: storeOptions.maxNotes ?? config.maxNotes,
     maxBytes: storeOptions.maxBytes ?? config.maxStoreBytes,
@@ -153,25 +164,32 @@ export const MEMORY: SuiteContext = suiteContext('memory', 'fastify', memoryStor
  * test database (testDatabase), and is closed after each case. Not durable: these suites prove
  * behaviour, not what survives a crash (postgres-faults does).
  */
-function postgresSuite(lane: Lane): {
+function postgresSuite(
+  lane: Lane,
+  inNotebook = false,
+): {
   context: SuiteContext
   open: () => Promise<void>
   closeStores: () => Promise<void>
 } {
   let url = ''
-  const stores: PostgresNoteStore[] = []
-  const context = suiteContext('postgres', lane, (options) => {
+  const opened: { close: () => Promise<void> }[] = []
+  const where = () => {
     if (url === '') throw new Error('a PostgreSQL test app outside a case of its suite')
-    const store = new PostgresNoteStore({
-      ...options,
-      url,
-      // Random: the suites of a file share one database and know nothing of each other.
-      schema: `app_${randomBytes(6).toString('hex')}`,
-      poolSize: 2,
-    })
-    stores.push(store)
+    // Random: the suites of a file share one database and know nothing of each other.
+    return { url, schema: `app_${randomBytes(6).toString('hex')}`, poolSize: 2 }
+  }
+  const makeStore = (options: MemoryStoreOptions) => {
+    const store = new PostgresNoteStore({ ...options, ...where() })
+    opened.push(store)
     return store
-  })
+  }
+  const makeNotebooks = (options: MemoryNotebooksOptions) => {
+    const notebooks = new PostgresNotebooks({ ...options, ...where() })
+    opened.push(notebooks)
+    return notebooks
+  }
+  const context = suiteContext('postgres', lane, makeStore, inNotebook ? makeNotebooks : undefined)
   return {
     context,
     open: async () => {
@@ -179,7 +197,7 @@ function postgresSuite(lane: Lane): {
     },
     // Each store holds connections (and a LISTEN one while subscribed).
     closeStores: async () => {
-      await Promise.all(stores.splice(0).map((store) => store.close()))
+      await Promise.all(opened.splice(0).map((store) => store.close()))
     },
   }
 }
@@ -207,7 +225,7 @@ export function describeEachStore(
   // request is checked in Fastify, the next ones may take the fast lane).
   if (notebook) {
     describe(`${name} (in a user's notebook, on memory)`, () =>
-      suite(suiteContext('memory', 'server', memoryStore, true)))
+      suite(suiteContext('memory', 'server', memoryStore, memoryNotebooks)))
   }
   if (!postgresAvailable(`the HTTP suites on PostgreSQL (${name})`)) {
     describe(`${name} (on postgres)`, { skip: 'PostgreSQL is not installed' }, () => {})
@@ -216,8 +234,15 @@ export function describeEachStore(
   // The database (and, in a file run alone, the cluster: a few seconds) is made while the memory
   // half's cases run; a failure is reported by the first suite that waits for it.
   testDatabase().catch(() => {})
-  for (const [title, lane] of variants('postgres')) {
-    const { context, open, closeStores } = postgresSuite(lane)
+  const postgresVariants: [string, Lane, boolean][] = variants('postgres').map(([title, lane]) => [
+    title,
+    lane,
+    false,
+  ])
+  if (notebook)
+    postgresVariants.push([`${name} (in a user's notebook, on postgres)`, 'server', true])
+  for (const [title, lane, inNotebook] of postgresVariants) {
+    const { context, open, closeStores } = postgresSuite(lane, inNotebook)
     describe(title, () => {
       before(open)
       // After the case's own after hooks (an app closed there is closed before its store).

@@ -3,35 +3,51 @@ import { after, describe, it } from 'node:test'
 import { ISOLATION_SECRET, ISOLATION_SERVICE_KEY, runIsolation } from './hostile/isolation-run.js'
 import { randomSeed } from './hostile/prng.js'
 import { errorLogs, type ServerProcess, startServer } from './hostile/server-process.js'
+import { createTestDatabase, postgresAvailable } from './postgres-cluster.js'
+
+const TOKENS = { AUTH_JWT_SECRET: ISOLATION_SECRET, API_KEYS: ISOLATION_SERVICE_KEY }
 
 /**
  * The isolation run's short form, against the real service with user tokens on: 4 users and a
  * service key, every answer checked against each notebook's model, and nothing of one notebook
- * in another's answers, headers or change feed. `npm run fuzz -- --users 5` is the long form.
+ * in another's answers, headers or change feed; on memory, and on PostgreSQL with two instances
+ * that each request picks between. `npm run fuzz -- --users 5 [--store postgres --instances 2]`
+ * is the long form.
  */
 describe('isolation between notebooks (a short random run)', () => {
   const servers: ServerProcess[] = []
   after(async () => {
-    for (const server of servers) await server.stop('SIGTERM')
+    await Promise.all(servers.map((server) => server.stop('SIGTERM')))
   })
 
-  it('keeps every notebook to its caller through 3,000 mixed requests', {
-    timeout: 120_000,
-  }, async () => {
-    const server = await startServer({
-      env: { AUTH_JWT_SECRET: ISOLATION_SECRET, API_KEYS: ISOLATION_SERVICE_KEY },
-    })
-    servers.push(server)
+  async function run(env: Record<string, string>, instances: number): Promise<void> {
+    const started = await Promise.all(
+      Array.from({ length: instances }, () => startServer({ env: { ...env, ...TOKENS } })),
+    )
+    servers.push(...started)
     const seed = randomSeed()
     const stats = await runIsolation({
       host: '127.0.0.1',
-      ports: [server.port],
+      ports: started.map((server) => server.port),
       seed,
       requests: 3_000,
       users: 4,
     })
     assert.equal(stats.requests > 2_500, true, `seed ${seed}: ${stats.requests} requests`)
     assert.ok(stats.crossings > 300, `seed ${seed}: only ${stats.crossings} crossing requests`)
-    assert.deepEqual(errorLogs(server.logs), [])
+    for (const server of started) assert.deepEqual(errorLogs(server.logs), [])
+  }
+
+  it('keeps every notebook to its caller through 3,000 mixed requests, on memory', {
+    timeout: 120_000,
+  }, async () => {
+    await run({}, 1)
+  })
+
+  it('keeps every notebook to its caller through 3,000 mixed requests, on PostgreSQL with two instances', {
+    timeout: 180_000,
+    skip: !postgresAvailable('the isolation run on PostgreSQL'),
+  }, async () => {
+    await run({ DATABASE_URL: await createTestDatabase() }, 2)
   })
 })

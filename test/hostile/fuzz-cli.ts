@@ -37,10 +37,6 @@ if (instances < 1 || (instances > 1 && kind !== 'postgres')) {
   )
 }
 
-if (users > 0 && kind === 'postgres') {
-  throw new Error('--users needs the memory store: user notebooks are not on PostgreSQL yet')
-}
-
 const servers: ServerProcess[] = []
 const store = await openStore(kind)
 try {
