@@ -592,5 +592,5 @@ describeEachStore(
       ])
     })
   },
-  { lanes: false },
+  { lanes: false, notebookOnPostgres: true },
 )

@@ -208,11 +208,20 @@ function postgresSuite(
  * the server's) once per store: "name (on memory)", "name (on postgres)". Each gets the context of
  * its store and lane, and makes its apps and stores through it. Without PostgreSQL's binaries the
  * PostgreSQL half is skipped, loudly (postgresAvailable); under CI=true that is a failure.
+ * Unless `notebook: false`, once more in a user's notebook on memory; with `notebookOnPostgres`,
+ * in one on PostgreSQL too. The HTTP side of a notebook is the same on both stores (the
+ * notebooks' own contract runs on each in test/notebooks-*.test.ts), so only the suites whose
+ * store side differs per notebook on PostgreSQL (the change feed, idempotency keys, the basic
+ * operations) take that last one.
  */
 export function describeEachStore(
   name: string,
   suite: (context: SuiteContext) => void,
-  { lanes = true, notebook = true }: { lanes?: boolean; notebook?: boolean } = {},
+  {
+    lanes = true,
+    notebook = true,
+    notebookOnPostgres = false,
+  }: { lanes?: boolean; notebook?: boolean; notebookOnPostgres?: boolean } = {},
 ): void {
   const variants = (store: StoreKind): [string, Lane][] =>
     lanes
@@ -239,7 +248,7 @@ export function describeEachStore(
     lane,
     false,
   ])
-  if (notebook)
+  if (notebook && notebookOnPostgres)
     postgresVariants.push([`${name} (in a user's notebook, on postgres)`, 'server', true])
   for (const [title, lane, inNotebook] of postgresVariants) {
     const { context, open, closeStores } = postgresSuite(lane, inNotebook)
