@@ -7,20 +7,40 @@
  * - W3: GET the list of 10,000 notes; with tokens, one user's 10,000 among 10 users with 10,000
  *   each (each notebook's list is cached as the one list is without tokens).
  * - W4: POST a ~100-byte note to a store that grows; with tokens, to one user's notebook.
+ * Tokens are HS256 with AUTH_JWT_SECRET, or ES256 with AUTH_JWKS_URL: a key set this process
+ * serves on 127.0.0.1, as an identity provider would.
  *
- *   npm run compile && node dist/bench/user-tokens.js [rounds=3] [seconds=8] [W1,W3,W4]
+ * With `postgres` last, every leg's service keeps its notes in a fresh database of one throwaway
+ * PostgreSQL cluster (durable commits), removed at the end.
+ *
+ *   npm run compile && node dist/bench/user-tokens.js [rounds=3] [seconds=8] [W1,W3,W4] \
+ *     [HS256|ES256] [memory|postgres]
  */
 import { execFileSync, spawn } from 'node:child_process'
-import { Agent } from 'node:http'
+import { once } from 'node:events'
+import { Agent, createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
-import { SignJWT } from 'jose'
+import { type CryptoKey, exportJWK, generateKeyPair, SignJWT } from 'jose'
 import { send } from './http-client.js'
+import { BenchCluster } from './postgres-bench.js'
 
 const ROUNDS = Number(process.argv[2] ?? 3)
 const SECONDS = Number(process.argv[3] ?? 8)
 type Workload = 'W1' | 'W3' | 'W4'
 const WORKLOADS = (process.argv[4] ?? 'W1,W3,W4').split(',') as Workload[]
+const ALGORITHM = process.argv[5] ?? 'HS256'
+if (ALGORITHM !== 'HS256' && ALGORITHM !== 'ES256') {
+  throw new Error(`the algorithm is HS256 or ES256, not ${ALGORITHM}`)
+}
+const STORE = process.argv[6] ?? 'memory'
+if (STORE !== 'memory' && STORE !== 'postgres') {
+  throw new Error(`the store is memory or postgres, not ${STORE}`)
+}
 const SECRET = 'bench-secret-of-32-bytes-or-more-000000'
+const ISSUER = 'https://id.bench.example'
+const AUDIENCE = 'notes-bench'
+const KID = 'bench-es256'
 /** W4's body: about 100 bytes, as the bench's. */
 const SMALL_NOTE = JSON.stringify({ title: 'a note', body: 'x'.repeat(80) })
 const SERVER = fileURLToPath(new URL('../src/server.js', import.meta.url))
@@ -30,6 +50,26 @@ interface Leg {
   rps: number
   non2xx: number
 }
+
+/**
+ * An ES256 key pair, its public half served as `{"keys":[jwk]}` from 127.0.0.1 for the whole
+ * run: every leg's fresh service fetches it as it would a provider's `jwks_uri`.
+ */
+async function keySet(): Promise<{ privateKey: CryptoKey; url: string; close: () => void }> {
+  const { privateKey, publicKey } = await generateKeyPair('ES256')
+  const jwk = { ...(await exportJWK(publicKey)), kid: KID, alg: 'ES256', use: 'sig' }
+  const body = JSON.stringify({ keys: [jwk] })
+  const server = createServer((_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json' }).end(body)
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as AddressInfo
+  return { privateKey, url: `http://127.0.0.1:${port}/jwks`, close: () => server.close() }
+}
+
+const KEYS = ALGORITHM === 'ES256' ? await keySet() : undefined
+const CLUSTER = STORE === 'postgres' ? await BenchCluster.start(undefined) : undefined
 
 /** POSTs `count` small notes with `headers`, 50 at a time over keep-alive; the last one's id. */
 async function preload(port: number, count: number, headers: Record<string, string>) {
@@ -58,10 +98,13 @@ async function leg(workload: Workload, tokens: boolean): Promise<Leg> {
     env: {
       PATH: process.env.PATH ?? '',
       PORT: '0',
+      ...(CLUSTER === undefined ? {} : { DATABASE_URL: (await CLUSTER.createDatabase()).url }),
       // A user's caps as the service's, so that W4's notebook grows as the one store does.
       ...(tokens
         ? {
-            AUTH_JWT_SECRET: SECRET,
+            ...(KEYS === undefined
+              ? { AUTH_JWT_SECRET: SECRET }
+              : { AUTH_JWKS_URL: KEYS.url, AUTH_ISSUER: ISSUER, AUTH_AUDIENCE: AUDIENCE }),
             MAX_NOTES_PER_USER: '1000000',
             MAX_BYTES_PER_USER: '268435456',
           }
@@ -80,13 +123,26 @@ async function leg(workload: Workload, tokens: boolean): Promise<Leg> {
       child.once('exit', () => reject(new Error('the service exited before it listened')))
     })
     const tokenOf = (sub: string) =>
-      new SignJWT({ sub })
-        .setProtectedHeader({ alg: 'HS256' })
-        .setExpirationTime('2h')
-        .sign(Buffer.from(SECRET))
+      KEYS === undefined
+        ? new SignJWT({ sub })
+            .setProtectedHeader({ alg: 'HS256' })
+            .setExpirationTime('2h')
+            .sign(Buffer.from(SECRET))
+        : new SignJWT({ sub })
+            .setProtectedHeader({ alg: 'ES256', kid: KID })
+            .setIssuer(ISSUER)
+            .setAudience(AUDIENCE)
+            .setExpirationTime('2h')
+            .sign(KEYS.privateKey)
     const auth: Record<string, string> = tokens
       ? { authorization: `Bearer ${await tokenOf('user-0')}` }
       : {}
+    if (tokens) {
+      // The token's first request, made here: with ES256 it fetches the key set, which this
+      // process could not serve while execFileSync waits for autocannon (W4 has no preload).
+      const first = await send(port, 'GET', '/api/note', { headers: auth })
+      if (first.status !== 200) throw new Error(`the first request answered ${first.status}`)
+    }
     const notes = workload === 'W1' ? 1_000 : workload === 'W3' ? 10_000 : 0
     const id = notes === 0 ? 0 : await preload(port, notes, auth)
     if (tokens && workload === 'W3') {
@@ -115,22 +171,28 @@ async function leg(workload: Workload, tokens: boolean): Promise<Leg> {
   }
 }
 
-for (const workload of WORKLOADS) {
-  const ratios: number[] = []
-  for (let round = 0; round < ROUNDS; round++) {
-    const results = new Map<boolean, Leg>()
-    for (const tokens of round % 2 === 0 ? [false, true] : [true, false]) {
-      results.set(tokens, await leg(workload, tokens))
+console.log(`user tokens: ${ALGORITHM}, store: ${STORE}`)
+try {
+  for (const workload of WORKLOADS) {
+    const ratios: number[] = []
+    for (let round = 0; round < ROUNDS; round++) {
+      const results = new Map<boolean, Leg>()
+      for (const tokens of round % 2 === 0 ? [false, true] : [true, false]) {
+        results.set(tokens, await leg(workload, tokens))
+      }
+      const off = results.get(false) as Leg
+      const on = results.get(true) as Leg
+      ratios.push(on.rps / off.rps)
+      console.log(
+        `${workload} round ${round + 1}: off ${Math.round(off.rps)} req/s, on ${Math.round(on.rps)} req/s (non-2xx ${off.non2xx + on.non2xx}), on/off ${(on.rps / off.rps).toFixed(3)}`,
+      )
     }
-    const off = results.get(false) as Leg
-    const on = results.get(true) as Leg
-    ratios.push(on.rps / off.rps)
+    ratios.sort((a, b) => a - b)
     console.log(
-      `${workload} round ${round + 1}: off ${Math.round(off.rps)} req/s, on ${Math.round(on.rps)} req/s (non-2xx ${off.non2xx + on.non2xx}), on/off ${(on.rps / off.rps).toFixed(3)}`,
+      `${workload} median on/off: ${(ratios[Math.floor(ratios.length / 2)] as number).toFixed(3)}`,
     )
   }
-  ratios.sort((a, b) => a - b)
-  console.log(
-    `${workload} median on/off: ${(ratios[Math.floor(ratios.length / 2)] as number).toFixed(3)}`,
-  )
+} finally {
+  KEYS?.close()
+  await CLUSTER?.destroy()
 }
