@@ -277,6 +277,37 @@ describe('DATA_FILE: the service', () => {
     }
   })
 
+  it('logs a torn last record that start-up dropped, as a warning naming where', async () => {
+    const path = freshPath()
+    const store = open({ path })
+    await store.create({ n: 1 })
+    const end = statSync(path).size
+    await store.create({ n: 2 })
+    await store.close()
+    truncateSync(path, statSync(path).size - 3)
+    const server = await startServer({ env: { DATA_FILE: path } })
+    try {
+      const warning = server.logs.find((entry) => entry.level === 40)
+      assert.deepEqual(
+        { msg: warning?.msg, offset: warning?.offset, dataFile: warning?.dataFile },
+        {
+          msg: 'DATA_FILE ended in a torn record (a crash mid-write); it was dropped',
+          offset: end,
+          dataFile: path,
+        },
+      )
+      const { data } = JSON.parse((await call(server.port, 'GET', '/api/note')).body) as {
+        data: { n: number }[]
+      }
+      assert.deepEqual(
+        data.map((note) => note.n),
+        [1],
+      )
+    } finally {
+      await server.stop()
+    }
+  })
+
   it('exits 2 with one line for a second process on the file, a foreign file and a directory', async () => {
     const path = freshPath()
     const server = await startServer({ env: { DATA_FILE: path } })

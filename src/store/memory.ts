@@ -568,6 +568,6 @@ function firstAbove(entries: readonly Entry[], after: number): number {
 }
 
 /** The entry's current values, apart from the entry that later writes change in place. */
-function snapshot(entry: NoteRecord): NoteRecord {
+export function snapshot(entry: NoteRecord): NoteRecord {
   return { json: entry.json, etag: entry.etag, modified: entry.modified }
 }

@@ -6,6 +6,7 @@ import {
   type RecordedWrite,
   type RememberedKey,
   type StoreImage,
+  snapshot,
 } from '../memory.js'
 import {
   type Change,
@@ -352,9 +353,4 @@ function writeError(err: unknown): Error {
   return new StoreUnavailableError('The store could not write the note to its disk.', 1, {
     cause: `${code ?? 'error'}: ${(err as Error).message}`,
   })
-}
-
-/** The record's current values, apart from the entry that later writes change in place. */
-function snapshot(note: NoteRecord): NoteRecord {
-  return { json: note.json, etag: note.etag, modified: note.modified }
 }
