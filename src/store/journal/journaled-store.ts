@@ -81,6 +81,7 @@ export class JournaledStore implements NoteStore {
   #writes: RecordedWrite[] = []
   #changes: Change[] = []
   readonly #listeners = new Set<(change: Change) => void>()
+  #closed = false
   /** The key of the createOnce in progress, by its create's write. */
   readonly #keyOf = new WeakMap<RecordedWrite, [string, string, number]>()
 
@@ -114,6 +115,7 @@ export class JournaledStore implements NoteStore {
   }
 
   async create(fields: NoteFields): Promise<NoteRecord> {
+    this.#refuseIfClosed()
     return this.#commit(snapshot(this.#memory.create(fields)))
   }
 
@@ -122,6 +124,7 @@ export class JournaledStore implements NoteStore {
     fingerprint: string,
     fields: NoteFields,
   ): Promise<IdempotentCreate> {
+    this.#refuseIfClosed()
     const memory = this.#memory
     const answer = memory.createOnce(key, fingerprint, fields)
     const write = this.#writes[0]
@@ -151,6 +154,7 @@ export class JournaledStore implements NoteStore {
     kind?: PatchKind,
     conditions?: Preconditions,
   ): Promise<NoteRecord | undefined | PreconditionFailed> {
+    this.#refuseIfClosed()
     const note = this.#memory.update(id, fields, kind, conditions)
     return this.#commit(
       note === undefined || note instanceof PreconditionFailed ? note : snapshot(note),
@@ -158,6 +162,7 @@ export class JournaledStore implements NoteStore {
   }
 
   async delete(id: number, conditions?: Preconditions): Promise<boolean | PreconditionFailed> {
+    this.#refuseIfClosed()
     return this.#commit(this.#memory.delete(id, conditions))
   }
 
@@ -183,7 +188,13 @@ export class JournaledStore implements NoteStore {
 
   /** Waits for the writes in flight, closes the journal and removes its lock. */
   close(): Promise<void> {
+    this.#closed = true
     return this.#file.close()
+  }
+
+  /** A write after close would change the memory store and never reach the file. */
+  #refuseIfClosed(): void {
+    if (this.#closed) throw new StoreUnavailableError('The store is shutting down.')
   }
 
   /** The journal's size in bytes (for tests and metrics). */
