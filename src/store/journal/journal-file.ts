@@ -1,7 +1,6 @@
 import {
   closeSync,
   fdatasync,
-  fstatSync,
   fsync,
   fsyncSync,
   ftruncateSync,
@@ -224,15 +223,13 @@ export class JournalFile {
    * when that failed before the rename: the old file is intact and the batch is appended to it.
    */
   async #compact(): Promise<boolean> {
-    const frames = [encodeHeader(this.#epoch), ...this.#options.image()]
+    const bytes = Buffer.concat([encodeHeader(this.#epoch), ...this.#options.image()])
     const tmp = `${this.#path}.tmp`
     let fd: number | undefined
     try {
       fd = openSync(tmp, 'w')
-      await writeAll(fd, Buffer.concat(frames), 0)
+      await writeAll(fd, bytes, 0)
       await fullSync(fd)
-      closeSync(fd)
-      fd = undefined
       renameSync(tmp, this.#path)
     } catch {
       if (fd !== undefined) closeSync(fd)
@@ -240,9 +237,10 @@ export class JournalFile {
       this.#compactAt = Math.ceil(this.#durable * 1.5)
       return false
     }
+    // The descriptor written is the file now at `path`: nothing after the rename can fail.
     const old = this.#fd
-    this.#fd = openSync(this.#path, 'r+')
-    this.#durable = fstatSync(this.#fd).size
+    this.#fd = fd
+    this.#durable = bytes.length
     this.#compactAt = 0
     closeSync(old)
     // The new file is in place either way; a directory fsync that fails leaves the rename to the
