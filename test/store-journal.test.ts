@@ -373,7 +373,28 @@ describe('DATA_FILE: the service', () => {
       await store.close()
       const again = open({ path })
       assert.equal(again.list().json, `[${[...kept.slice(1), after.json].join(',')}]`)
+      const listed = again.list().json
       await again.close()
+      // Over HTTP: the disk is nearly full again; creates are acknowledged until a 507.
+      const server = await startServer({ env: { DATA_FILE: path } })
+      try {
+        const created: unknown[] = []
+        let refused: { status: number; body: string } | undefined
+        for (let i = 0; i < 100 && refused === undefined; i++) {
+          const answer = await call(server.port, 'POST', '/api/note', { text: 'y'.repeat(4000) })
+          if (answer.status === 200)
+            created.push((JSON.parse(answer.body) as { data: unknown }).data)
+          else refused = answer
+        }
+        assert.equal(refused?.status, 507)
+        assert.equal((JSON.parse(refused?.body ?? '{}') as { status: number }).status, 507)
+        const { data } = JSON.parse((await call(server.port, 'GET', '/api/note')).body) as {
+          data: unknown[]
+        }
+        assert.deepEqual(data, [...(JSON.parse(listed) as unknown[]), ...created])
+      } finally {
+        await server.stop()
+      }
     } finally {
       await run('umount', [disk])
     }
