@@ -113,6 +113,17 @@ describe('JournaledStore: restarts', () => {
     assert.deepEqual(seen, ['created 1', 'created 2'])
   })
 
+  it('answers a repeated Idempotency-Key only once the first create is durable', async () => {
+    const store = open({ path: freshPath() })
+    const seen: string[] = []
+    store.subscribe((change) => seen.push(change.type))
+    const first = store.createOnce('k', 'fp', { a: 1 })
+    const repeat = await store.createOnce('k', 'fp', { a: 1 })
+    assert.deepEqual(seen, ['created'])
+    assert.equal(repeat.replayed, true)
+    assert.deepEqual(repeat.note, (await first).note)
+  })
+
   it('keeps a conditional write that fails out of the journal', async () => {
     const path = freshPath()
     const store = open({ path })

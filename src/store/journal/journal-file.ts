@@ -80,6 +80,8 @@ export class JournalFile {
   #busy = false
   #closed = false
   #idle: (() => void)[] = []
+  /** The last append, settled either way. */
+  #last: Promise<void> = Promise.resolve()
 
   private constructor(options: JournalFileOptions, fd: number, epoch: string, durable: number) {
     this.#options = options
@@ -145,10 +147,17 @@ export class JournalFile {
    */
   append(frame: Buffer): Promise<void> {
     if (this.#closed) return Promise.reject(new Error('the journal is closed'))
-    return new Promise((resolve, reject) => {
+    const appended = new Promise<void>((resolve, reject) => {
       this.#pending.push({ frame, resolve, reject })
       if (!this.#busy) void this.#pump()
     })
+    this.#last = appended.catch(() => {})
+    return appended
+  }
+
+  /** Resolves once every append queued so far is durable or lost. */
+  settled(): Promise<void> {
+    return this.#busy ? this.#last : Promise.resolve()
   }
 
   /** Waits for every append queued, then closes the file and removes the lock. */

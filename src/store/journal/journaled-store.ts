@@ -124,9 +124,24 @@ export class JournaledStore implements NoteStore {
     fingerprint: string,
     fields: NoteFields,
   ): Promise<IdempotentCreate> {
+    return this.#createOnce(key, fingerprint, fields, true)
+  }
+
+  async #createOnce(
+    key: string,
+    fingerprint: string,
+    fields: NoteFields,
+    wait: boolean,
+  ): Promise<IdempotentCreate> {
     this.#refuseIfClosed()
     const memory = this.#memory
     const answer = memory.createOnce(key, fingerprint, fields)
+    if (answer.replayed && wait) {
+      // The first create may not be durable yet: a repeat is answered once it is, or, if the disk
+      // lost it (and the key with it), creates now. Everything queued before is settled after one wait.
+      await this.#file.settled()
+      return this.#createOnce(key, fingerprint, fields, false)
+    }
     const write = this.#writes[0]
     if (write?.type === 'created') {
       this.#keyOf.set(write, [key, fingerprint, answer.note.modified + memory.idempotencyTtlMs])
