@@ -5,6 +5,8 @@ import { ConfigError, loadConfig, userTokensOn } from './config/config.js'
 import { listenErrorMessage } from './config/listen-error.js'
 import { loggerOptions } from './ops/logger.js'
 import { UserTokens } from './ops/user-tokens.js'
+import { JournalOpenError } from './store/journal/journal-open-error.js'
+import { JournaledStore } from './store/journal/journaled-store.js'
 import { MemoryNoteStore } from './store/memory.js'
 import { MemoryNotebooks } from './store/memory-notebooks.js'
 import { openFailure, redactUrl } from './store/postgres/connection.js'
@@ -54,19 +56,45 @@ const postgres =
     : userTokens === undefined
       ? new PostgresNoteStore({ ...caps, ...database })
       : new PostgresNotebooks({ ...caps, ...database, ...perUser })
+// DECISION 37: the journal is opened (locked, replayed) before anything listens.
+let journaled: JournaledStore | undefined
+if (config.dataFile !== '') {
+  try {
+    journaled = new JournaledStore({ ...caps, path: config.dataFile })
+  } catch (err) {
+    if (!(err instanceof JournalOpenError)) throw err
+    process.stderr.write(`notes-service: ${err.message}\n`)
+    process.exit(2)
+  }
+}
 const stores =
-  postgres instanceof PostgresNotebooks
-    ? { notebooks: postgres, userTokens: userTokens as UserTokens }
-    : postgres !== undefined
-      ? { store: postgres }
-      : userTokens !== undefined
-        ? { notebooks: new MemoryNotebooks({ ...caps, ...perUser }), userTokens }
-        : { store: new MemoryNoteStore(caps) }
+  journaled !== undefined
+    ? { store: journaled }
+    : postgres instanceof PostgresNotebooks
+      ? { notebooks: postgres, userTokens: userTokens as UserTokens }
+      : postgres !== undefined
+        ? { store: postgres }
+        : userTokens !== undefined
+          ? { notebooks: new MemoryNotebooks({ ...caps, ...perUser }), userTokens }
+          : { store: new MemoryNoteStore(caps) }
 const app = buildApp({
   ...stores,
   config,
   logger: loggerOptions(config.logLevel, process.stdout),
 })
+
+if (journaled !== undefined) {
+  const { dropped } = journaled
+  if (dropped !== undefined) {
+    app.log.warn(
+      { dataFile: config.dataFile, offset: dropped.offset, bytes: dropped.bytes },
+      'DATA_FILE ended in a torn record (a crash mid-write); it was dropped',
+    )
+  }
+  app.log.info({ dataFile: config.dataFile, notes: journaled.stats().notes }, 'journal opened')
+  const store = journaled
+  app.addHook('onClose', async () => store.close())
+}
 
 if (postgres !== undefined) {
   // DECISION 27: start-up waits (bounded) for the database and applies the migrations before it

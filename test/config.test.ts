@@ -43,6 +43,7 @@ describe('loadConfig', () => {
       databaseStatementTimeoutMs: 5000,
       databaseConnectTimeoutMs: 30_000,
       databaseConnectRetryMs: 500,
+      dataFile: '',
     })
     assert.deepEqual(loadConfig({}, []), DEFAULT_CONFIG)
   })
@@ -122,7 +123,43 @@ describe('loadConfig', () => {
       databaseStatementTimeoutMs: 2000,
       databaseConnectTimeoutMs: 0,
       databaseConnectRetryMs: 100,
+      // DATA_FILE is refused beside DATABASE_URL: read on its own below.
+      dataFile: '',
     })
+  })
+
+  it('reads DATA_FILE, and refuses it beside DATABASE_URL or user tokens, in one line', () => {
+    assert.equal(
+      loadConfig({ DATA_FILE: '/var/lib/notes/journal' }, []).dataFile,
+      '/var/lib/notes/journal',
+    )
+    assert.equal(loadConfig({}, ['--data-file', 'notes.journal']).dataFile, 'notes.journal')
+    const refusals: [NodeJS.ProcessEnv, string][] = [
+      [
+        { DATA_FILE: 'n', DATABASE_URL: 'postgres://db.example/notes' },
+        'DATA_FILE and DATABASE_URL are both set: the notes live in one of them; unset the other.',
+      ],
+      [
+        { DATA_FILE: 'n', AUTH_JWT_SECRET: 'a-secret-of-32-bytes-or-more-000' },
+        'DATA_FILE keeps the store of service keys only for now; unset user tokens or DATA_FILE.',
+      ],
+      [
+        {
+          DATA_FILE: 'n',
+          AUTH_JWKS_URL: 'https://idp.example/jwks.json',
+          AUTH_ISSUER: 'https://idp.example',
+          AUTH_AUDIENCE: 'notes',
+        },
+        'DATA_FILE keeps the store of service keys only for now; unset user tokens or DATA_FILE.',
+      ],
+      [
+        { DATA_FILE: 'a\nb' },
+        'Invalid DATA_FILE "a\\nb": expected text without control characters.',
+      ],
+    ]
+    for (const [env, message] of refusals) {
+      assert.throws(() => loadConfig(env, []), { name: 'ConfigError', message })
+    }
   })
 
   it('reads the user-token sources, and refuses them half set, both at once, or with PostgreSQL', () => {

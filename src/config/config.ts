@@ -91,6 +91,11 @@ export interface Config {
   databaseConnectTimeoutMs: number
   /** Time between two attempts to reach the database at start-up, in ms. */
   databaseConnectRetryMs: number
+  /**
+   * A file to keep the notes in: memory, with every write appended to this journal and fsynced
+   * before it is answered (DECISION 37); empty (the default) keeps them in memory only.
+   */
+  dataFile: string
 }
 
 /** One row of `OPTIONS`: a setting, its variable and flag, its default and its parser. */
@@ -387,6 +392,13 @@ export const OPTIONS: readonly Option<keyof Config>[] = [
     500,
     integer(10, TEN_MINUTES),
   ),
+  opt(
+    'dataFile',
+    'DATA_FILE',
+    'keep the notes in memory and in a journal at this path, each write on disk before it is answered; one process per file',
+    '',
+    text,
+  ),
 ]
 
 /**
@@ -512,6 +524,16 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
   if (result.authJwksUrl !== '' && (result.authIssuer === '' || result.authAudience === '')) {
     throw new ConfigError(
       "AUTH_JWKS_URL needs AUTH_ISSUER and AUTH_AUDIENCE: the provider's issuer and this service's audience, which every token must carry.",
+    )
+  }
+  if (result.dataFile !== '' && userTokensOn(result)) {
+    throw new ConfigError(
+      'DATA_FILE keeps the store of service keys only for now; unset user tokens or DATA_FILE.',
+    )
+  }
+  if (result.dataFile !== '' && result.databaseUrl !== '') {
+    throw new ConfigError(
+      'DATA_FILE and DATABASE_URL are both set: the notes live in one of them; unset the other.',
     )
   }
   return result

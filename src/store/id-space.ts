@@ -27,6 +27,11 @@ export class IdSpace {
   readonly #moved = new Map<number, number>()
   #sweepAt = SWEEP_FLOOR
 
+  /** The id the last create gave, or -Infinity before the first. */
+  get last(): number {
+    return this.#last
+  }
+
   /** The id a create at `now` gets; it is not taken until `give` says so. */
   next(now: number): number {
     let id = Math.max(now, this.#last + 1)

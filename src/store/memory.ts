@@ -45,6 +45,46 @@ export interface MemoryStoreOptions {
    * it the store has its own id space and caps alone.
    */
   shared?: SharedParts
+  /**
+   * Told of every write, synchronously, as the result it had (a journal writes it down, DECISION
+   * 37); `replay` applies such a result again.
+   */
+  onWrite?: (write: RecordedWrite) => void
+}
+
+/**
+ * A write as its result, so that replaying it needs no clock and gives the same store: a create's
+ * id and time, an update's new JSON, a delete, each at its sequence and list position (a create's
+ * position is its sequence).
+ */
+export type RecordedWrite =
+  | { type: 'created'; sequence: number; id: number; json: string; modified: number }
+  | { type: 'updated'; sequence: number; position: number; json: string; modified: number }
+  | { type: 'deleted'; sequence: number; position: number; id: number }
+
+/** An idempotency key as the store remembers it (DECISION 30). */
+export interface RememberedKey {
+  readonly fingerprint: string
+  readonly note: NoteRecord
+  readonly expires: number
+}
+
+/** Everything a store holds, to write down whole (a journal's compaction) and load back. */
+export interface StoreImage {
+  readonly sequence: number
+  /** The sequence before the oldest change in `history`. */
+  readonly historyStart: number
+  /** The id the last create gave (IdSpace), or -Infinity before any. */
+  readonly lastId: number
+  /** Live notes in list order. */
+  readonly notes: readonly ImageNote[]
+  readonly history: readonly Change[]
+  /** Oldest first. */
+  readonly keys: readonly (readonly [string, RememberedKey])[]
+}
+
+export interface ImageNote extends NoteRecord {
+  readonly position: number
 }
 
 /** The parts the notebooks of one service share. */
@@ -66,12 +106,6 @@ interface Entry extends NoteRecord {
   readonly position: number
   /** False once deleted: the slot stays in the list array until the next compaction. */
   alive: boolean
-}
-
-interface RememberedKey {
-  readonly fingerprint: string
-  readonly note: NoteRecord
-  readonly expires: number
 }
 
 /** The per-version answers that are worth keeping until the next write. */
@@ -109,6 +143,7 @@ export class MemoryNoteStore implements NoteStore {
   #historyStart = 0
   readonly #listeners = new Set<(change: Change) => void>()
   readonly #keys = new Map<string, RememberedKey>()
+  readonly #onWrite: ((write: RecordedWrite) => void) | undefined
 
   constructor(options: MemoryStoreOptions) {
     const { shared } = options
@@ -123,6 +158,7 @@ export class MemoryNoteStore implements NoteStore {
     this.#maxKeys = options.maxIdempotencyKeys ?? STORE_DEFAULTS.maxIdempotencyKeys
     this.#keyTtlMs = options.idempotencyTtlMs ?? STORE_DEFAULTS.idempotencyTtlMs
     this.#version = versionToken(this.#epoch, 0)
+    this.#onWrite = options.onWrite
   }
 
   create(fields: NoteFields): NoteRecord {
@@ -148,6 +184,7 @@ export class MemoryNoteStore implements NoteStore {
     this.#ids.give(id)
     this.#byId.set(id, entry)
     capacity.add(1, bytes)
+    this.#onWrite?.({ type: 'created', sequence, id, json, modified: now })
     this.#emit('created', sequence, json)
     return entry
   }
@@ -162,14 +199,24 @@ export class MemoryNoteStore implements NoteStore {
     const now = entry.modified
     // A snapshot: a later PATCH changes the entry, not the answer a repeat gets.
     const note = snapshot(entry)
+    this.remember(key, { fingerprint, note, expires: now + this.#keyTtlMs }, now)
+    return { note, replayed: false }
+  }
+
+  /** Remembers an idempotency key as createOnce does; a journal's replay calls it too. */
+  remember(key: string, remembered: RememberedKey, now: number): void {
     this.#keys.delete(key)
-    this.#keys.set(key, { fingerprint, note, expires: now + this.#keyTtlMs })
+    this.#keys.set(key, remembered)
     // Oldest first: drop the expired ones and those beyond the bound.
-    for (const [oldKey, remembered] of this.#keys) {
-      if (this.#keys.size <= this.#maxKeys && remembered.expires > now) break
+    for (const [oldKey, kept] of this.#keys) {
+      if (this.#keys.size <= this.#maxKeys && kept.expires > now) break
       this.#keys.delete(oldKey)
     }
-    return { note, replayed: false }
+  }
+
+  /** How long a key is remembered, in ms. */
+  get idempotencyTtlMs(): number {
+    return this.#keyTtlMs
   }
 
   list(): ListRecord {
@@ -247,6 +294,13 @@ export class MemoryNoteStore implements NoteStore {
     entry.etag = etagOf(this.#version)
     entry.modified = this.#now()
     this.#capacity.add(0, growth)
+    this.#onWrite?.({
+      type: 'updated',
+      sequence,
+      position: entry.position,
+      json,
+      modified: entry.modified,
+    })
     this.#emit('updated', sequence, json)
     return entry
   }
@@ -257,6 +311,13 @@ export class MemoryNoteStore implements NoteStore {
     if (conditions !== undefined && !meets(entry, conditions)) {
       return new PreconditionFailed(snapshot(entry))
     }
+    const sequence = this.#remove(entry)
+    this.#onWrite?.({ type: 'deleted', sequence, position: entry.position, id })
+    this.#emit('deleted', sequence, `{"id":${JSON.stringify(id)}}`)
+    return true
+  }
+
+  #remove(entry: Entry): number {
     entry.alive = false
     this.#unindex(entry)
     const capacity = this.#capacity
@@ -264,9 +325,121 @@ export class MemoryNoteStore implements NoteStore {
     if (this.#entries.length - capacity.notes > Math.max(1024, capacity.notes)) {
       this.#entries = this.#entries.filter((kept) => kept.alive)
     }
+    return this.#advance()
+  }
+
+  /**
+   * Applies a write that this store (or one loaded from the same image) reported through
+   * `onWrite`, with the same result: same sequence, position, id, JSON and time. Caps are not
+   * checked (the write was accepted once) and `onWrite` is not called; subscribers are.
+   * @throws Error when the write does not follow this store's state (a damaged journal).
+   */
+  replay(write: RecordedWrite): void {
+    if (write.sequence !== this.#sequence + 1) {
+      throw new Error(`sequence ${write.sequence} does not follow ${this.#sequence}`)
+    }
+    if (write.type === 'created') {
+      const { id, json, modified } = write
+      if (id <= this.#ids.last) throw new Error(`id ${id} was given before`)
+      const bytes = Buffer.byteLength(json)
+      const sequence = this.#advance()
+      const entry: Entry = {
+        id,
+        json,
+        etag: etagOf(this.#version),
+        modified,
+        bytes,
+        position: sequence,
+        alive: true,
+      }
+      this.#entries.push(entry)
+      this.#ids.give(id)
+      this.#byId.set(id, entry)
+      this.#capacity.add(1, bytes)
+      this.#emit('created', sequence, json)
+      return
+    }
+    const entry = this.#at(write.position)
+    if (entry === undefined) throw new Error(`no note at position ${write.position}`)
+    if (write.type === 'deleted') {
+      const sequence = this.#remove(entry)
+      this.#emit('deleted', sequence, `{"id":${JSON.stringify(write.id)}}`)
+      return
+    }
+    const { json, modified } = write
+    const { id } = JSON.parse(json) as { id?: unknown }
+    const bytes = Buffer.byteLength(json)
+    if (id !== entry.id) {
+      this.#unindex(entry)
+      entry.id = id
+      this.#index(entry)
+    }
     const sequence = this.#advance()
-    this.#emit('deleted', sequence, `{"id":${JSON.stringify(id)}}`)
-    return true
+    this.#capacity.add(0, bytes - entry.bytes)
+    entry.json = json
+    entry.bytes = bytes
+    entry.etag = etagOf(this.#version)
+    entry.modified = modified
+    this.#emit('updated', sequence, json)
+  }
+
+  /** Everything this store holds, to be loaded back with `load` (a journal's compaction). */
+  image(): StoreImage {
+    const notes: ImageNote[] = []
+    for (const entry of this.#entries) {
+      if (entry.alive) {
+        notes.push({
+          json: entry.json,
+          etag: entry.etag,
+          modified: entry.modified,
+          position: entry.position,
+        })
+      }
+    }
+    return {
+      sequence: this.#sequence,
+      historyStart: this.#historyStart,
+      lastId: this.#ids.last,
+      notes,
+      history: this.#history,
+      keys: [...this.#keys],
+    }
+  }
+
+  /**
+   * Makes an empty store hold `image` (from `image()` of a store of the same epoch). Caps are not
+   * checked.
+   * @throws Error when the store is not empty or the image is not in order.
+   */
+  load(image: StoreImage): void {
+    if (this.#sequence !== 0) throw new Error('the store is not empty')
+    if (image.lastId > Number.NEGATIVE_INFINITY) this.#ids.give(image.lastId)
+    let previous = 0
+    for (const note of image.notes) {
+      if (note.position <= previous || note.position > image.sequence) {
+        throw new Error(`a note at position ${note.position} is out of order`)
+      }
+      previous = note.position
+      const { id } = JSON.parse(note.json) as { id?: unknown }
+      const bytes = Buffer.byteLength(note.json)
+      const entry: Entry = {
+        id,
+        json: note.json,
+        etag: note.etag,
+        modified: note.modified,
+        bytes,
+        position: note.position,
+        alive: true,
+      }
+      this.#entries.push(entry)
+      this.#index(entry)
+      this.#capacity.add(1, bytes)
+    }
+    this.#sequence = image.sequence
+    this.#version = versionToken(this.#epoch, image.sequence)
+    this.#history = [...image.history]
+    this.#historyStart = image.historyStart
+    for (const [key, remembered] of image.keys) this.#keys.set(key, remembered)
   }
 
   version(): string {
@@ -336,6 +509,12 @@ export class MemoryNoteStore implements NoteStore {
     return found
   }
 
+  /** The live entry at this list position, or undefined. */
+  #at(position: number): Entry | undefined {
+    const entry = this.#entries[firstAbove(this.#entries, position - 1)]
+    return entry?.position === position && entry.alive ? entry : undefined
+  }
+
   #find(id: number): Entry | undefined {
     const found = this.#byId.get(id)
     return Array.isArray(found) ? found[0] : found
@@ -389,6 +568,6 @@ function firstAbove(entries: readonly Entry[], after: number): number {
 }
 
 /** The entry's current values, apart from the entry that later writes change in place. */
-function snapshot(entry: NoteRecord): NoteRecord {
+export function snapshot(entry: NoteRecord): NoteRecord {
   return { json: entry.json, etag: entry.etag, modified: entry.modified }
 }
