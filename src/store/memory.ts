@@ -169,12 +169,20 @@ export class MemoryNoteStore implements NoteStore {
     const json = serializeWithId(fields, id)
     const bytes = Buffer.byteLength(json)
     capacity.roomForBytes(bytes)
+    const entry = this.#append(id, json, now, bytes)
+    this.#onWrite?.({ type: 'created', sequence: entry.position, id, json, modified: now })
+    this.#emit('created', entry.position, json)
+    return entry
+  }
+
+  /** Stores a created note at the end of the list, at the next sequence (create, replay). */
+  #append(id: number, json: string, modified: number, bytes: number): Entry {
     const sequence = this.#advance()
     const entry: Entry = {
       id,
       json,
       etag: etagOf(this.#version),
-      modified: now,
+      modified,
       bytes,
       position: sequence,
       alive: true,
@@ -183,9 +191,7 @@ export class MemoryNoteStore implements NoteStore {
     // No note holds a fresh id, in this store or any other of its id space: one Map write.
     this.#ids.give(id)
     this.#byId.set(id, entry)
-    capacity.add(1, bytes)
-    this.#onWrite?.({ type: 'created', sequence, id, json, modified: now })
-    this.#emit('created', sequence, json)
+    this.#capacity.add(1, bytes)
     return entry
   }
 
@@ -341,22 +347,8 @@ export class MemoryNoteStore implements NoteStore {
     if (write.type === 'created') {
       const { id, json, modified } = write
       if (id <= this.#ids.last) throw new Error(`id ${id} was given before`)
-      const bytes = Buffer.byteLength(json)
-      const sequence = this.#advance()
-      const entry: Entry = {
-        id,
-        json,
-        etag: etagOf(this.#version),
-        modified,
-        bytes,
-        position: sequence,
-        alive: true,
-      }
-      this.#entries.push(entry)
-      this.#ids.give(id)
-      this.#byId.set(id, entry)
-      this.#capacity.add(1, bytes)
-      this.#emit('created', sequence, json)
+      const entry = this.#append(id, json, modified, Buffer.byteLength(json))
+      this.#emit('created', entry.position, json)
       return
     }
     const entry = this.#at(write.position)

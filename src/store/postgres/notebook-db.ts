@@ -56,7 +56,7 @@ export class NotebookDb {
     sql: string,
     values: unknown[],
   ): Promise<pg.QueryResult<R>> {
-    await this.opened()
+    if (this.epoch === '') await this.open()
     return this.db.read<R>(name, sql, values)
   }
 
@@ -65,7 +65,7 @@ export class NotebookDb {
     sql: string,
     values?: unknown[],
   ): Promise<pg.QueryResult<R>> {
-    await this.opened()
+    if (this.epoch === '') await this.open()
     return this.db.query<R>(sql, values)
   }
 
