@@ -259,12 +259,14 @@ function apply(writer: NoteWriter, request: BatchRequest): MaybePromise<Answer> 
 
 /** {"status":200,"headers":{"etag":"\"k2.5\""},"body":{"data":...}} */
 function answerJson(answer: Answer): string {
-  const headers: Record<string, string> = {}
+  let headers = ''
   for (let i = 0; i + 1 < answer.headers.length; i += 2) {
-    headers[answer.headers[i] as string] = answer.headers[i + 1] as string
+    if (i > 0) headers += ','
+    // Header names are the service's own lower-case tokens: no escaping needed.
+    headers += `"${answer.headers[i] as string}":${JSON.stringify(answer.headers[i + 1])}`
   }
   const body = answer.body === undefined ? 'null' : String(answer.body)
-  return `{"status":${answer.status},"headers":${JSON.stringify(headers)},"body":${body}}`
+  return `{"status":${answer.status},"headers":{${headers}},"body":${body}}`
 }
 
 /**
