@@ -11,6 +11,12 @@ export interface ModelLimits {
 
 type Fields = Record<string, unknown>
 
+/**
+ * How much deeper a note's fields sit in a batch document than in a request of their own
+ * (DECISION 35): {"requests":[{"body":{...}}]} puts the body object three levels down.
+ */
+export const BATCH_DEPTH = 3
+
 /** No cap that a property test would reach. */
 const UNBOUNDED: ModelLimits = {
   bodyLimit: Number.POSITIVE_INFINITY,
@@ -239,8 +245,33 @@ export class NoteModel {
     this.#listBody = undefined
   }
 
-  /** DECISION 5 and 7, in the order the checks apply. */
-  bodyOutcome(media: MediaClass | 'absent', body: Buffer): BodyOutcome {
+  /**
+   * A copy to try a batch on (DECISION 35): its notes, ids and version, and the same epoch;
+   * `adopt` takes the copy's state back when the whole batch was kept.
+   */
+  copy(): NoteModel {
+    const copy = new NoteModel(this.limits, this.#now)
+    copy.notes.push(...this.notes)
+    copy.lastId = this.lastId
+    copy.version = this.version
+    copy.epoch = this.epoch
+    return copy
+  }
+
+  /** Takes the notes, ids and version of `copy` (made by copy()) as this model's own. */
+  adopt(copy: NoteModel): void {
+    this.notes.splice(0, this.notes.length, ...copy.notes)
+    this.lastId = copy.lastId
+    this.version = copy.version
+    this.epoch ??= copy.epoch
+    this.#listBody = undefined
+  }
+
+  /**
+   * DECISION 5 and 7, in the order the checks apply. `extraDepth`: levels the fields sit below
+   * the body object (a batch document's note bodies sit BATCH_DEPTH levels down).
+   */
+  bodyOutcome(media: MediaClass | 'absent', body: Buffer, extraDepth = 0): BodyOutcome {
     if (media === 'absent') {
       return body.length === 0 ? { ok: true, fields: {} } : { ok: false, status: 415 }
     }
@@ -260,7 +291,7 @@ export class NoteModel {
       return { ok: false, status: 400 }
     }
     // depthOf counts the body object too: {"a":[[1]]} -> 3, a field nesting 2.
-    if (depthOf(value) - 1 > this.limits.maxDepth) return { ok: false, status: 400 }
+    if (depthOf(value) - 1 > this.limits.maxDepth + extraDepth) return { ok: false, status: 400 }
     return { ok: true, fields: value as Fields }
   }
 }

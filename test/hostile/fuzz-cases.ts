@@ -1,4 +1,4 @@
-import type { MediaClass, NoteModel } from '../note-model.js'
+import { type MediaClass, NoteModel } from '../note-model.js'
 import { jsonObject, malformed, nestedObject, nonObject } from './json-text.js'
 import type { Random } from './prng.js'
 
@@ -18,6 +18,11 @@ export type Expectation =
       condition?: Condition
     }
   | { type: 'delete'; segment: string; condition?: Condition }
+  /**
+   * POST /api/batch (DECISION 35): `body` is the batch document; the model applies `items` to a
+   * copy of itself and keeps the copy only when every one succeeds.
+   */
+  | { type: 'batch'; body: Buffer; items: BatchItem[]; key?: string }
   | { type: 'options'; allow: string }
   /** A problem JSON answer with this status, store unchanged. */
   | { type: 'problem'; status: number; allow?: string }
@@ -34,6 +39,28 @@ export type Expectation =
 export interface Condition {
   readonly etag: string
 }
+
+/** One request inside a batch, and what it means when the batch gets to it. */
+export interface BatchItem {
+  /** Its method and url as the batch names them: 'requests[2] (PATCH /api/note/7): ...'. */
+  method: string
+  url: string
+  write: BatchWrite
+  /** Refused as a request (bad method, url, headers, body or Content-Type) before any applies. */
+  refusal?: 400 | 415
+}
+
+/** The write a batch request makes, as the model applies it. */
+export type BatchWrite =
+  | { type: 'create'; fields: Record<string, unknown> }
+  | {
+      type: 'patch'
+      segment: string
+      fields: Record<string, unknown>
+      kind: 'merge' | 'merge-patch'
+      condition?: Condition
+    }
+  | { type: 'delete'; segment: string; condition?: Condition }
 
 export interface FuzzCase {
   /** A label for the statistics: 'create', 'bad-json', 'cl-te-conflict'... */
@@ -191,6 +218,11 @@ export function nextCase(rng: Random, model: NoteModel, limits: CaseLimits): Fuz
     [8, () => framingCase(rng)],
     [2, () => hugeHeadersCase(rng)],
     [2, () => truncatedCase(rng, limits)],
+    // About 7% of requests are batches.
+    [5, () => batchCase(rng, model, limits)],
+    [1, () => batchCase(rng, model, limits, true)],
+    [0.5, () => badBatchCase(rng)],
+    [0.5, () => oversizeBatchCase(rng, limits)],
   ])()
 }
 
@@ -290,7 +322,30 @@ function getCase(rng: Random, model: NoteModel): FuzzCase {
 
 function patchCase(rng: Random, model: NoteModel, limits: CaseLimits): FuzzCase {
   const { raw, segment } = idSegment(rng, model)
-  let { body, media, contentType } = goodBody(rng, limits, true)
+  const { body, media, contentType } = patchBody(rng, model, limits)
+  const { condition, headers } = conditionFor(rng, model, segment, 'If-Match')
+  return request(rng, 'patch', 'PATCH', notePath(rng, raw), {
+    contentType,
+    body,
+    headers,
+    expect: {
+      type: 'patch',
+      segment,
+      body,
+      media,
+      ...(condition === undefined ? {} : { condition }),
+    },
+  })
+}
+
+/** A PATCH's body: mostly fields to merge, sometimes one that moves the note to another id. */
+function patchBody(
+  rng: Random,
+  model: NoteModel,
+  limits: CaseLimits,
+  inBatch = false,
+): { body: Buffer; media: MediaClass | 'absent'; contentType: string | undefined } {
+  let { body, media, contentType } = goodBody(rng, limits, true, inBatch)
   if (rng.chance(0.08)) {
     // Move the note to another id: an existing note's (a duplicate), another integer, or rarely
     // one that no path can reach again ('"7"', 1.5, null): such notes stay for good, so they
@@ -308,19 +363,7 @@ function patchCase(rng: Random, model: NoteModel, limits: CaseLimits): FuzzCase 
     media = 'json'
     contentType = 'application/json'
   }
-  const { condition, headers } = conditionFor(rng, model, segment, 'If-Match')
-  return request(rng, 'patch', 'PATCH', notePath(rng, raw), {
-    contentType,
-    body,
-    headers,
-    expect: {
-      type: 'patch',
-      segment,
-      body,
-      media,
-      ...(condition === undefined ? {} : { condition }),
-    },
-  })
+  return { body, media, contentType }
 }
 
 function deleteCase(rng: Random, model: NoteModel): FuzzCase {
@@ -362,6 +405,296 @@ function unknownPathCase(rng: Random): FuzzCase {
   const method = rng.pick(['GET', 'POST', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS', 'PUT'])
   return request(rng, 'unknown-path', method, path + query(rng), {
     expect: { type: 'problem', status: 404 },
+  })
+}
+
+// --- batches (DECISION 35) ---
+
+/**
+ * POST /api/batch with 1 to 20 requests drawn from the generators of the single writes: creates,
+ * patches and deletes of notes that exist (not deleted earlier in the batch), mostly, and now and
+ * then a missing id, a stale If-Match, a cap reached or a request the batch refuses as such.
+ * `keyed`: with an Idempotency-Key from a small pool (half of it the creates'), sometimes resending the batch
+ * that key was first used for, so that replays and conflicts with creates happen.
+ */
+function batchCase(rng: Random, model: NoteModel, limits: CaseLimits, keyed = false): FuzzCase {
+  let key: string | undefined
+  if (keyed) {
+    key = rng.weighted([
+      [5, `key-${rng.int(6)}`],
+      [5, `batch-key-${rng.int(4)}`],
+      [1, rng.pick(['', 'has space', 'x'.repeat(256), '\u00e9'])],
+    ])
+    const known = model.keys.get(key)
+    // The batch first sent with this key, again: its fingerprint is 'batch <document>'.
+    if (known?.fields.startsWith('batch ') && rng.chance(0.5)) {
+      // Replayed whatever the notes are now: the model needs no items to check it.
+      const body = Buffer.from(known.fields.slice('batch '.length))
+      return batchRequest(rng, 'batch-idempotent', body, [], key)
+    }
+  }
+  const count = rng.chance(0.6) ? rng.between(1, 4) : rng.between(5, 20)
+  const live = model.notes
+    .map((n) => n.value.id)
+    .filter((id): id is number => typeof id === 'number' && /^-?[0-9]+$/.test(String(id)))
+  const items: BatchItem[] = []
+  const texts: string[] = []
+  for (let i = 0; i < count; i++) {
+    const { item, text } = rng.chance(0.02)
+      ? refusedItem(rng, model, limits)
+      : batchItem(rng, model, limits, live)
+    items.push(item)
+    texts.push(text)
+  }
+  const body = Buffer.from(`{"requests":[${texts.join(',')}]}`)
+  return batchRequest(rng, keyed ? 'batch-idempotent' : 'batch', body, items, key)
+}
+
+/** One good request of a batch, and its text in the batch document. */
+function batchItem(
+  rng: Random,
+  model: NoteModel,
+  limits: CaseLimits,
+  live: number[],
+): { item: BatchItem; text: string } {
+  const method = rng.weighted<'POST' | 'PATCH' | 'DELETE'>([
+    [14, 'POST'],
+    [10, 'PATCH'],
+    [8, 'DELETE'],
+  ])
+  if (method === 'POST') {
+    const { body, contentType } = goodBody(rng, limits, false, true)
+    const fields = fieldsOf(body)
+    const url = rng.chance(0.95) ? '/api/note' : '/api/note?x=1'
+    return {
+      item: { method, url, write: { type: 'create', fields } },
+      text: itemText(rng, method, url, headersWith(rng, contentType, []), body),
+    }
+  }
+  // Mostly a note that exists and that no earlier delete of this batch removed.
+  const { raw, segment } =
+    live.length > 0 && rng.chance(0.85) ? spell(rng, String(rng.pick(live))) : idSegment(rng, model)
+  const url = `/api/note/${raw}${rng.chance(0.05) ? '?a=1' : ''}`
+  const { condition, headers } = conditionFor(rng, model, segment, 'If-Match')
+  if (method === 'DELETE') {
+    const at = live.indexOf(NoteModel.parseId(segment) ?? Number.NaN)
+    if (at !== -1) live.splice(at, 1)
+    // A DELETE's Content-Type and body mean nothing, whatever they are.
+    const junk = rng.chance(0.1)
+    return {
+      item: {
+        method,
+        url,
+        write: { type: 'delete', segment, ...(condition === undefined ? {} : { condition }) },
+      },
+      text: itemText(
+        rng,
+        method,
+        url,
+        headersWith(rng, junk ? rng.pick(OTHER_TYPES) : undefined, headers),
+        junk ? Buffer.from(nonObject(rng)) : undefined,
+      ),
+    }
+  }
+  const { body, media, contentType } = patchBody(rng, model, limits, true)
+  return {
+    item: {
+      method,
+      url,
+      write: {
+        type: 'patch',
+        segment,
+        fields: fieldsOf(body),
+        // No Content-Type in a batch means JSON, a plain merge.
+        kind: media === 'merge-patch' ? 'merge-patch' : 'merge',
+        ...(condition === undefined ? {} : { condition }),
+      },
+    },
+    text: itemText(rng, method, url, headersWith(rng, contentType, headers), body),
+  }
+}
+
+/** A request the batch refuses before applying any: a 400 naming it, or a 415 for its media type. */
+function refusedItem(
+  rng: Random,
+  model: NoteModel,
+  limits: CaseLimits,
+): { item: BatchItem; text: string } {
+  const create = { type: 'create', fields: {} } as const
+  const refused = (
+    method: string,
+    url: string,
+    text: string,
+    refusal: 400 | 415 = 400,
+  ): { item: BatchItem; text: string } => ({
+    item: { method, url, write: create, refusal },
+    text,
+  })
+  const good = batchItem(rng, model, limits, [])
+  const { method, url } = good.item
+  const withBody = method !== 'DELETE'
+  switch (rng.int(9)) {
+    case 0: {
+      const bad = rng.pick(['GET', 'post', 'PUT', 'HEAD', 'OPTIONS', ''])
+      return refused(bad, '/api/note', `{"method":${JSON.stringify(bad)},"url":"/api/note"}`)
+    }
+    case 1: {
+      const bad = rng.pick(['/api/note/1', '/api/notes', '/api', '', '/api/note/x/y'])
+      return refused('POST', bad, `{"method":"POST","url":${JSON.stringify(bad)},"body":{}}`)
+    }
+    case 2: {
+      const m = rng.pick(['PATCH', 'DELETE'])
+      const bad = rng.pick(['/api/note', '/api/note/1/2', '/api/notes/1', '/api/note/%E0%A4%A'])
+      return refused(m, bad, `{"method":"${m}","url":${JSON.stringify(bad)}}`)
+    }
+    case 3:
+      if (!withBody)
+        return refused(
+          'DELETE',
+          url,
+          `{"method":"DELETE","url":${JSON.stringify(url)},"body":{},"extra":1}`,
+        )
+      return refused(
+        method,
+        url,
+        `{"method":"${method}","url":${JSON.stringify(url)},"body":${nonObject(rng)}}`,
+      )
+    case 4: {
+      const name = rng.pick(['Idempotency-Key', 'idempotency-key', 'IDEMPOTENCY-KEY'])
+      return refused(
+        method,
+        url,
+        `{"method":"${method}","url":${JSON.stringify(url)},"headers":{"${name}":"k"}}`,
+      )
+    }
+    case 5: {
+      const headers = rng.pick([
+        '{"if-match":1}',
+        '{"x-other":null}',
+        '[]',
+        '"x"',
+        '{"content-type":{}}',
+      ])
+      return refused(
+        method,
+        url,
+        `{"method":"${method}","url":${JSON.stringify(url)},"headers":${headers}}`,
+      )
+    }
+    case 6: {
+      const member = rng.pick(['"header":{}', '"Method":"POST"', '"id":1', '"query":""'])
+      return refused(method, url, `{"method":"${method}","url":${JSON.stringify(url)},${member}}`)
+    }
+    case 7:
+      return refused('?', '', rng.pick(['7', 'null', '[]', '"POST /api/note"', 'true']))
+    default: {
+      if (!withBody) return refused('PUT', url, `{"method":"PUT","url":${JSON.stringify(url)}}`)
+      const type = rng.chance(0.6) ? rng.pick(OTHER_TYPES) : rng.pick(BAD_CHARSET_TYPES)
+      return refused(
+        method,
+        url,
+        `{"method":"${method}","url":${JSON.stringify(url)},"headers":{"Content-Type":${JSON.stringify(type)}},"body":{}}`,
+        415,
+      )
+    }
+  }
+}
+
+/** {"method":"PATCH","url":"/api/note/7","headers":{...},"body":{...}}, members in random order. */
+function itemText(
+  rng: Random,
+  method: string,
+  url: string,
+  headers: [string, string][],
+  body: Buffer | undefined,
+): string {
+  const members = [`"method":"${method}"`, `"url":${JSON.stringify(url)}`]
+  if (headers.length > 0) {
+    members.push(
+      `"headers":{${headers.map(([n, v]) => `${JSON.stringify(n)}:${JSON.stringify(v)}`).join(',')}}`,
+    )
+  }
+  // An empty body (a create of no fields) is no body member at all, or an empty object.
+  if (body !== undefined && body.length > 0) members.push(`"body":${body.toString('utf8')}`)
+  else if (body !== undefined && rng.chance(0.5)) members.push('"body":{}')
+  if (rng.chance(0.3)) members.reverse()
+  return `{${members.join(',')}}`
+}
+
+/** A batch request's headers: its Content-Type if any (name in any case), its condition, noise. */
+function headersWith(
+  rng: Random,
+  contentType: string | undefined,
+  condition: [string, string][],
+): [string, string][] {
+  const headers: [string, string][] = []
+  if (contentType !== undefined) {
+    headers.push([rng.pick(['Content-Type', 'content-type', 'CONTENT-TYPE']), contentType])
+  }
+  for (const [name, value] of condition) {
+    headers.push([rng.pick([name, name.toLowerCase()]), value])
+  }
+  if (rng.chance(0.05)) headers.push(['X-Ignored', 'yes'])
+  return headers
+}
+
+/** The fields a good body parses to ({} for no body at all). */
+function fieldsOf(body: Buffer): Record<string, unknown> {
+  return body.length === 0 ? {} : (JSON.parse(body.toString('utf8')) as Record<string, unknown>)
+}
+
+/** A batch document that is not one: a 400 naming what is wrong, nothing applied. */
+function badBatchCase(rng: Random): FuzzCase {
+  const body = Buffer.from(
+    rng.pick([
+      '{}',
+      '{"requests":[]}',
+      '{"requests":{}}',
+      '{"requests":null}',
+      '{"requests":"POST /api/note"}',
+      '{"requests":[{"method":"POST","url":"/api/note"}],"more":1}',
+      '{"Requests":[{"method":"POST","url":"/api/note"}]}',
+      '[{"method":"POST","url":"/api/note"}]',
+      '"requests"',
+    ]),
+  )
+  return request(rng, 'batch-bad-document', 'POST', '/api/batch', {
+    contentType: 'application/json',
+    body,
+    expect: { type: 'problem', status: 400 },
+  })
+}
+
+/** A batch document over the body limit (413), or one with a note body nested too deep (400). */
+function oversizeBatchCase(rng: Random, limits: CaseLimits): FuzzCase {
+  const big = rng.chance(0.5)
+  const note = big
+    ? `{"big":"${'x'.repeat(limits.bodyLimit - 40 + rng.pick([0, 1, 100, 1000]))}"}`
+    : nestedObject(rng, limits.maxDepth + 1 + rng.pick([0, 1, 1, 2, 50]))
+  const body = Buffer.from(`{"requests":[{"method":"POST","url":"/api/note","body":${note}}]}`)
+  const item: BatchItem = {
+    method: 'POST',
+    url: '/api/note',
+    write: { type: 'create', fields: JSON.parse(note) as Record<string, unknown> },
+  }
+  return {
+    ...batchRequest(rng, 'batch-oversize', body, [item], undefined),
+    pipelinable: false,
+  }
+}
+
+function batchRequest(
+  rng: Random,
+  kind: string,
+  body: Buffer,
+  items: BatchItem[],
+  key: string | undefined,
+): FuzzCase {
+  return request(rng, kind, 'POST', '/api/batch', {
+    contentType: rng.pick(['application/json', 'application/json; charset=utf-8']),
+    body,
+    headers: key === undefined ? [] : [['Idempotency-Key', key]],
+    expect: { type: 'batch', body, items, ...(key === undefined ? {} : { key }) },
   })
 }
 
@@ -596,6 +929,7 @@ function goodBody(
   rng: Random,
   limits: CaseLimits,
   forPatch = false,
+  inBatch = false,
 ): { body: Buffer; media: MediaClass | 'absent'; contentType: string | undefined } {
   if (rng.chance(0.04)) {
     return rng.chance(0.5)
@@ -603,7 +937,8 @@ function goodBody(
       : jsonTyped(Buffer.alloc(0), rng.pick(JSON_TYPES))
   }
   let text: string
-  if (rng.chance(0.02)) {
+  // In a batch, twenty bodies share one body limit: no big ones there (oversizeBatchCase has those).
+  if (!inBatch && rng.chance(0.02)) {
     // Near the limit, under or just at it.
     const size = limits.bodyLimit - rng.pick([0, 1, 50, Math.floor(limits.bodyLimit / 2)])
     text = `{"big":"${'y'.repeat(size - 10)}"}`
@@ -613,7 +948,7 @@ function goodBody(
   } else {
     text = jsonObject(rng, 1, {
       maxDepth: rng.between(1, 8),
-      budget: rng.chance(0.1) ? 4000 : 300,
+      budget: !inBatch && rng.chance(0.1) ? 4000 : 300,
       // Random ids in PATCH bodies only now and then: each one strands a note for good.
       noIdKey: forPatch && rng.chance(0.95),
     })

@@ -111,6 +111,9 @@ async function fuzz([first, ...others]: ServerProcess[]): Promise<void> {
     console.log(`  by status: ${counts(stats.byStatus)}`)
     console.log(`  by kind: ${counts(stats.byKind)}`)
     console.log(
+      `  batches applied: ${stats.batchesKept}, holding ${stats.batchedWrites} writes (every other batch refused whole)`,
+    )
+    console.log(
       `  pipelined: ${stats.pipelined}; notes created: ${stats.notesCreated}; notes stored at the end: ${stats.notesAtEnd} (the list matched the model after every request)`,
     )
   }

@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http'
-import { type ModelLimits, NoteModel } from '../note-model.js'
-import { type Expectation, type FuzzCase, nextCase } from './fuzz-cases.js'
+import { BATCH_DEPTH, type ModelLimits, NoteModel } from '../note-model.js'
+import { type BatchItem, type Expectation, type FuzzCase, nextCase } from './fuzz-cases.js'
 import { createRandom } from './prng.js'
 import { CLOSED, header, WireConnection, type WireResponse } from './wire.js'
 
@@ -34,6 +34,9 @@ export interface FuzzStats {
   pipelined: number
   notesCreated: number
   notesAtEnd: number
+  /** Batches applied (answered 200, not replayed), and the writes in them. */
+  batchesKept: number
+  batchedWrites: number
 }
 
 /** A fuzz request got an answer the model does not allow; the message says how to replay it. */
@@ -58,6 +61,9 @@ const PIPELINABLE = new Set([
   'patch',
   'delete',
   'options',
+  'batch',
+  'batch-idempotent',
+  'batch-bad-document',
 ])
 const LIST_REQUEST = Buffer.from('GET /api/note HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n')
 
@@ -80,6 +86,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzStats> {
     pipelined: 0,
     notesCreated: 0,
     notesAtEnd: 0,
+    batchesKept: 0,
+    batchedWrites: 0,
   }
   const ports = [port, ...(options.otherPorts ?? [])]
   const pickInstance = createRandom(seed ^ 0x5bd1e995)
@@ -308,6 +316,8 @@ function check(
       }
       return dataMismatch(response, method, json) ?? versionMismatch(response, model, 'etag')
     }
+    case 'batch':
+      return checkBatch(expect, response, model, sentAt, stats)
     case 'patch': {
       const outcome = model.bodyOutcome(expect.media, expect.body)
       if (!outcome.ok) return problemMismatch(response, outcome.status, method)
@@ -326,6 +336,140 @@ function check(
       return versionMismatch(response, model, 'etag')
     }
   }
+}
+
+/**
+ * DECISION 35: a batch answered as the model says, all or nothing. In the service's order: the
+ * document's size and depth, each request as a request (the first refused one is named), the
+ * Idempotency-Key, then the writes in order on a copy of the model, which is kept only when every
+ * one succeeds: 200 with each answer as it would have been alone, or the first failure's status,
+ * as a problem naming it, and the model unchanged.
+ */
+function checkBatch(
+  expect: Extract<Expectation, { type: 'batch' }>,
+  response: WireResponse,
+  model: NoteModel,
+  sentAt: number,
+  stats: FuzzStats,
+): string | undefined {
+  const outcome = model.bodyOutcome('json', expect.body, BATCH_DEPTH)
+  if (!outcome.ok) return problemMismatch(response, outcome.status, 'POST')
+  const refused = expect.items.findIndex((item) => item.refusal !== undefined)
+  if (refused !== -1) {
+    const status = expect.items[refused]?.refusal as 400 | 415
+    return (
+      problemMismatch(response, status, 'POST') ??
+      detailMismatch(response, new RegExp(`^requests\\[${refused}\\][ .:]`))
+    )
+  }
+  const { key } = expect
+  const fingerprint = `batch ${JSON.stringify(outcome.fields)}`
+  if (key !== undefined) {
+    if (!/^[\x21-\x7e]{1,255}$/.test(key)) return problemMismatch(response, 400, 'POST')
+    const known = model.keys.get(key)
+    if (known !== undefined) {
+      // A create's key, or another batch's: one key stands for one request (DECISION 30).
+      if (known.fields !== fingerprint) return problemMismatch(response, 422, 'POST')
+      if (header(response, 'idempotent-replayed') !== 'true')
+        return 'a repeated Idempotency-Key without Idempotent-Replayed: true'
+      return dataMismatch(response, 'POST', known.json)
+    }
+  }
+  const text = response.body.toString('utf8')
+  // A batch can be the first write the run sees: its first ETag teaches the model the epoch.
+  if (model.epoch === undefined && response.status === 200) {
+    model.epoch = /"etag":"\\"([0-9a-z]+)\./.exec(text)?.[1]
+  }
+  let answered: unknown[] = []
+  if (response.status === 200) {
+    try {
+      answered = (JSON.parse(text) as { data: unknown[] }).data
+    } catch {
+      return 'the batch answer is not JSON'
+    }
+  }
+  const copy = model.copy()
+  const parts: string[] = []
+  let created = 0
+  for (let i = 0; i < expect.items.length; i++) {
+    const item = expect.items[i] as BatchItem
+    const { write } = item
+    const failed = (status: number): string | undefined =>
+      problemMismatch(response, status, 'POST') ??
+      detailMismatch(
+        response,
+        new RegExp(
+          `^${escapeRegExp(`requests[${i}] (${item.method} ${item.url}): `)}.*Nothing in the batch was applied\\.$`,
+          's',
+        ),
+      )
+    if (write.type === 'create') {
+      if (copy.createRefusal(write.fields) === 507) return failed(507)
+      let id: number
+      if (response.status === 200) {
+        const given = (answered[i] as { body?: { data?: { id?: unknown } } } | undefined)?.body
+          ?.data?.id
+        if (typeof given !== 'number' || !Number.isSafeInteger(given))
+          return `requests[${i}]: the created note has no integer id`
+        const earliest = Math.max(sentAt, copy.lastId + 1)
+        const latest = Math.max(Date.now(), copy.lastId + 1) + copy.notes.length
+        if (given < earliest || given > latest)
+          return `requests[${i}]: id ${given} is outside [${earliest}, ${latest}] (DECISION 1)`
+        if (copy.holds(given)) return `requests[${i}]: id ${given} is already held by a stored note`
+        id = given
+      } else {
+        // Refused whole: the answer shows no id, so the copy takes the likeliest one to go on to
+        // the request that fails (a later request of the batch rarely names a note made in it).
+        id = copy.nextId()
+      }
+      const json = copy.create(write.fields, id)
+      created++
+      parts.push(writtenJson(copy, copy.notes.length - 1, json))
+      continue
+    }
+    const at = copy.find(write.segment)
+    if (at === -1) return failed(404)
+    if (write.condition !== undefined && write.condition.etag !== copy.etagOf(at))
+      return failed(412)
+    if (write.type === 'delete') {
+      copy.remove(at)
+      parts.push(`{"status":200,"headers":{},"body":{"data":${JSON.stringify(write.segment)}}}`)
+    } else {
+      const merged = copy.merged(at, write.fields, write.kind)
+      if (merged.refused) return failed(507)
+      copy.replace(at, merged.json)
+      parts.push(writtenJson(copy, at, merged.json))
+    }
+  }
+  const data = `[${parts.join(',')}]`
+  if (header(response, 'idempotent-replayed') !== undefined)
+    return 'a batch applied for the first time says Idempotent-Replayed'
+  const mismatch = dataMismatch(response, 'POST', data)
+  if (mismatch !== undefined) return mismatch
+  model.adopt(copy)
+  stats.notesCreated += created
+  stats.batchesKept++
+  stats.batchedWrites += expect.items.length
+  if (key !== undefined)
+    model.keys.set(key, { fields: fingerprint, json: data, version: model.version })
+  return undefined
+}
+
+/** One written note's answer inside a batch: {"status":200,"headers":{"etag":...},"body":...}. */
+function writtenJson(model: NoteModel, at: number, json: string): string {
+  return `{"status":200,"headers":{"etag":${JSON.stringify(model.etagOf(at))}},"body":{"data":${json}}}`
+}
+
+/** The problem's detail matches `pattern` (run after problemMismatch found the problem sound). */
+function detailMismatch(response: WireResponse, pattern: RegExp): string | undefined {
+  const { detail } = JSON.parse(response.body.toString('utf8')) as { detail: string }
+  return pattern.test(detail)
+    ? undefined
+    : `the detail ${JSON.stringify(detail)} should match ${pattern}`
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&')
 }
 
 /**
