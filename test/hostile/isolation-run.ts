@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { Agent, request } from 'node:http'
 import { signed } from '../jwks-server.js'
 import { SseClient } from '../sse-client.js'
-import { createRandom } from './prng.js'
+import { createRandom, type Random } from './prng.js'
 
 /** The secret the isolation run's service checks user tokens with. */
 export const ISOLATION_SECRET = 'isolation-run-secret-of-32-bytes-or-more'
@@ -61,11 +61,24 @@ interface Caller {
   cursors: string[]
   /** Idempotency keys it used, with the note each made. */
   keys: Map<string, Note>
+  /** Idempotency keys it used on batches, with the document and the answer's body. */
+  batchKeys: Map<string, { document: BatchDocument; body: string }>
   stream: SseClient | undefined
 }
 
 /** A note's mark, which names its owner: 'mark-user-2-17-4411' -> 'user-2'. */
 const MARK = /mark-(user-\d+|service)-\d+-\d+/g
+
+/** A batch document (DECISION 35). */
+interface BatchDocument {
+  requests: { method: string; url: string; body?: Record<string, unknown> }[]
+}
+
+/** One answer of a kept batch. */
+interface SubAnswer {
+  status: number
+  body: { data: unknown }
+}
 
 interface Answer {
   status: number
@@ -77,7 +90,8 @@ interface Answer {
  * The randomized isolation run (DECISION 33): several users and a service key send a mix of
  * creates, reads, updates, deletes, lists, pages and searches against a real service, over their
  * own notes and over everybody else's ids, cursors, ETags, version tokens, idempotency keys and
- * event ids. A model per notebook says every status and body; and no answer, header or event
+ * event ids, and batches that name other callers' notes or reuse their keys. A model per notebook
+ * says every status and body; and no answer, header or event
  * that one caller gets may hold anything of another's notebook (each note carries a mark unique to
  * its owner, and every ETag, version and cursor an answer gave is known to be its caller's).
  */
@@ -96,6 +110,7 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
     versions: [],
     cursors: [],
     keys: new Map(),
+    batchKeys: new Map(),
     stream: undefined,
   })
   for (let u = 0; u < options.users; u++) {
@@ -214,6 +229,31 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
     stats.byStatus[answer.status] = (stats.byStatus[answer.status] ?? 0) + 1
   }
 
+  /** A refused batch: that status, a problem naming the request, and nothing applied. */
+  const refusedBatch = (answer: Answer, status: number, prefix: string): void => {
+    if (answer.status !== status)
+      fail(`a batch answered ${answer.status}, not ${status}: ${answer.body}`)
+    const { detail } = JSON.parse(answer.body) as { detail: string }
+    if (!detail.startsWith(prefix) || !detail.endsWith('Nothing in the batch was applied.')) {
+      fail(`the refused batch's detail: ${detail}`)
+    }
+  }
+  /** A kept batch's answers, one 200 per request; each created id is new to every notebook. */
+  const keptBatch = (who: Caller, answer: Answer, document: BatchDocument): SubAnswer[] => {
+    if (answer.status !== 200) fail(`${who.name}'s batch answered ${answer.status}: ${answer.body}`)
+    const { data } = JSON.parse(answer.body) as { data: SubAnswer[] }
+    assert.equal(data.length, document.requests.length)
+    for (const [i, got] of data.entries()) {
+      if (got.status !== 200) fail(`requests[${i}] of a kept batch answered ${got.status}`)
+      if (document.requests[i]?.method !== 'POST') continue
+      const { id } = got.body.data as Note
+      for (const c of callers) {
+        if (c.notes.has(id)) fail(`id ${id} was given twice (${c.name} has it)`)
+      }
+    }
+    return data
+  }
+
   try {
     // Every caller follows its own change feed from the start.
     for (const who of callers) {
@@ -235,9 +275,13 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
         [1, 'foreign-cursor'],
         [1, 'foreign-etag'],
         [1, 'foreign-version'],
+        [3, 'batch'],
+        [2, 'keyed-batch'],
       ])
       let answer: Answer
       let crossing = false
+      /** The kind, told more finely where the run wants to show that each case came up. */
+      let label = kind
       if (kind === 'create' || kind === 'idempotent-create') {
         const mark = `mark-${who.name}-${index}-${rng.int(1e9)}`
         const body = { owner: who.name, mark, n: index }
@@ -255,7 +299,7 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
           key === undefined ? {} : { 'idempotency-key': key },
         )
         const earlier = key === undefined ? undefined : who.keys.get(key)
-        if (earlier !== undefined) {
+        if (earlier !== undefined || (key !== undefined && who.batchKeys.has(key))) {
           // Its own key again with another body: 422; never another caller's note.
           if (answer.status !== 422) fail(`a reused key answered ${answer.status}: ${answer.body}`)
         } else {
@@ -294,6 +338,134 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
           fail(`${kind} of its own ${target.id} answered ${answer.status}: ${answer.body}`)
         } else if (kind !== 'delete') {
           assert.deepEqual(JSON.parse(answer.body), { data: mine }, `${kind} ${path}`)
+        }
+      } else if (kind === 'batch') {
+        // Creates, patches and deletes, some of other callers' notes: one of those (or a note the
+        // batch deleted already) refuses the batch whole with a 404 naming it (DECISION 35).
+        const count = rng.between(1, 6)
+        const document: BatchDocument = { requests: [] }
+        const targets: ({ id: number; owner: Caller } | undefined)[] = []
+        for (let i = 0; i < count; i++) {
+          const target = rng.chance(0.4) ? undefined : anyId(who)
+          targets.push(target)
+          if (target === undefined) {
+            const mark = `mark-${who.name}-${index}-${rng.int(1e9)}`
+            document.requests.push({
+              method: 'POST',
+              url: '/api/note',
+              body: { owner: who.name, mark, n: index },
+            })
+          } else if (rng.chance(0.5)) {
+            document.requests.push({
+              method: 'PATCH',
+              url: `/api/note/${target.id}`,
+              body: { n: rng.int(1e6) },
+            })
+          } else {
+            document.requests.push({ method: 'DELETE', url: `/api/note/${target.id}` })
+          }
+        }
+        crossing = targets.some((t) => t !== undefined && t.owner !== who)
+        answer = await send(who, 'POST', '/api/batch', document)
+        // The notebook as the batch leaves it, if kept; the first request that fails, if not.
+        const after = new Map([...who.notes].map(([id, note]) => [id, { ...note }]))
+        let failing = -1
+        // What each patch or delete answers: the note as it stands at that point of the batch.
+        const expected: unknown[] = []
+        for (let i = 0; i < count && failing === -1; i++) {
+          const target = targets[i]
+          const request = document.requests[i] as BatchDocument['requests'][number]
+          if (target === undefined) continue
+          const note = after.get(target.id)
+          if (note === undefined) failing = i
+          else if (request.method === 'PATCH') {
+            note.n = request.body?.n as number
+            expected[i] = { data: { ...note } }
+          } else {
+            after.delete(target.id)
+            expected[i] = { data: String(target.id) }
+          }
+        }
+        label = `batch (${failing === -1 ? 'kept' : 'refused'}${crossing ? ', naming foreign notes' : ''})`
+        if (failing !== -1) {
+          const request = document.requests[failing] as BatchDocument['requests'][number]
+          refusedBatch(answer, 404, `requests[${failing}] (${request.method} ${request.url}): `)
+        } else {
+          const data = keptBatch(who, answer, document)
+          for (let i = 0; i < count; i++) {
+            const target = targets[i]
+            const request = document.requests[i] as BatchDocument['requests'][number]
+            const got = data[i] as SubAnswer
+            if (target === undefined) {
+              const note = got.body.data as Note
+              assert.deepEqual({ ...note, id: 0 }, { ...request.body, id: 0 })
+              after.set(note.id, note)
+            } else {
+              assert.deepEqual(got.body, expected[i], `requests[${i}]`)
+            }
+          }
+          who.notes = after
+        }
+        // Nothing of another notebook changed: each named foreign note is as its owner had it.
+        for (const target of targets) {
+          if (target === undefined || target.owner === who) continue
+          const owned = target.owner.notes.get(target.id)
+          const seen = await send(target.owner, 'GET', `/api/note/${target.id}`)
+          if (owned === undefined ? seen.status !== 404 : seen.status !== 200) {
+            fail(
+              `${target.owner.name}'s ${target.id} answers ${seen.status} after ${who.name}'s batch`,
+            )
+          }
+          if (owned !== undefined) assert.deepEqual(JSON.parse(seen.body), { data: owned })
+        }
+      } else if (kind === 'keyed-batch') {
+        // A batch under an Idempotency-Key: a new one, its own again (replayed), or one another
+        // caller used, on a batch (the very same document) or a create: keys are per notebook.
+        let key: string
+        let document: BatchDocument
+        const source = rng.next()
+        const lender = other(who)
+        const lent = [...lender.batchKeys.entries()]
+        const own = [...who.batchKeys.entries()]
+        if (source < 0.3 && lender !== who && lent.length > 0) {
+          ;[key, { document }] = rng.pick(lent)
+          crossing = true
+          label = "keyed-batch (another's batch and key)"
+        } else if (source < 0.45 && lender !== who && lender.keys.size > 0) {
+          key = rng.pick([...lender.keys.keys()])
+          document = keyedDocument(rng)
+          crossing = true
+          label = "keyed-batch (another's create key)"
+        } else if (source < 0.65 && own.length > 0) {
+          ;[key, { document }] = rng.pick(own)
+          label = 'keyed-batch (its own again)'
+        } else {
+          key = `batch-key-${index}`
+          document = keyedDocument(rng)
+        }
+        answer = await send(who, 'POST', '/api/batch', document, { 'idempotency-key': key })
+        const earlier = who.batchKeys.get(key)
+        const sameDocument = JSON.stringify(earlier?.document) === JSON.stringify(document)
+        if (earlier !== undefined && sameDocument) {
+          if (answer.status !== 200 || answer.headers['idempotent-replayed'] !== 'true') {
+            fail(`its own batch again answered ${answer.status} ${answer.body.slice(0, 200)}`)
+          }
+          assert.equal(answer.body, earlier.body, `the replay of ${key}`)
+        } else if (earlier !== undefined || who.keys.has(key)) {
+          if (answer.status !== 422) fail(`a reused key answered ${answer.status}: ${answer.body}`)
+        } else {
+          if (answer.headers['idempotent-replayed'] !== undefined) {
+            fail(
+              `${who.name}'s first batch under ${key} was a replay: ${answer.body.slice(0, 300)}`,
+            )
+          }
+          const data = keptBatch(who, answer, document)
+          for (const [i, got] of data.entries()) {
+            const note = got.body.data as Note
+            assert.deepEqual({ ...note, id: 0 }, { ...document.requests[i]?.body, id: 0 })
+            who.notes.set(note.id, note)
+          }
+          who.batchKeys.set(key, { document, body: answer.body })
         }
       } else if (kind === 'list' || kind === 'search') {
         const q = kind === 'search' ? `mark-${rng.pick(callers).name}-` : undefined
@@ -360,7 +532,7 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
       }
       stats.requests++
       if (crossing) stats.crossings++
-      count(kind, answer)
+      count(label, answer)
       checkAnswer(who, answer, `${kind} by ${who.name}`)
       learn(who, answer)
     }
@@ -404,4 +576,15 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
     agent.destroy()
   }
   return stats
+}
+
+/** A batch of 1 to 3 creates to send under a key; its notes carry no mark, as any caller may send it. */
+function keyedDocument(rng: Random): BatchDocument {
+  return {
+    requests: Array.from({ length: rng.between(1, 3) }, () => ({
+      method: 'POST',
+      url: '/api/note',
+      body: { owner: 'keyed', mark: 'keyed-batch', n: rng.int(1e6) },
+    })),
+  }
 }
