@@ -69,39 +69,64 @@ export type Operation =
 
 /** `pick` chooses an id: an existing note's id when one is numeric, else a near-miss. */
 export function operations(): fc.Arbitrary<Operation[]> {
+  return fc.array(operation(), { maxLength: 60 })
+}
+
+/** A write of a batch (DECISION 35): a create, update or delete as it would be alone. */
+export type WriteOperation = Extract<Operation, { kind: 'create' | 'update' | 'delete' }>
+
+/** What the HTTP API takes: the single operations, and batches of 1 to 6 writes. */
+export type ApiOperation = Operation | { kind: 'batch'; writes: WriteOperation[] }
+
+/** operations(), with a batch now and then in place of an operation. */
+export function apiOperations(): fc.Arbitrary<ApiOperation[]> {
+  const write = operation().filter(
+    (op): op is WriteOperation => op.kind !== 'get' && op.kind !== 'list',
+  )
+  const batch = fc.record({
+    kind: fc.constant('batch' as const),
+    writes: fc.array(write, { minLength: 1, maxLength: 6 }),
+  })
+  return fc.array(
+    fc.oneof(
+      { weight: 8, arbitrary: operation() as fc.Arbitrary<ApiOperation> },
+      { weight: 1, arbitrary: batch as fc.Arbitrary<ApiOperation> },
+    ),
+    { maxLength: 60 },
+  )
+}
+
+function operation(): fc.Arbitrary<Operation> {
   const nearIds = fc.integer({ min: 990, max: 1010 })
   const pick = fc.nat({ max: 1000 })
   const patch = fc.constantFrom<PatchKind>('merge', 'merge-patch')
-  return fc.array(
-    fc.oneof(
-      fc.record({
-        kind: fc.constant('create' as const),
-        fields: noteFields(nearIds),
-        tick: fc.integer({ min: 0, max: 2 }),
-      }),
-      fc.record({
-        kind: fc.constant('create' as const),
-        fields: nestedFields(),
-        tick: fc.integer({ min: 0, max: 2 }),
-      }),
-      fc.record({ kind: fc.constant('update' as const), pick, fields: noteFields(nearIds), patch }),
-      fc.record({ kind: fc.constant('update' as const), pick, fields: nestedFields(), patch }),
-      // Moves a note onto an id near the others, to make duplicates and id collisions common
-      // (or, as a merge patch with a null id, off every id).
-      fc.record({
-        kind: fc.constant('update' as const),
-        pick,
-        fields: fc.oneof(
-          nearIds.map((id) => ({ id })),
-          fc.constant({ id: null }),
-        ),
-        patch,
-      }),
-      fc.record({ kind: fc.constant('delete' as const), pick }),
-      fc.record({ kind: fc.constant('get' as const), pick }),
-      fc.record({ kind: fc.constant('list' as const) }),
-    ),
-    { maxLength: 60 },
+  return fc.oneof(
+    fc.record({
+      kind: fc.constant('create' as const),
+      fields: noteFields(nearIds),
+      tick: fc.integer({ min: 0, max: 2 }),
+    }),
+    fc.record({
+      kind: fc.constant('create' as const),
+      fields: nestedFields(),
+      tick: fc.integer({ min: 0, max: 2 }),
+    }),
+    fc.record({ kind: fc.constant('update' as const), pick, fields: noteFields(nearIds), patch }),
+    fc.record({ kind: fc.constant('update' as const), pick, fields: nestedFields(), patch }),
+    // Moves a note onto an id near the others, to make duplicates and id collisions common
+    // (or, as a merge patch with a null id, off every id).
+    fc.record({
+      kind: fc.constant('update' as const),
+      pick,
+      fields: fc.oneof(
+        nearIds.map((id) => ({ id })),
+        fc.constant({ id: null }),
+      ),
+      patch,
+    }),
+    fc.record({ kind: fc.constant('delete' as const), pick }),
+    fc.record({ kind: fc.constant('get' as const), pick }),
+    fc.record({ kind: fc.constant('list' as const) }),
   )
 }
 
