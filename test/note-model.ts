@@ -64,7 +64,10 @@ export class NoteModel {
   version = 0
   /** The first part of the service's version tokens, once an answer has shown it. */
   epoch: string | undefined
-  /** Idempotency keys (DECISION 30): the fields' JSON and the first answer's note and version. */
+  /**
+   * Idempotency keys (DECISION 30): the fields' JSON and the first answer's note and version; for
+   * a batch (DECISION 35), 'batch <the document's JSON>' and the first answer's data array.
+   */
   readonly keys = new Map<string, { fields: string; json: string; version: number }>()
   readonly #now: () => number
   #listBody: Buffer | undefined
