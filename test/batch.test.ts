@@ -106,7 +106,7 @@ describeEachStore('POST /api/batch (DECISION 35)', (suite) => {
       [
         412,
         patch(1000, { z: 1 }, { 'If-Match': stale }),
-        /^requests\[2\] \(PATCH \/api\/note\/1000\): The note has changed since the version your If-Match/,
+        /^requests\[2\] \(PATCH \/api\/note\/1000\): its If-Match or If-Unmodified-Since does not hold at its place in the batch/,
       ],
       [
         507,
@@ -136,6 +136,35 @@ describeEachStore('POST /api/batch (DECISION 35)', (suite) => {
       answers(fits).map(({ body }) => body),
       [{ data: { c: 1, id: 1002 } }],
     )
+  })
+
+  it('names in a 412 the ETag the note has, never one the refused batch made and undid', async () => {
+    const { app } = suite.buildApp({}, { now: fakeClock(1000) })
+    const created = await app.inject({
+      method: 'POST',
+      url: '/api/note',
+      headers: JSON_HEADERS,
+      payload: '{"a":1}',
+    })
+    const etag = created.headers.etag as string
+    // The first request changes the note, so the second one's If-Match no longer holds there.
+    const refused = await batch(app, [
+      patch(1000, { x: 1 }),
+      patch('1000/', { y: 1 }, { 'If-Match': etag }),
+    ])
+    assert.equal(refused.statusCode, 412)
+    const { detail } = problemOf(refused)
+    assert.match(detail, /^requests\[1\] \(PATCH \/api\/note\/1000\/\): its If-Match/)
+    assert.ok(
+      detail.endsWith(
+        `the note's ETag is now ${etag} (send that in If-Match to write over it). Nothing in the batch was applied.`,
+      ),
+      detail,
+    )
+    // That ETag still writes; the next version is not one the refused batch showed anyone.
+    const written = await batch(app, [patch('1000#top', { y: 1 }, { 'If-Match': etag })])
+    assert.equal(written.statusCode, 200)
+    assert.notEqual(answers(written)[0]?.headers.etag, etag)
   })
 
   it('refuses a batch document that is not one with a 400 naming what is wrong', async () => {

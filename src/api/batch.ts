@@ -2,6 +2,7 @@ import {
   type BatchKey,
   type MaybePromise,
   type NoteFields,
+  type NoteRecord,
   type NoteStore,
   type NoteWriter,
   type PatchKind,
@@ -91,7 +92,9 @@ function parseRequest(value: unknown, at: string): BatchRequest | Answer {
   if (typeof url !== 'string') return badBatch(`${at}.url must be a string.`)
   const headers = parseHeaders(request.headers, at)
   if (headers instanceof Answer) return headers
-  const path = url.split('?', 1)[0] as string
+  // As alone: no query or fragment reaches the route, and a trailing slash is the same resource.
+  let path = url.split(/[?#]/, 1)[0] as string
+  if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1)
   let segment = ''
   if (method === 'POST') {
     if (path !== NOTE_PATH) return badBatch(`${at}.url must be "${NOTE_PATH}" for a POST.`)
@@ -196,6 +199,7 @@ export function runBatch(
   once: BatchKey | undefined,
 ): MaybePromise<Answer> {
   let failure: Answer | undefined
+  let preconditionIndex = -1
   const decide = (outcomes: readonly Outcome[]): string | undefined => {
     const parts: string[] = []
     for (let i = 0; i < outcomes.length; i++) {
@@ -206,6 +210,7 @@ export function runBatch(
         return undefined
       }
       if (outcome.status >= 400) {
+        preconditionIndex = i
         failure = failed(i, requests[i] as BatchRequest, outcome, undefined)
         return undefined
       }
@@ -237,8 +242,17 @@ export function runBatch(
     return decide(outcomes as Outcome[])
   }
   const result = store.batch(work, once)
-  const answer = (kept: Awaited<typeof result>): Answer => {
-    if (kept === undefined) return failure as Answer
+  const answer = (kept: Awaited<typeof result>): MaybePromise<Answer> => {
+    if (kept === undefined) {
+      const refused = failure as Answer
+      if (refused.status !== 412) return refused
+      // The ETag the request met inside the batch was never kept: name the one the note has now.
+      const request = requests[preconditionIndex] as BatchRequest
+      const note = request.id === undefined ? undefined : store.get(request.id)
+      return note instanceof Promise
+        ? note.then((now) => preconditionFailed(preconditionIndex, request, now))
+        : preconditionFailed(preconditionIndex, request, note)
+    }
     const headers = kept.replayed ? ['idempotent-replayed', 'true'] : undefined
     return new Answer(200, JSON_CONTENT_TYPE, kept.body, headers)
   }
@@ -289,6 +303,26 @@ function failed(
     detail = (JSON.parse(String(answer.body)) as { detail: string }).detail
   }
   return problemAnswer(status, `${at}: ${detail} ${tail}`)
+}
+
+/**
+ * The 412 of a batch, with nothing applied: the condition did not hold where the request stands in
+ * the batch (after the ones before it, which may have changed the note), and the ETag it can be
+ * written under is the one the note has now, outside the batch.
+ */
+function preconditionFailed(
+  index: number,
+  request: BatchRequest,
+  note: NoteRecord | undefined,
+): Answer {
+  const now =
+    note === undefined
+      ? 'no note has this id now'
+      : `the note's ETag is now ${note.etag} (send that in If-Match to write over it)`
+  return problemAnswer(
+    412,
+    `requests[${index}] (${request.method} ${request.url}): its If-Match or If-Unmodified-Since does not hold at its place in the batch, after the requests before it; ${now}. Nothing in the batch was applied.`,
+  )
 }
 
 function badBatch(detail: string): Answer {
