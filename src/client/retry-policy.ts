@@ -26,7 +26,8 @@ export function retryAfterMs(value: string | null, now = Date.now()): number | u
   if (value === null) return undefined
   const text = value.trim()
   if (/^\d+$/.test(text)) return Number(text) * 1000
-  const date = Date.parse(text)
+  // An HTTP date names its month ('Thu, 26 Nov 2026 ...'); Date.parse alone reads '-1' as a year.
+  const date = /[a-z]/i.test(text) ? Date.parse(text) : Number.NaN
   return Number.isNaN(date) ? undefined : Math.max(0, date - now)
 }
 
