@@ -28,8 +28,18 @@ import { describeEachStore, TEST_EPOCH } from './helpers.js'
 /** Listens on 127.0.0.1 (port 0 unless given), closed when the test ends; answers its URL. */
 async function serve(t: TestContext, app: FastifyInstance, port = 0): Promise<string> {
   await app.listen({ port, host: '127.0.0.1' })
-  t.after(() => app.close())
+  t.after(() => closeNow(app))
   return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+}
+
+/**
+ * Closes an app without the keep-alive grace a shutdown gives clients (the client's idle
+ * connections would hold each test for the keep-alive timeout).
+ */
+async function closeNow(app: FastifyInstance): Promise<void> {
+  const closing = app.close()
+  app.server.closeAllConnections()
+  await closing
 }
 
 /** An app on a memory store with the shipped defaults but `config`. */
@@ -472,7 +482,7 @@ describe('NotesClient.events', () => {
     relay.cutAll()
     await write(3)
     seen.push(...(await take(feed, 3)))
-    await first.close()
+    await closeNow(first)
     await store.close()
     const again = open()
     t.after(() => again.close())
