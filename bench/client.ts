@@ -4,7 +4,8 @@
  * URL and `.json()` (W1-like: one note of 1,000), and of `client.create(fields)` against a bare
  * POST of the same body (W4-like), and a bare POST with an Idempotency-Key (what the service
  * does more for every client create). Rounds alternate the legs; medians are reported. Target:
- * the client within 5% of the bare fetch.
+ * the client within 5% of the bare fetch. Then the client's own cost per call, with fetch stubbed
+ * by a canned Response (no network): what it adds to a fetch, whatever the machine's load.
  *
  *   npm run compile && node dist/bench/client.js [--rounds 5] [--seconds 3] [--concurrency 16]
  */
@@ -117,4 +118,38 @@ try {
   )
 } finally {
   await server.stop()
+}
+
+/** µs per call of `once`, run one at a time `count` times. */
+async function perCall(once: () => Promise<unknown>, count: number): Promise<number> {
+  const started = performance.now()
+  for (let i = 0; i < count; i++) await once()
+  return ((performance.now() - started) * 1000) / count
+}
+
+const canned = JSON.stringify({ data: { title: 'note 500', body: 'x'.repeat(60), id: 1 } })
+const stub: typeof fetch = async () =>
+  new Response(canned, {
+    status: 200,
+    headers: { 'content-type': 'application/json; charset=utf-8', etag: '"k.5"' },
+  })
+const stubbed = new NotesClient({ baseUrl: 'http://127.0.0.1:1', fetch: stub })
+const calls: Record<string, () => Promise<unknown>> = {
+  'stub + .json()': async () => (await stub('http://127.0.0.1:1/api/note/1')).json(),
+  'client.get': () => stubbed.get(1),
+  'client.create': () => stubbed.create({ title: 'a new note', body: 'x'.repeat(70) }),
+}
+for (const once of Object.values(calls)) await perCall(once, 20_000)
+const costs = new Map<string, number[]>(Object.keys(calls).map((name) => [name, []]))
+for (let round = 0; round < rounds * 2; round++) {
+  for (const [name, once] of Object.entries(calls))
+    costs.get(name)?.push(await perCall(once, 20_000))
+}
+console.log('fetch stubbed (no network), µs per call, median and best of rounds:')
+for (const [name, values] of costs) {
+  console.log(
+    `  ${name.padEnd(16)} ${median(values).toFixed(1).padStart(6)} ${Math.min(...values)
+      .toFixed(1)
+      .padStart(6)}`,
+  )
 }

@@ -1,7 +1,7 @@
 /**
  * The ETags the client last saw, per note id, so that writes are conditional by default. Bounded:
- * past `limit` ids the one seen longest ago is forgotten (a Map keeps insertion order, and a
- * note seen again moves to the end).
+ * past `limit` ids the one whose ETag changed (or was first seen) longest ago is forgotten (a Map
+ * keeps insertion order, and a note whose ETag changes moves to the end).
  */
 export class EtagMemory {
   readonly #limit: number
@@ -22,6 +22,8 @@ export class EtagMemory {
       this.#etags.delete(key)
       return
     }
+    // The same ETag again (a note read over and over) keeps its place: no Map churn per read.
+    if (this.#etags.get(key) === etag) return
     this.#etags.delete(key)
     this.#etags.set(key, etag)
     if (this.#etags.size > this.#limit) {

@@ -59,6 +59,8 @@ export interface Reply {
 export class Transport {
   readonly baseUrl: string
   readonly #token: TokenSource | undefined
+  /** The Authorization header of a token given as a string. */
+  readonly #bearer: string | undefined
   /** The fetch the client was given (or the global one), called unbound. */
   readonly fetch: typeof fetch
   readonly #limit: number
@@ -69,6 +71,10 @@ export class Transport {
     // 'http://h:1/prefix/' -> 'http://h:1/prefix': paths are appended to it.
     this.baseUrl = String(options.baseUrl).replace(/\/+$/, '')
     this.#token = options.token
+    this.#bearer =
+      typeof options.token === 'string' && options.token !== ''
+        ? `Bearer ${options.token}`
+        : undefined
     // Called unbound: a browser's fetch throws "Illegal invocation" with another `this`.
     const given = options.fetch ?? globalThis.fetch
     this.fetch = (input, init) => given(input, init)
@@ -79,7 +85,9 @@ export class Transport {
 
   /** The URL of a path on the service: '/api/note' -> 'http://h:1/prefix/api/note'. */
   url(path: string): string {
-    return /^[a-z][a-z0-9+.-]*:/i.test(path) ? path : this.baseUrl + path
+    return path.charCodeAt(0) === 47 || !/^[a-z][a-z0-9+.-]*:/i.test(path)
+      ? this.baseUrl + path
+      : path
   }
 
   /** The Authorization header's value, when a token is set. */
@@ -97,7 +105,9 @@ export class Transport {
     let lostAnswer = false
     for (let attempt = 0; ; attempt++) {
       const headers: Record<string, string> = { accept: 'application/json', ...call.headers }
-      const authorization = await this.authorization()
+      // A token given as a string costs no await: its header is made once.
+      const authorization =
+        typeof this.#token === 'function' ? await this.authorization() : this.#bearer
       if (authorization !== undefined) headers.authorization = authorization
       const init: RequestInit = { method: call.method, headers }
       if (call.body !== undefined) init.body = call.body
@@ -119,7 +129,8 @@ export class Transport {
             continue
           }
         }
-        body = await readBody(response)
+        const text = await response.text()
+        body = text === '' ? undefined : parseJson(text)
       } catch (err) {
         if (signal?.aborted) throw signal.reason
         if (!call.repeatable || attempt >= this.#limit) {
@@ -147,9 +158,8 @@ function mayRetryStatus(status: number, call: Call): boolean {
   return status === 409 && call.headers?.['idempotency-key'] !== undefined
 }
 
-async function readBody(response: Response): Promise<unknown> {
-  const text = await response.text()
-  if (text === '') return undefined
+/** The body as JSON, or the text itself when it is not JSON (an HTML page from a proxy). */
+function parseJson(text: string): unknown {
   try {
     return JSON.parse(text) as unknown
   } catch {
