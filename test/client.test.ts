@@ -441,6 +441,21 @@ describe('NotesClient over a connection that fails', () => {
     assert.ok(performance.now() - started < 1_000)
   })
 
+  it("aborts every call when the client's own signal aborts", async (t) => {
+    const relay = await Relay.start(1)
+    t.after(() => relay.close())
+    relay.plan.push(
+      'HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
+    )
+    const controller = new AbortController()
+    const notes = new NotesClient({ baseUrl: relay.url, signal: controller.signal })
+    const pending = notes.create({ a: 1 })
+    await until(() => relay.connections === 1, 'the create was sent')
+    controller.abort(new Error('client closed'))
+    await assert.rejects(pending, { message: 'client closed' })
+    await assert.rejects(notes.list(), { message: 'client closed' })
+  })
+
   it('gives up on a service that cannot be reached after the retries, as NotesNetworkError', async () => {
     const relay = await Relay.start(1)
     const url = relay.url

@@ -105,8 +105,9 @@ export class ChangeFeed implements AsyncIterableIterator<ChangeEvent> {
           if (done) break
           heard = Date.now()
           for (const message of parser.push(decoder.decode(value, { stream: true }))) {
-            this.#lastId = message.id
+            // Parsed before the id counts: an event that cannot be read is asked for again.
             const event = changeOf(message.type, message.id, message.data)
+            this.#lastId = message.id
             if (event !== undefined) yield event
           }
           // An id whose event had no data moves the resume point too.
