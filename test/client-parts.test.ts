@@ -82,8 +82,8 @@ describe('EventStreamParser', () => {
     for (let i = 0; i < 200_000; i++) parser.push(piece)
     const [event] = parser.push('\n\n')
     assert.equal(event?.data.length, 3_200_000)
-    // Quadratic joining would take minutes here; linear takes well under a second.
-    assert.ok(performance.now() - started < 2_000)
+    // Quadratic joining would take minutes here; linear takes well under a second (5 s: a busy machine).
+    assert.ok(performance.now() - started < 5_000)
   })
 })
 

@@ -390,7 +390,7 @@ describe('NotesClient over a connection that fails', () => {
     const started = performance.now()
     const { note } = await notes.create({ title: 'after the wait' })
     const waited = performance.now() - started
-    assert.ok(waited >= 990 && waited < 2_000, `waited ${waited} ms for Retry-After: 1`)
+    assert.ok(waited >= 990 && waited < 3_000, `waited ${waited} ms for Retry-After: 1`)
     assert.equal(relay.connections, 2)
     assert.deepEqual((await notes.list()).notes, [note])
   })
@@ -426,7 +426,7 @@ describe('NotesClient over a connection that fails', () => {
       assert.equal(err.headers.get('retry-after'), '120')
       return true
     })
-    assert.ok(performance.now() - started < 500)
+    assert.ok(performance.now() - started < 3_000, 'waited for a Retry-After of 120 s')
   })
 
   it('stops waiting when its signal aborts', async (t) => {
@@ -438,7 +438,7 @@ describe('NotesClient over a connection that fails', () => {
     const notes = new NotesClient({ baseUrl: relay.url, retries: { maxDelayMs: 10_000 } })
     const started = performance.now()
     await assert.rejects(notes.list({ signal: AbortSignal.timeout(100) }), { name: 'TimeoutError' })
-    assert.ok(performance.now() - started < 1_000)
+    assert.ok(performance.now() - started < 3_000, 'waited past the abort')
   })
 
   it("aborts every call when the client's own signal aborts", async (t) => {
