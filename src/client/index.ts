@@ -14,4 +14,21 @@ export { EventStreamParser, type StreamEvent } from './event-stream.js'
 export { NotesClient, type NotesClientOptions } from './notes-client.js'
 export type { RetryOptions } from './retry-policy.js'
 export type { TokenSource } from './transport.js'
-export type * from './types.js'
+export type {
+  BatchAnswer,
+  BatchOptions,
+  BatchRequest,
+  BatchResult,
+  ChangeEvent,
+  CreateOptions,
+  DeleteOptions,
+  IfMatch,
+  ListOptions,
+  Note,
+  NoteFields,
+  NoteList,
+  NotePage,
+  NoteResult,
+  PagesOptions,
+  UpdateOptions,
+} from './types.js'
