@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { EtagMemory } from '../src/client/etag-memory.js'
 import { EventStreamParser, type StreamEvent } from '../src/client/event-stream.js'
+import { newIdempotencyKey } from '../src/client/idempotency-key.js'
 import { nextLink } from '../src/client/link-header.js'
 import { backoffMs, retryAfterMs } from '../src/client/retry-policy.js'
 
@@ -142,5 +143,26 @@ describe('EtagMemory', () => {
     )
     memory.forget('1')
     assert.equal(memory.get(1), undefined)
+  })
+})
+
+describe('newIdempotencyKey', () => {
+  it('makes a random UUID v4, also where crypto.randomUUID is missing (plain HTTP pages)', (t) => {
+    const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+    assert.match(newIdempotencyKey(), uuid)
+    const own = Object.getOwnPropertyDescriptor(crypto, 'randomUUID')
+    Object.defineProperty(crypto, 'randomUUID', { value: undefined, configurable: true })
+    t.after(() => {
+      if (own === undefined) Reflect.deleteProperty(crypto, 'randomUUID')
+      else Object.defineProperty(crypto, 'randomUUID', own)
+    })
+    assert.equal(typeof crypto.randomUUID, 'undefined')
+    const keys = new Set(Array.from({ length: 1_000 }, () => newIdempotencyKey()))
+    assert.equal(keys.size, 1_000)
+    for (const key of keys) assert.match(key, uuid)
+  })
+
+  it('leaves crypto.randomUUID as it was', () => {
+    assert.equal(typeof crypto.randomUUID, 'function')
   })
 })

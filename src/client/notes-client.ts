@@ -7,6 +7,7 @@
 import { ChangeFeed, type EventsOptions } from './change-feed.js'
 import { NotesProblem, problemOf } from './errors.js'
 import { EtagMemory } from './etag-memory.js'
+import { newIdempotencyKey } from './idempotency-key.js'
 import { nextLink } from './link-header.js'
 import type { RetryOptions } from './retry-policy.js'
 import { type Reply, type TokenSource, Transport } from './transport.js'
@@ -71,7 +72,7 @@ export class NotesClient {
       path: '/api/note',
       headers: {
         'content-type': JSON_TYPE,
-        'idempotency-key': options.idempotencyKey ?? crypto.randomUUID(),
+        'idempotency-key': options.idempotencyKey ?? newIdempotencyKey(),
       },
       body: JSON.stringify(fields),
       repeatable: true,
@@ -190,7 +191,7 @@ export class NotesClient {
       path: '/api/batch',
       headers: {
         'content-type': JSON_TYPE,
-        'idempotency-key': options.idempotencyKey ?? crypto.randomUUID(),
+        'idempotency-key': options.idempotencyKey ?? newIdempotencyKey(),
       },
       body: JSON.stringify({ requests: sent }),
       repeatable: true,
