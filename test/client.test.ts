@@ -376,6 +376,26 @@ describe('NotesClient over a connection that fails', () => {
     assert.equal((await notes.list()).total, 0)
   })
 
+  it('sends a conditional PATCH again after a lost answer: applied once, then refused as a conflict with itself', async (t) => {
+    const { app } = memoryApp()
+    const base = await serve(t, app)
+    const relay = await Relay.start(Number(new URL(base).port))
+    t.after(() => relay.close())
+    const notes = new NotesClient({ baseUrl: relay.url, ...QUICK })
+    const { note, etag } = await notes.create({ n: 1 })
+    relay.plan.push('lose-answer')
+    relay.cutAll()
+    const refused = await notes.update(note.id, { n: 2 }).then(
+      () => assert.fail('the repeat was applied'),
+      (err: unknown) => err,
+    )
+    assert.ok(refused instanceof ConflictError)
+    const now = await new NotesClient({ baseUrl: base }).get(note.id)
+    assert.deepEqual(now?.note, { n: 2, id: note.id })
+    assert.equal(refused.currentEtag, now?.etag)
+    assert.notEqual(refused.currentEtag, etag)
+  })
+
   it('waits the Retry-After of a 503 (seconds) before trying again', async (t) => {
     const { app } = memoryApp()
     const base = await serve(t, app)
