@@ -59,6 +59,22 @@ describe('the floors of src/', () => {
     assert.deepEqual(upward, [])
   })
 
+  it('keeps client/ apart: it imports only client/ (and no node: module), and nothing imports it', () => {
+    const crossing = FILES.flatMap((file) =>
+      (GRAPH.get(file) ?? [])
+        .filter((target) => file.startsWith('client/') !== target.startsWith('client/'))
+        .map((target) => `${file} -> ${target}`),
+    )
+    assert.deepEqual(crossing, [])
+    const builtIns = FILES.filter(
+      (file) =>
+        file.startsWith('client/') &&
+        /^(?:import|export)\b[^'"]*?from\s+'node:/m.test(readFileSync(join(SRC, file), 'utf8')),
+    )
+    assert.ok(FILES.includes('client/index.ts'))
+    assert.deepEqual(builtIns, [])
+  })
+
   it('has no import loop', () => {
     const loops: string[] = []
     const state = new Map<string, 'open' | 'done'>()

@@ -1,0 +1,34 @@
+/**
+ * notes-service/client: a typed client of the notes API for browsers and Node >= 20, on fetch,
+ * with no dependencies. See docs/client.md.
+ */
+export { ChangeFeed, type EventsOptions } from './change-feed.js'
+export {
+  ConflictError,
+  NoteNotFoundError,
+  NotesNetworkError,
+  NotesProblem,
+  type ProblemDocument,
+} from './errors.js'
+export { EventStreamParser, type StreamEvent } from './event-stream.js'
+export { NotesClient, type NotesClientOptions } from './notes-client.js'
+export type { RetryOptions } from './retry-policy.js'
+export type { TokenSource } from './transport.js'
+export type {
+  BatchAnswer,
+  BatchOptions,
+  BatchRequest,
+  BatchResult,
+  ChangeEvent,
+  CreateOptions,
+  DeleteOptions,
+  IfMatch,
+  ListOptions,
+  Note,
+  NoteFields,
+  NoteList,
+  NotePage,
+  NoteResult,
+  PagesOptions,
+  UpdateOptions,
+} from './types.js'

@@ -1,0 +1,116 @@
+/** The shapes the client's methods take and answer. */
+
+/**
+ * A note as the service answers it: the fields it was given, and its `id` (a number the service
+ * set, unless a PATCH changed it).
+ */
+export interface Note {
+  id: number
+  [field: string]: unknown
+}
+
+/** The fields of a create or an update: any JSON object (an `id` in a create is replaced). */
+export type NoteFields = Record<string, unknown>
+
+/** A note and what the service said of it. */
+export interface NoteResult {
+  note: Note
+  /** Its ETag: what If-Match sends to change exactly this version of it. */
+  etag: string | undefined
+  /** A create answered again for a repeated Idempotency-Key (`Idempotent-Replayed: true`). */
+  replayed: boolean
+}
+
+/** The whole list, or one page of it. */
+export interface NoteList {
+  notes: Note[]
+  /** `Notes-Version`: the version the list was read at; `events({ since })` follows on from it. */
+  version: string | undefined
+  /** `X-Total-Count`: the notes stored (or matching `q`). */
+  total: number | undefined
+  etag: string | undefined
+}
+
+/** One page, as `pages()` yields it. */
+export interface NotePage extends NoteList {
+  /** The URL of the next page (`Link: rel="next"`), or undefined on the last page. */
+  next: string | undefined
+}
+
+export interface ListOptions {
+  /** Keeps the notes with a string value (at any depth) containing this text, case-insensitively. */
+  q?: string | undefined
+  /** 'desc' walks from the newest. */
+  order?: 'asc' | 'desc' | undefined
+  signal?: AbortSignal | undefined
+}
+
+export interface PagesOptions extends ListOptions {
+  /** Notes per page, 1-1000 (default 100). */
+  limit?: number | undefined
+}
+
+export interface CreateOptions {
+  /** Sent as Idempotency-Key; a random UUID by default, so that a retry is applied once. */
+  idempotencyKey?: string | undefined
+  signal?: AbortSignal | undefined
+}
+
+/**
+ * The If-Match of a write: an ETag (or several, comma-separated), '*' (any existing note), or
+ * false to send none. Left out, the ETag the client last saw of the note is sent, if any.
+ */
+export type IfMatch = string | false
+
+export interface UpdateOptions {
+  ifMatch?: IfMatch | undefined
+  /** Sends `application/merge-patch+json` (RFC 7396: null removes a field, objects merge). */
+  mergePatch?: boolean | undefined
+  signal?: AbortSignal | undefined
+}
+
+export interface DeleteOptions {
+  ifMatch?: IfMatch | undefined
+  signal?: AbortSignal | undefined
+}
+
+/** One request of a batch, as POST /api/batch takes it. */
+export interface BatchRequest {
+  method: 'POST' | 'PATCH' | 'DELETE'
+  /** '/api/note' for a POST, '/api/note/<id>' for a PATCH or DELETE. */
+  url: string
+  headers?: Record<string, string>
+  body?: NoteFields
+}
+
+/** One request's answer in a batch, as it would have been answered alone. */
+export interface BatchAnswer {
+  status: number
+  /** Header names in lower case. */
+  headers: Record<string, string>
+  /** `{ data: <note> }` for a create or update, `{ data: '<id>' }` for a delete. */
+  body: unknown
+}
+
+export interface BatchOptions {
+  /** Sent as Idempotency-Key; a random UUID by default. */
+  idempotencyKey?: string | undefined
+  /**
+   * false: PATCH and DELETE requests without an If-Match header go without one. By default each
+   * gets the ETag the client last saw of its note, if any.
+   */
+  ifMatch?: false | undefined
+  signal?: AbortSignal | undefined
+}
+
+export interface BatchResult {
+  answers: BatchAnswer[]
+  /** The batch was answered again for a repeated Idempotency-Key. */
+  replayed: boolean
+}
+
+/** One change of the feed, or a reset (the history no longer reaches back: reload the list). */
+export type ChangeEvent =
+  | { type: 'created' | 'updated'; version: string; note: Note }
+  | { type: 'deleted'; version: string; id: number }
+  | { type: 'reset'; version: string }
