@@ -2,9 +2,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { MaybePromise, NoteFields, PatchKind } from '../store/types.js'
 import type { Answer } from './answer.js'
 import { sendAnswer } from './answer-head.js'
+import { exportNotes, NDJSON_CONTENT_TYPE, wantsExport } from './note-export.js'
 import { parseNoteId } from './note-id.js'
 import type { NoteOperations } from './note-operations.js'
 import type { NotebookServices } from './notebook-services.js'
+import { sendProblem } from './problem.js'
 
 /** The two route patterns of the contract, also the `route` label of their metrics. */
 export const NOTES_ROUTE = '/api/note'
@@ -20,7 +22,7 @@ interface IdParams {
  */
 export function registerNoteRoutes(
   app: FastifyInstance,
-  services: Pick<NotebookServices, 'operations'>,
+  services: Pick<NotebookServices, 'operations' | 'store' | 'exports'>,
 ): void {
   // The operations of the caller's notebook: what they read and write is that notebook's alone.
   const of = (request: FastifyRequest): NoteOperations => services.operations(request.notebook)
@@ -29,9 +31,10 @@ export function registerNoteRoutes(
     write(reply, of(request).create(bodyFields(request), request.headers)),
   )
 
-  app.get(NOTES_ROUTE, (request, reply) =>
-    write(reply, of(request).list(queryOf(request.url), request.headers)),
-  )
+  app.get(NOTES_ROUTE, (request, reply) => {
+    if (wantsExport(request.headers.accept)) return sendExport(request, reply, services)
+    return write(reply, of(request).list(queryOf(request.url), request.headers))
+  })
 
   app.get<{ Params: IdParams }>(NOTE_ROUTE, (request, reply) =>
     write(reply, of(request).get(parseNoteId(request.params.id), request.headers)),
@@ -53,6 +56,41 @@ export function registerNoteRoutes(
     const segment = request.params.id
     return write(reply, of(request).delete(parseNoteId(segment), segment, request.headers))
   })
+}
+
+/**
+ * GET /api/note with Accept: application/x-ndjson (DECISION 36): the caller's notebook as a
+ * stream of lines with its Notes-Version, written with backpressure by Fastify's stream sending
+ * (which destroys the stream, and so closes the export, when the client goes away). HEAD answers
+ * the head alone. While shutting down, 503 with Retry-After, as the change feed answers.
+ */
+async function sendExport(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  services: Pick<NotebookServices, 'store' | 'exports'>,
+): Promise<FastifyReply> {
+  const { exports } = services
+  if (exports.closing) {
+    return sendProblem(reply, 503, 'The service is shutting down. Export again in a moment.', {
+      'retry-after': '1',
+    })
+  }
+  const answer = await exportNotes(
+    services.store(request.notebook),
+    queryOf(request.url),
+    request.method === 'HEAD',
+  )
+  if (answer.kind === 'refused') return sendProblem(reply, answer.status, answer.detail)
+  reply
+    .code(200)
+    .header('content-type', NDJSON_CONTENT_TYPE)
+    .header('notes-version', answer.version)
+    .header('cache-control', 'no-cache')
+  const vary = reply.getHeader('vary')
+  reply.header('vary', vary === undefined ? 'Accept' : `${String(vary)}, Accept`)
+  if (answer.body === undefined) return reply.send()
+  exports.track(answer.body)
+  return reply.send(answer.body)
 }
 
 /** '/api/note?limit=2' -> 'limit=2'; '/api/note' -> '' */
