@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
 import type { MaybePromise, NoteExport, NoteStore } from '../store/types.js'
 import { parseListQuery } from './page-query.js'
@@ -122,11 +123,13 @@ export class ExportStream extends Readable {
 
 /**
  * The exports being sent now, so that a shutdown ends them at once (as it ends event streams):
- * a slow reader does not hold a SIGTERM. An export cut short ends without its last chunk of
- * HTTP/1.1 chunked encoding, so its client sees an error, never a short file taken for whole.
+ * a slow reader does not hold a SIGTERM. An export is followed until its response is finished
+ * (every byte handed to the socket), not only until the store's snapshot is read: a reader that
+ * stopped can leave megabytes queued in the response. One cut short ends without the last chunk
+ * of HTTP/1.1 chunked encoding, so its client sees an error, never a short file taken for whole.
  */
 export class OpenExports {
-  readonly #open = new Set<ExportStream>()
+  readonly #open = new Map<ExportStream, ServerResponse>()
   #closing = false
 
   /** True once close() has been called: no export may start. */
@@ -139,20 +142,25 @@ export class OpenExports {
     return this.#open.size
   }
 
-  /** Follows `stream` until it ends or is destroyed. */
-  track(stream: ExportStream): void {
+  /** Follows `stream`, sent on `response`, until the response is finished or closed. */
+  track(stream: ExportStream, response: ServerResponse): void {
     if (this.#closing) {
       stream.destroy()
       return
     }
-    this.#open.add(stream)
-    stream.once('close', () => this.#open.delete(stream))
+    this.#open.set(stream, response)
+    const forget = () => this.#open.delete(stream)
+    response.once('finish', forget)
+    response.once('close', forget)
   }
 
   /** Ends every export now. */
   close(): void {
     this.#closing = true
-    for (const stream of this.#open) stream.destroy()
+    for (const [stream, response] of this.#open) {
+      stream.destroy()
+      response.destroy()
+    }
     this.#open.clear()
   }
 }

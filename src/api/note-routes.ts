@@ -89,7 +89,7 @@ async function sendExport(
   const vary = reply.getHeader('vary')
   reply.header('vary', vary === undefined ? 'Accept' : `${String(vary)}, Accept`)
   if (answer.body === undefined) return reply.send()
-  exports.track(answer.body)
+  exports.track(answer.body, reply.raw)
   return reply.send(answer.body)
 }
 
