@@ -132,6 +132,20 @@ for (const [kind, makeStore] of STORE_KINDS) {
       assert.equal(exported.headers['content-type'], 'application/x-ndjson')
       assert.equal(exported.headers['notes-version'], list.headers['notes-version'])
       assert.equal(exported.headers['cache-control'], 'no-cache')
+      assert.equal(exported.headers['x-total-count'], '29')
+      const etag = `"${String(list.headers['notes-version'])}-ndjson"`
+      assert.equal(exported.headers.etag, etag)
+      const unchanged = await app.inject({
+        url: '/api/note',
+        headers: { ...NDJSON, 'if-none-match': etag },
+      })
+      assert.equal(unchanged.statusCode, 304)
+      assert.equal(unchanged.body, '')
+      const head = await app.inject({ method: 'HEAD', url: '/api/note', headers: NDJSON })
+      assert.equal(head.statusCode, 200)
+      assert.equal(head.headers['x-total-count'], '29')
+      assert.equal(head.headers['content-type'], 'application/x-ndjson')
+      assert.equal(head.body, '')
       const lines = linesOfList(list.body, store)
       assert.equal(lines.length, 29)
       assert.equal(exported.body, `${lines.join('\n')}\n`)

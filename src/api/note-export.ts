@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
-import type { MaybePromise, NoteExport, NoteStore } from '../store/types.js'
+import type { NoteExport, NoteStore } from '../store/types.js'
+import { noneMatch } from './conditional.js'
 import { parseListQuery } from './page-query.js'
 
 /** The media type of an export (DECISION 36): one note's JSON a line, each line ending in '\n'. */
@@ -32,43 +33,51 @@ export function wantsExport(accept: string | string[] | undefined): boolean {
 export type ExportAnswer =
   | { readonly kind: 'refused'; readonly status: number; readonly detail: string }
   | {
-      readonly kind: 'export'
+      /** 200 with the lines, or 304 (`body` undefined) when If-None-Match holds its ETag. */
+      readonly kind: 'export' | 'not-modified'
       /** Notes-Version: the version of the snapshot. */
       readonly version: string
-      /** The lines, or undefined for HEAD (nothing is read but the version). */
+      /** The export's ETag: its version's, told apart from the JSON list's. */
+      readonly etag: string
+      /** X-Total-Count: the notes in the snapshot (undefined for a 304). */
+      readonly count: number | undefined
+      /** The lines; undefined for HEAD and 304. */
       readonly body: ExportStream | undefined
     }
 
+/** 'k2x9q1.5' -> '"k2x9q1.5-ndjson"': the same version's list in JSON has '"k2x9q1.5"'. */
+export function exportEtag(version: string): string {
+  return `"${version}-ndjson"`
+}
+
 /**
  * What an export means (DECISION 36), free of the transport: refused with a 400 when the query
- * asks for a page or a search (an export is the whole notebook); else the store's snapshot as a
- * stream of lines. `search` is the query string without its '?'. Other query parameters are
- * ignored, as the list ignores them.
+ * asks for a page or a search (an export is the whole notebook); a 304 when If-None-Match holds
+ * the ETag of the current version's export; else the store's snapshot as a stream of lines (HEAD:
+ * its version and count, the snapshot let go at once). `search` is the query string without its
+ * '?'. Other query parameters are ignored, as the list ignores them.
  */
-export function exportNotes(
+export async function exportNotes(
   store: NoteStore,
   search: string,
+  ifNoneMatch: string | undefined,
   head: boolean,
-): MaybePromise<ExportAnswer> {
+): Promise<ExportAnswer> {
   if (parseListQuery(search).kind !== 'whole') {
     return { kind: 'refused', status: 400, detail: EXPORT_IS_WHOLE }
   }
-  if (head) {
-    const version = store.version()
-    if (version instanceof Promise) return version.then((v) => headAnswer(v))
-    return headAnswer(version)
+  if (ifNoneMatch !== undefined) {
+    const version = await store.version()
+    const etag = exportEtag(version)
+    if (noneMatch(ifNoneMatch, etag)) {
+      return { kind: 'not-modified', version, etag, count: undefined, body: undefined }
+    }
   }
-  const opened = store.exportNotes()
-  if (opened instanceof Promise) return opened.then(streamAnswer)
-  return streamAnswer(opened)
-}
-
-function headAnswer(version: string): ExportAnswer {
-  return { kind: 'export', version, body: undefined }
-}
-
-function streamAnswer(opened: NoteExport): ExportAnswer {
-  return { kind: 'export', version: opened.version, body: new ExportStream(opened) }
+  const opened = await store.exportNotes()
+  const { version, count } = opened
+  if (head) await opened.close()
+  const body = head ? undefined : new ExportStream(opened)
+  return { kind: 'export', version, etag: exportEtag(version), count, body }
 }
 
 /**

@@ -75,19 +75,26 @@ async function sendExport(
       'retry-after': '1',
     })
   }
+  const ifNoneMatch = request.headers['if-none-match']
   const answer = await exportNotes(
     services.store(request.notebook),
     queryOf(request.url),
+    ifNoneMatch,
     request.method === 'HEAD',
   )
   if (answer.kind === 'refused') return sendProblem(reply, answer.status, answer.detail)
+  const vary = reply.getHeader('vary')
+  reply
+    .header('etag', answer.etag)
+    .header('notes-version', answer.version)
+    .header('cache-control', 'no-cache')
+    // Not compressed; Accept-Encoding is named as on every list answer, for caches keyed by it.
+    .header('vary', `${vary === undefined ? '' : `${String(vary)}, `}Accept, Accept-Encoding`)
+  if (answer.kind === 'not-modified') return reply.code(304).send()
   reply
     .code(200)
     .header('content-type', NDJSON_CONTENT_TYPE)
-    .header('notes-version', answer.version)
-    .header('cache-control', 'no-cache')
-  const vary = reply.getHeader('vary')
-  reply.header('vary', vary === undefined ? 'Accept' : `${String(vary)}, Accept`)
+    .header('x-total-count', String(answer.count))
   if (answer.body === undefined) return reply.send()
   exports.track(answer.body, reply.raw)
   return reply.send(answer.body)
