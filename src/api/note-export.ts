@@ -7,6 +7,8 @@ import { parseListQuery } from './page-query.js'
 /** The media type of an export (DECISION 36): one note's JSON a line, each line ending in '\n'. */
 export const NDJSON_CONTENT_TYPE = 'application/x-ndjson'
 
+const NDJSON = /application\/x-ndjson/i
+
 /** Why an export with page or search parameters is refused (400). */
 export const EXPORT_IS_WHOLE =
   'An export (Accept: application/x-ndjson) is the whole notebook: send it without limit, after, order or q, or ask for application/json to page or search.'
@@ -17,9 +19,8 @@ export const EXPORT_IS_WHOLE =
  * 'application/x-ndjson;q=0' -> false; '*\/*' -> false (a plain client gets the spec's list).
  */
 export function wantsExport(accept: string | string[] | undefined): boolean {
-  if (typeof accept !== 'string' || !accept.toLowerCase().includes(NDJSON_CONTENT_TYPE)) {
-    return false
-  }
+  // Every GET of the list asks this (the fast lane too): one test without an allocation first.
+  if (typeof accept !== 'string' || !NDJSON.test(accept)) return false
   for (const range of accept.toLowerCase().split(',')) {
     const [type, ...params] = range.split(';').map((part) => part.trim())
     if (type !== NDJSON_CONTENT_TYPE) continue
