@@ -5,11 +5,14 @@ import { get, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Writable } from 'node:stream'
 import { after, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
+import { wantsExport } from '../src/api/note-export.js'
 import { buildApp } from '../src/app.js'
 import { type Config, DEFAULT_CONFIG } from '../src/config/config.js'
+import { Progress } from '../src/ops/command-io.js'
 import { signUserToken } from '../src/ops/token-command.js'
 import { UserTokens } from '../src/ops/user-tokens.js'
 import { JournaledStore } from '../src/store/journal/journaled-store.js'
@@ -628,3 +631,60 @@ if (withPostgres) {
     })
   })
 }
+
+describe('wantsExport', () => {
+  const cases: [string | undefined, boolean][] = [
+    ['application/x-ndjson', true],
+    ['Application/X-NDJSON', true],
+    ['application/json, application/x-ndjson;q=0.5', true],
+    ['application/x-ndjson; q=0', false],
+    ['application/x-ndjson;q=0.0', false],
+    ['application/json', false],
+    ['*/*', false],
+    ['application/x-ndjsonx', false],
+    [undefined, false],
+  ]
+  for (const [accept, expected] of cases) {
+    it(`${JSON.stringify(accept)} -> ${expected}`, () => {
+      assert.equal(wantsExport(accept), expected)
+    })
+  }
+})
+
+describe('the progress line of export and import', () => {
+  function stderr(isTTY: boolean) {
+    const written: string[] = []
+    const stream = Object.assign(
+      new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          written.push(chunk.toString())
+          done()
+        },
+      }),
+      { isTTY },
+    )
+    return { stream, written }
+  }
+
+  it('writes nothing when stderr is not a terminal', () => {
+    const { stream, written } = stderr(false)
+    const progress = new Progress(stream, 'exported')
+    progress.add(1000)
+    progress.done()
+    assert.deepEqual(written, [])
+  })
+
+  it('rewrites one line at most four times a second on a terminal, and ends it', async () => {
+    const { stream, written } = stderr(true)
+    const progress = new Progress(stream, 'imported')
+    for (let i = 0; i < 100; i++) progress.add(10)
+    assert.equal(written.length, 1)
+    assert.match(written[0] as string, /^\rimported 10 notes, \d+ notes\/s\x1b\[K$/)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    progress.add(10)
+    progress.done()
+    assert.equal(written.length, 4)
+    assert.match(written[2] as string, /^\rimported 1010 notes, /)
+    assert.equal(written[3], '\n')
+  })
+})

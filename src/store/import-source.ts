@@ -81,10 +81,3 @@ export function checkImportCaps(source: ImportSource, caps: ImportCaps): void {
     }
   }
 }
-
-/** 1700000000000 -> 1700000000000; 1.5, '7', 2 ** 60 -> ignored (not a safe integer). */
-export function lastIdOf(ids: Iterable<unknown>, from = Number.NEGATIVE_INFINITY): number {
-  let last = from
-  for (const id of ids) if (Number.isSafeInteger(id) && (id as number) > last) last = id as number
-  return last
-}
