@@ -679,7 +679,9 @@ describe('the progress line of export and import', () => {
     const progress = new Progress(stream, 'imported')
     for (let i = 0; i < 100; i++) progress.add(10)
     assert.equal(written.length, 1)
-    assert.match(written[0] as string, /^\rimported 10 notes, \d+ notes\/s\x1b\[K$/)
+    const first = written[0] as string
+    assert.match(first, /^\rimported 10 notes, \d+ notes\/s/)
+    assert.ok(first.endsWith('\u001b[K'), 'the rest of the line is cleared')
     await new Promise((resolve) => setTimeout(resolve, 300))
     progress.add(10)
     progress.done()
