@@ -198,6 +198,7 @@ function afterwards(ready: Promise<void>, store: NoteStore): NoteStore {
     get: wait(store.get),
     update: wait(store.update),
     delete: wait(store.delete),
+    batch: wait(store.batch),
     version: wait(store.version),
     changesSince: wait(store.changesSince),
     stats: wait(store.stats),

@@ -272,6 +272,26 @@ function everyPathAndMethod(document: OpenApiDocument, id: string): Exchange['re
 }
 
 /** The note API's answers, one of each that the document lists, and its headers. */
+/** POST /api/batch: kept, replayed, refused for a missing note and a stale If-Match, malformed. */
+function batchExchanges(): Exchange['request'][] {
+  const batch = (requests: unknown, headers: Record<string, string> = {}) => ({
+    method: 'POST',
+    url: '/api/batch',
+    headers: { ...JSON_TYPE, ...headers },
+    payload: JSON.stringify({ requests }),
+  })
+  const create = { method: 'POST', url: '/api/note', body: { b: 1 } }
+  return [
+    batch([create], { 'idempotency-key': 'b1', 'accept-encoding': 'gzip' }),
+    batch([create], { 'idempotency-key': 'b1' }),
+    batch([create, { method: 'DELETE', url: '/api/note/1' }]),
+    batch([{ method: 'PATCH', url: '/api/note/1', headers: { 'if-match': '*' } }]),
+    batch([{ method: 'PUT', url: '/api/note/1' }]),
+    batch([{ ...create, headers: { 'content-type': 'text/plain' } }]),
+    batch([create, create, create, create, create]),
+  ]
+}
+
 async function noteExchanges(app: FastifyInstance): Promise<Exchange['request'][]> {
   const created = await app.inject({
     method: 'POST',
@@ -346,6 +366,7 @@ async function noteExchanges(app: FastifyInstance): Promise<Exchange['request'][
     },
     { method: 'DELETE', url: note },
     { method: 'DELETE', url: note },
+    ...batchExchanges(),
     // The cap of SMALL is 4 notes: these fill it, and the last is refused with 507.
     ...[1, 2, 3, 4].map(() => ({
       method: 'POST',
@@ -404,10 +425,10 @@ describe('real answers, checked against the OpenAPI document the app serves', ()
     const created = await app.inject({ method: 'POST', url: '/api/note', headers: JSON_TYPE })
     const id = String((created.json() as { data: { id: number } }).data.id)
     const requests = everyPathAndMethod(document as OpenApiDocument, id)
-    assert.equal(requests.length, 11 * 8)
+    assert.equal(requests.length, 12 * 8)
     assert.deepEqual(await check(app, requests), {
       problems: [],
-      statuses: [200, 204, 404, 405, 503],
+      statuses: [200, 204, 400, 404, 405, 503],
     })
   })
 

@@ -227,6 +227,7 @@ describe('the OpenAPI document', () => {
     assert.deepEqual(table, [
       ['/api/note', 'get put 405 post delete 405 options head patch 405 trace 405'],
       ['/api/note/{id}', 'get put 405 post 405 delete options head patch trace 405'],
+      ['/api/batch', 'get 405 put 405 post delete 405 options head 405 patch 405 trace 405'],
       ['/api/events', gets],
       ['/healthz', gets],
       ['/readyz', gets],
@@ -404,6 +405,7 @@ describe('the OpenAPI document', () => {
       ['GET /api/note/{id}', ['401', '429'], undefined],
       ['DELETE /api/note/{id}', ['401', '403', '429'], undefined],
       ['PATCH /api/note/{id}', ['401', '403', '429'], undefined],
+      ['POST /api/batch', ['401', '403', '429'], undefined],
       ['GET /api/events', ['401', '429'], undefined],
       ['GET /healthz', [], []],
       ['GET /readyz', [], []],
@@ -422,7 +424,7 @@ describe('the OpenAPI document', () => {
       const limited = path === '/healthz' || path === '/readyz' ? [] : ['429']
       assert.deepEqual([added(options), options?.security], [limited, []], path)
       const put = operationOf(document, path, 'put')
-      const guarded = path === '/api/note' || path === '/api/note/{id}' || path === '/api/events'
+      const guarded = path.startsWith('/api/') && path !== '/api/openapi.json'
       assert.deepEqual(
         added(put),
         guarded || path === '/metrics' ? ['401', '403', ...limited] : limited,

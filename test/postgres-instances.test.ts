@@ -116,6 +116,60 @@ if (postgresAvailable('PostgreSQL multi-instance tests')) {
       assert.equal(list.data.length, before.data.length + 1)
     })
 
+    it('shows readers on every instance all of a batch or none of it', async () => {
+      const batch = (i: number, tag: string, key?: string) =>
+        fetch(`${base(i)}/api/batch`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            ...(key === undefined ? {} : { 'idempotency-key': key }),
+          },
+          body: JSON.stringify({
+            requests: Array.from({ length: 10 }, (_, n) => ({
+              method: 'POST',
+              url: '/api/note',
+              body: { tag, n },
+            })),
+          }),
+        })
+      let writing = true
+      const reads: number[] = []
+      const reader = (async () => {
+        while (writing) {
+          const list = (await (await fetch(`${base(2)}/api/note`)).json()) as {
+            data: { tag?: string }[]
+          }
+          const counts = new Map<string, number>()
+          for (const note of list.data) {
+            if (note.tag?.startsWith('whole-') === true) {
+              counts.set(note.tag, (counts.get(note.tag) ?? 0) + 1)
+            }
+          }
+          for (const [tag, count] of counts) assert.equal(count, 10, `${tag} seen in part`)
+          reads.push(counts.size)
+        }
+      })()
+      const writers = [0, 1].map(async (i) => {
+        for (let j = 0; j < 15; j++) assert.equal((await batch(i, `whole-${i}-${j}`)).status, 200)
+      })
+      await Promise.all(writers)
+      writing = false
+      await reader
+      assert.ok(reads.length > 3 && reads.some((n) => n > 0 && n < 30), `reads saw ${reads}`)
+      // One key, one batch, whichever instances it reaches at once.
+      const answers = await Promise.all([0, 1, 2].map((i) => batch(i, 'keyed', 'batch-key')))
+      const bodies = await Promise.all(answers.map((answer) => answer.text()))
+      assert.deepEqual(
+        answers.map((answer) => answer.status),
+        [200, 200, 200],
+      )
+      assert.equal(new Set(bodies).size, 1)
+      const list = (await (await fetch(`${base(0)}/api/note`)).json()) as {
+        data: { tag?: string }[]
+      }
+      assert.equal(list.data.filter((note) => note.tag === 'keyed').length, 10)
+    })
+
     it('holds MAX_NOTES across instances', async () => {
       const capped = await createTestDatabase()
       const small = await Promise.all(

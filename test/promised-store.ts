@@ -1,6 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { MemoryNoteStore, type MemoryStoreOptions } from '../src/store/memory.js'
 import type {
+  BatchKey,
+  BatchResult,
   Change,
   IdempotentCreate,
   ListRecord,
@@ -8,6 +10,7 @@ import type {
   NoteFields,
   NoteRecord,
   NoteStore,
+  NoteWriter,
   PageQuery,
   PageRecord,
   PatchKind,
@@ -34,6 +37,18 @@ export class PromisedNoteStore implements NoteStore {
     if (this.#createDelayMs > 0) await sleep(this.#createDelayMs)
     else await Promise.resolve()
     return copy(this.#inner.create(fields))
+  }
+
+  /**
+   * The inner store's batch, answered after a microtask: the writes inside it are the inner
+   * store's own, synchronous, as a memory store's batch needs.
+   */
+  async batch(
+    work: (writer: NoteWriter) => string | undefined | Promise<string | undefined>,
+    once?: BatchKey,
+  ): Promise<BatchResult | undefined> {
+    await Promise.resolve()
+    return this.#inner.batch(work, once)
   }
 
   async createOnce(

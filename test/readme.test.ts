@@ -330,8 +330,12 @@ function applyFilter(text: string, filter: readonly string[]): string {
 }
 
 const GENERATED_ID = /^[0-9a-f]{12}-[0-9a-z]+$/
-/** A version token's epoch (DECISION 21), random per start: 'k2x9q1m3ab' of "k2x9q1m3ab.5". */
-const VERSION_EPOCH = /^(?:etag: "|notes-version: |id: )([0-9a-z]{4,13})\.[0-9a-z]+/im
+/**
+ * A version token's epoch (DECISION 21), random per start: 'k2x9q1m3ab' of "k2x9q1m3ab.5", in a
+ * header or a batch's answers ("etag":"\"k2x9q1m3ab.5\"").
+ */
+const VERSION_EPOCH =
+  /(?:^(?:etag: "|notes-version: |id: )|"etag":"\\")([0-9a-z]{4,13})\.[0-9a-z]+/im
 const HTTP_DATE = /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/
 const NOTE_ID = /\b\d{13}\b/g
 

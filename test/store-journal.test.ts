@@ -17,7 +17,7 @@ import { after, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { JournalOpenError } from '../src/store/journal/journal-open-error.js'
 import { JournaledStore, type JournaledStoreOptions } from '../src/store/journal/journaled-store.js'
-import { PreconditionFailed, StoreFullError } from '../src/store/types.js'
+import { type NoteWriter, PreconditionFailed, StoreFullError } from '../src/store/types.js'
 import { startServer } from './hostile/server-process.js'
 import { page, runStoreContract } from './store.contract.js'
 
@@ -124,6 +124,51 @@ describe('JournaledStore: restarts', () => {
     assert.deepEqual(repeat.note, (await first).note)
   })
 
+  it('reopens the writes of a batch and its key; a refused batch leaves the file as it was', async () => {
+    const path = freshPath()
+    const t = { now: 1_700_000_000_000 }
+    const store = open({ path, now: () => t.now })
+    await store.create({ a: 1 })
+    const id = t.now
+    const work = (writer: NoteWriter) => {
+      writer.create({ b: 1 })
+      writer.update(id, { a: 2 })
+      writer.delete(id)
+      return 'kept'
+    }
+    assert.deepEqual(await store.batch(work, { key: 'b', fingerprint: 'fp' }), {
+      body: 'kept',
+      replayed: false,
+    })
+    const size = statSync(path).size
+    const refused = await store.batch((writer) => {
+      writer.create({ c: 1 })
+      return writer.delete(12345) === false ? undefined : 'kept'
+    })
+    assert.equal(refused, undefined)
+    assert.equal(statSync(path).size, size)
+    const before = {
+      list: store.list(),
+      version: store.version(),
+      changes: store.changesSince(`${store.version().split('.')[0]}.0`, 10),
+    }
+    await store.close()
+    const again = open({ path, now: () => t.now })
+    assert.deepEqual(
+      {
+        list: again.list(),
+        version: again.version(),
+        changes: again.changesSince(`${again.version().split('.')[0]}.0`, 10),
+      },
+      before,
+    )
+    assert.equal(before.changes?.length, 4)
+    assert.deepEqual(await again.batch(() => 'again', { key: 'b', fingerprint: 'fp' }), {
+      body: 'kept',
+      replayed: true,
+    })
+  })
+
   it('keeps a conditional write that fails out of the journal', async () => {
     const path = freshPath()
     const store = open({ path })
@@ -151,6 +196,24 @@ describe('JournaledStore: damage', () => {
     assert.equal(again.list().json, list)
     assert.deepEqual(again.dropped, { offset: two, bytes: size - 5 - two })
     assert.equal(statSync(path).size, two)
+  })
+
+  it('drops a torn batch whole: none of its writes comes back', async () => {
+    const path = freshPath()
+    const store = open({ path })
+    await store.create({ n: 1 })
+    const list = store.list().json
+    const one = statSync(path).size
+    await store.batch((writer) => {
+      for (let n = 2; n < 6; n++) writer.create({ n })
+      return 'kept'
+    })
+    await store.close()
+    // Cut anywhere inside the batch's one record: its first writes are complete bytes, yet lost.
+    truncateSync(path, statSync(path).size - 40)
+    const again = open({ path })
+    assert.equal(again.list().json, list)
+    assert.equal(again.dropped?.offset, one)
   })
 
   it('drops zeros left at the end by a crash (the file grew before its data landed)', async () => {
@@ -283,6 +346,49 @@ describe('DATA_FILE: the service', () => {
         const { data } = JSON.parse(body) as { data: unknown }
         assert.ok(stored.has(JSON.stringify(data)), `${body} is kept`)
       }
+    } finally {
+      await again.stop()
+    }
+  })
+
+  it('keeps every acknowledged batch whole across kill -9, and no other batch even in part', async () => {
+    const path = freshPath()
+    const server = await startServer({ env: { DATA_FILE: path } })
+    const batch = (tag: string) => ({
+      requests: Array.from({ length: 5 }, (_, n) => ({
+        method: 'POST',
+        url: '/api/note',
+        body: { tag, n },
+      })),
+    })
+    const acknowledged: string[] = []
+    const sent: string[] = []
+    const writers = Array.from({ length: 8 }, async (_, i) => {
+      for (let j = 0; ; j++) {
+        const tag = `${i}-${j}`
+        sent.push(tag)
+        const answer = await call(server.port, 'POST', '/api/batch', batch(tag)).catch(
+          () => undefined,
+        )
+        if (answer?.status !== 200) return
+        acknowledged.push(tag)
+      }
+    })
+    await new Promise((resolve) => setTimeout(resolve, 300 + Math.random() * 300))
+    server.child.kill('SIGKILL')
+    await server.exited
+    await Promise.all(writers)
+    const again = await startServer({ env: { DATA_FILE: path } })
+    try {
+      const list = JSON.parse((await call(again.port, 'GET', '/api/note')).body) as {
+        data: { tag: string }[]
+      }
+      const counts = new Map<string, number>()
+      for (const note of list.data) counts.set(note.tag, (counts.get(note.tag) ?? 0) + 1)
+      assert.ok(acknowledged.length > 8, `${acknowledged.length} batches acknowledged`)
+      for (const tag of acknowledged) assert.equal(counts.get(tag), 5, `batch ${tag} is kept whole`)
+      for (const tag of sent)
+        assert.ok([undefined, 5].includes(counts.get(tag)), `batch ${tag} is whole or absent`)
     } finally {
       await again.stop()
     }

@@ -3,9 +3,11 @@ import { describe, it } from 'node:test'
 import {
   type Change,
   IdempotencyKeyReusedError,
+  type MaybePromise,
   type NoteFields,
   type NoteRecord,
   type NoteStore,
+  type NoteWriter,
   type PageQuery,
   type PatchKind,
   PreconditionFailed,
@@ -711,6 +713,230 @@ export function runStoreContract(
         await store.create({ d: 4 })
         assert.equal(seen.length, 4, 'stopped listeners hear nothing')
       })
+    })
+  })
+  runBatchContract(name, makeRawStore)
+}
+
+/**
+ * The batch part of the contract (NoteStore.batch, DECISION 35): all or nothing, in order, seen
+ * whole by readers and subscribers, at most once per key. `work` is written as the HTTP batch
+ * writes it: every write called at once, the outcomes awaited only when the store answers
+ * promises (a memory store's batch must be synchronous).
+ */
+export function runBatchContract(
+  name: string,
+  makeRawStore: (options: ContractStoreOptions) => NoteStore,
+): void {
+  type Outcome = NoteRecord | boolean | undefined | PreconditionFailed | Error
+  /** Each write run, caught, then `decide` over the outcomes, synchronously when they all are. */
+  const batchOf =
+    (
+      writes: ((writer: NoteWriter) => MaybePromise<Outcome>)[],
+      decide?: (o: Outcome[]) => string | undefined,
+    ) =>
+    (writer: NoteWriter): MaybePromise<string | undefined> => {
+      const outcomes: MaybePromise<Outcome>[] = writes.map((write) => {
+        try {
+          const outcome = write(writer)
+          // A copy: a synchronous store's record changes under its next write.
+          return outcome instanceof Promise
+            ? outcome.catch((err: unknown) => err as Error)
+            : typeof outcome === 'object' && 'json' in outcome
+              ? { ...outcome }
+              : outcome
+        } catch (err) {
+          return err as Error
+        }
+      })
+      const judge = (settled: Outcome[]) =>
+        decide !== undefined
+          ? decide(settled)
+          : settled.every(
+                (o) =>
+                  o !== undefined &&
+                  o !== false &&
+                  !(o instanceof PreconditionFailed) &&
+                  !(o instanceof Error),
+              )
+            ? settled
+                .map((o) => (typeof o === 'object' ? (o as NoteRecord).json : String(o)))
+                .join('|')
+            : undefined
+      return outcomes.some((o) => o instanceof Promise)
+        ? Promise.all(outcomes).then(judge)
+        : judge(outcomes as Outcome[])
+    }
+  const fixedClock = (t: number) => () => t
+
+  describe(`NoteStore batch contract: ${name}`, () => {
+    it('keeps every write of a batch, in order, each seeing the ones before it', async () => {
+      const store = makeRawStore({ now: fixedClock(100) })
+      await store.create({ a: 1 }) // 100
+      await store.create({ b: 1 }) // 101
+      const before = await store.version()
+      const seen: Change[] = []
+      const stop = store.subscribe((change) => seen.push(change))
+      const result = await store.batch(
+        batchOf([
+          (w) => w.update(100, { x: 1 }),
+          (w) => w.delete(101),
+          (w) => w.create({ c: 1 }),
+          (w) => w.update(100, { y: 2 }),
+          (w) => w.create({ d: 1 }),
+        ]),
+      )
+      assert.deepEqual(result, {
+        body: '{"a":1,"id":100,"x":1}|true|{"c":1,"id":102}|{"a":1,"id":100,"x":1,"y":2}|{"d":1,"id":103}',
+        replayed: false,
+      })
+      assert.equal(
+        (await store.list()).json,
+        '[{"a":1,"id":100,"x":1,"y":2},{"c":1,"id":102},{"d":1,"id":103}]',
+      )
+      await waitUntil(() => seen.length === 5)
+      stop()
+      assert.deepEqual(
+        seen.map((change) => change.type),
+        ['updated', 'deleted', 'created', 'updated', 'created'],
+      )
+      assert.deepEqual(await store.changesSince(before, 100), seen)
+      assert.equal(seen.at(-1)?.version, await store.version())
+      const note = await store.get(100)
+      assert.equal(note?.etag, `"${(seen[3] as Change).version}"`)
+    })
+
+    it('applies nothing of a batch that one write refuses, and the next write follows on', async () => {
+      const store = makeRawStore({ now: fixedClock(100) })
+      await store.create({ a: 1 }) // 100
+      await store.create({ b: 1 }) // 101
+      const stale = (await store.get(101))?.etag as string
+      await store.update(101, { b: 2 })
+      const before = {
+        list: (await store.list()).json,
+        version: await store.version(),
+        stats: await store.stats(),
+      }
+      const seen: Change[] = []
+      const stop = store.subscribe((change) => seen.push(change))
+      const refusals: [string, (w: NoteWriter) => MaybePromise<Outcome>][] = [
+        ['a missing note', (w) => w.update(999, { z: 1 })],
+        ['a missing note to delete', (w) => w.delete(999)],
+        ['a failed If-Match', (w) => w.update(101, { z: 1 }, 'merge', { ifMatch: [stale] })],
+      ]
+      for (const [what, refused] of refusals) {
+        const result = await store.batch(
+          batchOf([
+            (w) => w.update(100, { id: 500, x: 1 }),
+            (w) => w.create({ c: 1 }),
+            (w) => w.delete(101),
+            (w) => w.create({ d: 1 }),
+            refused,
+          ]),
+        )
+        assert.equal(result, undefined, what)
+        assert.equal((await store.list()).json, before.list, what)
+        assert.equal(await store.version(), before.version, what)
+        assert.deepEqual(await store.stats(), before.stats, what)
+        assert.deepEqual(await store.changesSince(before.version, 10), [], what)
+        assert.equal((await store.get(100))?.json, '{"a":1,"id":100}', what)
+        assert.equal(await store.get(500), undefined, what)
+      }
+      const next = await store.create({ e: 1 })
+      assert.equal(next.json, '{"e":1,"id":102}')
+      const changes = (await store.changesSince(before.version, 10)) ?? []
+      assert.deepEqual(
+        changes.map((change) => change.data),
+        ['{"e":1,"id":102}'],
+      )
+      await waitUntil(() => seen.length === 1)
+      stop()
+      assert.deepEqual(seen, changes)
+    })
+
+    it('refuses a batch past the note or byte cap whole, and frees what it took', async () => {
+      const store = makeRawStore({ now: fixedClock(1), maxNotes: 3, maxBytes: 200 })
+      await store.create({ n: 0 })
+      let full: Error | undefined
+      const decide = (outcomes: Outcome[]) => {
+        full = outcomes.find((o): o is Error => o instanceof Error)
+        return full === undefined ? 'kept' : undefined
+      }
+      const tooMany = await store.batch(
+        batchOf(
+          [(w) => w.create({ n: 1 }), (w) => w.create({ n: 2 }), (w) => w.create({ n: 3 })],
+          decide,
+        ),
+      )
+      assert.equal(tooMany, undefined)
+      assert.ok(full instanceof StoreFullError)
+      const tooBig = await store.batch(
+        batchOf(
+          [(w) => w.update(1, { n: 'x'.repeat(100) }), (w) => w.create({ n: 'y'.repeat(100) })],
+          decide,
+        ),
+      )
+      assert.equal(tooBig, undefined)
+      assert.ok(full instanceof StoreFullError)
+      assert.deepEqual(await store.stats(), { notes: 1, bytes: 14, maxNotes: 3, maxBytes: 200 })
+      const fits = await store.batch(
+        batchOf([(w) => w.create({ n: 1 }), (w) => w.create({ n: 2 })], decide),
+      )
+      assert.equal(fits?.body, 'kept')
+      assert.equal((await store.list()).json, '[{"n":0,"id":1},{"n":1,"id":2},{"n":2,"id":3}]')
+    })
+
+    it('rethrows what `work` throws, with nothing applied', async () => {
+      const store = makeRawStore({ now: fixedClock(1) })
+      await store.create({ n: 0 })
+      const before = await store.version()
+      const boom = new Error('boom')
+      await assert.rejects(
+        async () =>
+          store.batch((w) => {
+            const created = w.create({ n: 1 })
+            if (created instanceof Promise) return created.then(() => Promise.reject(boom))
+            throw boom
+          }),
+        boom,
+      )
+      assert.equal(await store.version(), before)
+      assert.equal((await store.list()).json, '[{"n":0,"id":1}]')
+    })
+
+    it('applies a batch at most once per key, and keeps no key for a batch it refused', async () => {
+      const store = makeRawStore({ now: fixedClock(10) })
+      let runs = 0
+      const counted = (writes: ((w: NoteWriter) => MaybePromise<Outcome>)[]) => {
+        const work = batchOf(writes)
+        return (w: NoteWriter) => {
+          runs++
+          return work(w)
+        }
+      }
+      const refused = await store.batch(counted([(w) => w.delete(999)]), {
+        key: 'b1',
+        fingerprint: 'f1',
+      })
+      assert.equal(refused, undefined)
+      const first = await store.batch(counted([(w) => w.create({ a: 1 })]), {
+        key: 'b1',
+        fingerprint: 'f1',
+      })
+      assert.deepEqual(first, { body: '{"a":1,"id":10}', replayed: false })
+      await store.update(10, { a: 2 })
+      const again = await store.batch(counted([(w) => w.create({ a: 1 })]), {
+        key: 'b1',
+        fingerprint: 'f1',
+      })
+      assert.deepEqual(again, { body: '{"a":1,"id":10}', replayed: true })
+      assert.equal(runs, 2)
+      await assert.rejects(
+        async () =>
+          store.batch(counted([(w) => w.create({ a: 1 })]), { key: 'b1', fingerprint: 'f2' }),
+        IdempotencyKeyReusedError,
+      )
+      assert.equal((await store.stats()).notes, 1)
     })
   })
 }

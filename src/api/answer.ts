@@ -4,6 +4,11 @@
  * header or body decided by an operation reaches every client the same way.
  */
 
+import type { IncomingHttpHeaders } from 'node:http'
+
+/** The request headers an operation reads (conditions, idempotency keys); node:http's shape. */
+export type RequestHeaders = IncomingHttpHeaders
+
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
 
 /** The response header that carries the request's id (the caller's, or one generated for it). */

@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { NoteFields } from '../store/types.js'
+import { BATCH_BODY_DEPTH, BATCH_PATH } from './batch.js'
 import { exceedsDepth } from './json-depth.js'
 import { HttpProblem } from './problem.js'
 
@@ -22,8 +23,15 @@ export interface JsonBodyOptions {
  * `__proto__` and `constructor` kept as plain data. Other media types get Fastify's 415.
  */
 export function registerJsonBodyParser(app: FastifyInstance, options: JsonBodyOptions): void {
+  // A batch holds note bodies a few levels down: each may nest as deep as it could alone.
   const parse = (request: FastifyRequest, body: Buffer): NoteFields =>
-    parseJsonObject(body, request.headers['content-type'], options.maxDepth)
+    parseJsonObject(
+      body,
+      request.headers['content-type'],
+      request.routeOptions.url === BATCH_PATH
+        ? options.maxDepth + BATCH_BODY_DEPTH
+        : options.maxDepth,
+    )
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, parseSync(parse))
   app.addContentTypeParser(STRUCTURED_JSON, { parseAs: 'buffer' }, parseSync(parse))

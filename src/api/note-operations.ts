@@ -1,31 +1,29 @@
 import { createHash } from 'node:crypto'
-import type { IncomingHttpHeaders } from 'node:http'
-import {
-  type IdempotentCreate,
-  type ListRecord,
-  type MaybePromise,
-  type NoteFields,
-  type NoteRecord,
-  type NoteStore,
-  type PageQuery,
-  type PageRecord,
-  type PatchKind,
-  PreconditionFailed,
-  type Preconditions,
+import type {
+  BatchKey,
+  IdempotentCreate,
+  ListRecord,
+  MaybePromise,
+  NoteFields,
+  NoteRecord,
+  NoteStore,
+  PageQuery,
+  PageRecord,
+  PatchKind,
 } from '../store/types.js'
-import { Answer, JSON_CONTENT_TYPE, NOT_FOUND, notModified } from './answer.js'
+import { Answer, JSON_CONTENT_TYPE, NOT_FOUND, notModified, type RequestHeaders } from './answer.js'
 import { ACCEPT_ENCODING, AnswerEncoding, VARY } from './answer-encoding.js'
+import { parseBatch, runBatch } from './batch.js'
 import { type CodingChoice, encodedEtag, isLarge } from './compression.js'
-import { httpDate, noneMatch, notModifiedSince, writeConditions } from './conditional.js'
+import { httpDate, noneMatch, notModifiedSince } from './conditional.js'
 import { ListAnswers } from './list-answers.js'
 import { type ListRequest, nextPageUrl, parseListQuery } from './page-query.js'
 import { problemAnswer } from './problem.js'
+import { createAnswer, deleteAnswer, updateAnswer, writtenAnswer } from './write-answers.js'
 
+export type { RequestHeaders }
 // Defined in answer.ts now; ops/health.ts and ops/api-docs.ts still import it from here.
 export { JSON_CONTENT_TYPE }
-
-/** The request headers an operation reads (conditions, idempotency keys); node:http's shape. */
-export type RequestHeaders = IncomingHttpHeaders
 
 const NO_REQUEST_HEADERS: RequestHeaders = Object.freeze({})
 const NOTES_PATH = '/api/note'
@@ -66,11 +64,11 @@ export class NoteOperations {
     const choice = this.#encoding.choose(headers['accept-encoding'])
     const key = headers['idempotency-key']
     if (key !== undefined) return this.#createOnce(key, fields, choice)
-    const note = this.#store.create(fields)
-    if (note instanceof Promise) {
-      return note.then((settled) => this.#encoding.encoded(writtenAnswer(settled), choice))
+    const answer = createAnswer(this.#store, fields)
+    if (answer instanceof Promise) {
+      return answer.then((settled) => this.#encoding.encoded(settled, choice))
     }
-    return this.#encoding.encoded(writtenAnswer(note), choice)
+    return this.#encoding.encoded(answer, choice)
   }
 
   /**
@@ -121,14 +119,12 @@ export class NoteOperations {
     kind: PatchKind = 'merge',
     headers: RequestHeaders = NO_REQUEST_HEADERS,
   ): MaybePromise<Answer> {
-    if (id === undefined) return NOT_FOUND
     const choice = this.#encoding.choose(headers['accept-encoding'])
-    const conditions = conditionsOf(headers)
-    const note = this.#store.update(id, fields, kind, conditions)
-    if (note instanceof Promise) {
-      return note.then((settled) => this.#encoding.encoded(updatedAnswer(settled), choice))
+    const answer = updateAnswer(this.#store, id, fields, kind, headers)
+    if (answer instanceof Promise) {
+      return answer.then((settled) => this.#encoding.encoded(settled, choice))
     }
-    return this.#encoding.encoded(updatedAnswer(note), choice)
+    return this.#encoding.encoded(answer, choice)
   }
 
   /**
@@ -140,10 +136,29 @@ export class NoteOperations {
     segment: string,
     headers: RequestHeaders = NO_REQUEST_HEADERS,
   ): MaybePromise<Answer> {
-    if (id === undefined) return NOT_FOUND
-    const found = this.#store.delete(id, conditionsOf(headers))
-    if (found instanceof Promise) return found.then((value) => deletedAnswer(value, segment))
-    return deletedAnswer(found, segment)
+    return deleteAnswer(this.#store, id, segment, headers)
+  }
+
+  /**
+   * POST /api/batch (DECISION 35): the requests of the batch document `body` applied in order, all
+   * or nothing (batch.ts); with an Idempotency-Key, at most once per key.
+   */
+  batch(body: NoteFields, headers: RequestHeaders = NO_REQUEST_HEADERS): MaybePromise<Answer> {
+    const requests = parseBatch(body)
+    if (requests instanceof Answer) return requests
+    const key = headers['idempotency-key']
+    let once: BatchKey | undefined
+    if (key !== undefined) {
+      if (typeof key !== 'string' || !VISIBLE_ASCII.test(key)) return badKey()
+      // Not the fingerprint of a create's body: one key cannot stand for a create and a batch.
+      once = { key, fingerprint: fingerprintOf(`batch ${JSON.stringify(body)}`) }
+    }
+    const choice = this.#encoding.choose(headers['accept-encoding'])
+    const answer = runBatch(this.#store, requests, once)
+    if (answer instanceof Promise) {
+      return answer.then((settled) => this.#encoding.encoded(settled, choice))
+    }
+    return this.#encoding.encoded(answer, choice)
   }
 
   #createOnce(
@@ -152,13 +167,8 @@ export class NoteOperations {
     choice: CodingChoice | undefined,
   ): MaybePromise<Answer> {
     // node:http joins a repeated header with ', ', which the test refuses like a list would be.
-    if (typeof key !== 'string' || !VISIBLE_ASCII.test(key)) {
-      return problemAnswer(
-        400,
-        'Idempotency-Key must be 1 to 255 visible ASCII characters (no spaces), sent once.',
-      )
-    }
-    const fingerprint = createHash('sha256').update(JSON.stringify(fields)).digest('base64url')
+    if (typeof key !== 'string' || !VISIBLE_ASCII.test(key)) return badKey()
+    const fingerprint = fingerprintOf(JSON.stringify(fields))
     const created = this.#store.createOnce(key, fingerprint, fields)
     if (created instanceof Promise) {
       return created.then((settled) => this.#encoding.encoded(onceAnswer(settled), choice))
@@ -225,6 +235,18 @@ export class NoteOperations {
   }
 }
 
+function badKey(): Answer {
+  return problemAnswer(
+    400,
+    'Idempotency-Key must be 1 to 255 visible ASCII characters (no spaces), sent once.',
+  )
+}
+
+/** What tells two bodies sent under one Idempotency-Key apart. */
+function fingerprintOf(text: string): string {
+  return createHash('sha256').update(text).digest('base64url')
+}
+
 /**
  * The headers of the list and of its pages: validators, the count when known, and Vary (a list
  * or page may be compressed, so its answers vary by Accept-Encoding whatever their size).
@@ -253,19 +275,6 @@ function pageAnswer(page: PageRecord, query: PageQuery): Answer {
     headers.push('link', `<${nextPageUrl(NOTES_PATH, query, page.next)}>; rel="next"`)
   }
   return new Answer(200, JSON_CONTENT_TYPE, encodeData(page.json), headers)
-}
-
-/** The If-Match or If-Unmodified-Since of a write, if any. */
-function conditionsOf(headers: RequestHeaders): Preconditions | undefined {
-  const ifMatch = headers['if-match']
-  const ifUnmodifiedSince = headers['if-unmodified-since']
-  if (ifMatch === undefined && ifUnmodifiedSince === undefined) return undefined
-  return writeConditions(ifMatch, ifUnmodifiedSince)
-}
-
-/** A note just written: 200 {"data":note} with its new ETag. */
-function writtenAnswer(note: NoteRecord): Answer {
-  return new Answer(200, JSON_CONTENT_TYPE, `{"data":${note.json}}`, ['etag', note.etag])
 }
 
 function onceAnswer({ note, replayed }: IdempotentCreate): Answer {
@@ -313,37 +322,6 @@ function readAnswer(
     return notModified(validators, note.etag)
   }
   return new Answer(200, JSON_CONTENT_TYPE, `{"data":${note.json}}`, validators)
-}
-
-function updatedAnswer(note: NoteRecord | undefined | PreconditionFailed): Answer {
-  if (note === undefined) return NOT_FOUND
-  if (note instanceof PreconditionFailed) return preconditionFailed(note)
-  return writtenAnswer(note)
-}
-
-function deletedAnswer(found: boolean | PreconditionFailed, segment: string): Answer {
-  if (found instanceof PreconditionFailed) return preconditionFailed(found)
-  // parseNoteId let through only digits and an optional '-', which need no JSON escaping.
-  return found ? dataAnswer(`"${segment}"`) : NOT_FOUND
-}
-
-/** 412, carrying the note's current ETag so that the client can fetch the newer version. */
-function preconditionFailed({ current }: PreconditionFailed): Answer {
-  const { status, contentType, body } = problemAnswer(
-    412,
-    `The note has changed since the version your If-Match or If-Unmodified-Since names; its ETag is now ${current.etag}. GET it, and send that ETag in If-Match to write over it.`,
-  )
-  return new Answer(status, contentType, body, [
-    'etag',
-    current.etag,
-    'last-modified',
-    httpDate(current.modified),
-  ])
-}
-
-/** '{"id":1}' -> 200 {"data":{"id":1}} */
-function dataAnswer(json: string): Answer {
-  return new Answer(200, JSON_CONTENT_TYPE, `{"data":${json}}`)
 }
 
 /** '[1]' -> Buffer of '{"data":[1]}', written straight into one allocation. */

@@ -1,8 +1,10 @@
+import { MAX_BATCH_REQUESTS } from './batch.js'
 import {
   header,
   jsonResponse,
   type Operation,
   type Paths,
+  problemResponse,
   ref,
   requestIdHeader,
   response,
@@ -46,6 +48,71 @@ export function notePaths(): Paths {
       get: getNote(),
       patch: updateNote(),
       delete: deleteNote(),
+    },
+    '/api/batch': {
+      description: 'Several writes of notes at once, all or nothing.',
+      post: applyBatch(),
+    },
+  }
+}
+
+/** A failed request of a batch, as the batch answers it: a problem that names the request. */
+function batchFailure(status: number, what: string, detail: string) {
+  return problemResponse(
+    `${what} Nothing in the batch was applied; \`detail\` names the request by its index.`,
+    status,
+    `requests[3] (PATCH /api/note/1767225600000): ${detail} Nothing in the batch was applied.`,
+  )
+}
+
+function applyBatch(): Operation {
+  return {
+    tags: ['notes'],
+    operationId: 'applyBatch',
+    summary: 'Apply several writes at once',
+    parameters: [parameter('RequestId'), parameter('IdempotencyKey')],
+    description: `Applies 1 to ${MAX_BATCH_REQUESTS} creates, updates and deletes in order, as one step: all of them, or, when one fails, none. Each request means exactly what it means alone (its conditions, a merge patch by its \`content-type\` header, the ids it gets, the caps) and sees the ones before it; readers and change-feed streams see all of a batch or none of it, and each request is one change of the feed. The answer holds one answer per request, as each would have been answered alone. With \`Idempotency-Key\` the batch is applied at most once, as a create is; a request inside a batch cannot carry its own key.`,
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: schema('Batch') } },
+    },
+    responses: {
+      '200': {
+        ...jsonResponse(
+          'Every request was applied: one answer per request, in order.',
+          schema('BatchAnswers'),
+        ),
+        headers: {
+          ...requestIdHeader,
+          'Idempotent-Replayed': header('IdempotentReplayed'),
+          Vary: header('Vary'),
+          'Content-Encoding': header('ContentEncoding'),
+        },
+      },
+      '400': problemResponse(
+        'The batch document is not one (the detail names what is wrong), or its body is not valid JSON or nests too deep.',
+        400,
+        'requests[2].url must be "/api/note/{id}" for a PATCH.',
+      ),
+      '404': batchFailure(
+        404,
+        'A PATCH or DELETE names a note that does not exist.',
+        'No note has this id.',
+      ),
+      '412': batchFailure(
+        412,
+        "A request's If-Match or If-Unmodified-Since does not hold.",
+        'The note has changed since the version your If-Match or If-Unmodified-Since names; its ETag is now "k2x9q1.7". GET it, and send that ETag in If-Match to write over it.',
+      ),
+      '413': response('PayloadTooLarge'),
+      '415': response('UnsupportedMediaType'),
+      '422': response('IdempotencyKeyReused'),
+      ...STORE_ERRORS,
+      '507': batchFailure(
+        507,
+        'The batch would pass a cap.',
+        'The store holds its maximum of 1000000 notes. Delete notes to make room.',
+      ),
     },
   }
 }

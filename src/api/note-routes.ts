@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { MaybePromise, NoteFields, PatchKind } from '../store/types.js'
 import type { Answer } from './answer.js'
 import { sendAnswer } from './answer-head.js'
+import { BATCH_PATH } from './batch.js'
 import { exportNotes, NDJSON_CONTENT_TYPE, wantsExport } from './note-export.js'
 import { parseNoteId } from './note-id.js'
 import type { NoteOperations } from './note-operations.js'
@@ -56,6 +57,10 @@ export function registerNoteRoutes(
     const segment = request.params.id
     return write(reply, of(request).delete(parseNoteId(segment), segment, request.headers))
   })
+
+  app.post(BATCH_PATH, (request, reply) =>
+    write(reply, of(request).batch(bodyFields(request), request.headers)),
+  )
 }
 
 /**

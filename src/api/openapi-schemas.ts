@@ -1,3 +1,4 @@
+import { MAX_BATCH_REQUESTS } from './batch.js'
 import { envelope, schema } from './openapi-parts.js'
 import { DEFAULT_LIMIT, MAX_LIMIT, MAX_Q_LENGTH } from './page-query.js'
 
@@ -32,6 +33,72 @@ export function schemas(): Record<string, unknown> {
       pattern: '^-?[0-9]+$',
       description: 'The `id` path segment as received, after percent-decoding.',
       examples: ['1767225600000'],
+    }),
+    Batch: {
+      type: 'object',
+      description: 'The requests of a batch, applied in order.',
+      required: ['requests'],
+      additionalProperties: false,
+      properties: {
+        requests: {
+          type: 'array',
+          minItems: 1,
+          maxItems: MAX_BATCH_REQUESTS,
+          items: schema('BatchRequest'),
+        },
+      },
+      examples: [
+        {
+          requests: [
+            { method: 'POST', url: '/api/note', body: { title: 'Buy milk' } },
+            {
+              method: 'PATCH',
+              url: '/api/note/1767225600000',
+              headers: { 'If-Match': '"k2x9q1.7"' },
+              body: { done: true },
+            },
+            { method: 'DELETE', url: '/api/note/1767225600001' },
+          ],
+        },
+      ],
+    },
+    BatchRequest: {
+      type: 'object',
+      description:
+        'One write, as it would be sent alone. Of its headers, `Content-Type` (`application/merge-patch+json` makes a PATCH a merge patch), `If-Match` and `If-Unmodified-Since` mean what they mean alone, others are ignored, and `Idempotency-Key` is refused (send it on the batch).',
+      required: ['method', 'url'],
+      additionalProperties: false,
+      properties: {
+        method: { type: 'string', enum: ['POST', 'PATCH', 'DELETE'] },
+        url: {
+          type: 'string',
+          description: '`/api/note` for a POST, `/api/note/{id}` for a PATCH or DELETE.',
+          examples: ['/api/note', '/api/note/1767225600000'],
+        },
+        headers: { type: 'object', additionalProperties: { type: 'string' } },
+        body: { ...schema('NoteFields'), description: 'The fields; none at all counts as `{}`.' },
+      },
+    },
+    BatchAnswers: envelope({
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['status', 'headers', 'body'],
+        additionalProperties: false,
+        properties: {
+          status: { type: 'integer', const: 200 },
+          headers: {
+            type: 'object',
+            description: 'The ETag of a created or updated note.',
+            additionalProperties: { type: 'string' },
+          },
+          body: {
+            description:
+              'The answer the request would have had alone: `{"data": note}`, or `{"data": "<id>"}` for a DELETE.',
+            type: 'object',
+          },
+        },
+      },
     }),
     Problem: {
       type: 'object',

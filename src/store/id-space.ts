@@ -26,6 +26,8 @@ export class IdSpace {
   /** id -> how many notes a PATCH moved to it, for ids that were above `last` at the move. */
   readonly #moved = new Map<number, number>()
   #sweepAt = SWEEP_FLOOR
+  /** `last` at the latest sweep: the counts of moved ids up to it are gone. */
+  #sweptUpTo = Number.NEGATIVE_INFINITY
 
   /** The id the last create gave, or -Infinity before the first. */
   get last(): number {
@@ -44,6 +46,16 @@ export class IdSpace {
   give(id: number): void {
     this.#last = id
     if (id > this.#highest) this.#highest = id
+  }
+
+  /**
+   * Takes back the ids given since `last` was the last (the creates of an undone batch), so that
+   * the next create gets the id it would have had, unless a sweep since has forgotten the counts
+   * of ids above it (then they stay skipped, which is always safe). Call it before undoing the
+   * batch's moves, so that those are counted against the `last` they were first counted against.
+   */
+  rewind(last: number): void {
+    if (this.#sweptUpTo <= last) this.#last = last
   }
 
   /**
@@ -70,6 +82,7 @@ export class IdSpace {
     if (this.#moved.size < this.#sweepAt) return
     // Creates have passed these ids: no candidate can meet them again.
     for (const moved of this.#moved.keys()) if (moved <= this.#last) this.#moved.delete(moved)
+    this.#sweptUpTo = this.#last
     this.#sweepAt = Math.max(SWEEP_FLOOR, 2 * this.#moved.size)
   }
 }

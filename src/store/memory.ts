@@ -8,13 +8,17 @@ import { meets } from './kernel/preconditions.js'
 import { etagOf, randomEpoch, tokenSequence, versionToken } from './kernel/version-token.js'
 import { matchesText } from './search.js'
 import {
+  type BatchKey,
+  type BatchResult,
   type Change,
   type IdempotentCreate,
   type ListRecord,
+  type MaybePromise,
   type NoteExport,
   type NoteFields,
   type NoteRecord,
   type NoteStore,
+  type NoteWriter,
   type PageQuery,
   type PageRecord,
   type PatchKind,
@@ -110,6 +114,20 @@ interface Entry extends NoteRecord {
   alive: boolean
 }
 
+/**
+ * A batch under way (NoteStore.batch): what undoes each of its writes, and the changes and
+ * writes that are reported once it is kept.
+ */
+interface Batch {
+  readonly sequence: number
+  readonly version: string
+  /** The id space's last id before the batch. */
+  readonly lastId: number
+  readonly undo: (() => void)[]
+  readonly changes: Change[]
+  readonly writes: RecordedWrite[]
+}
+
 /** The per-version answers that are worth keeping until the next write. */
 interface VersionCache {
   list: ListRecord | undefined
@@ -146,6 +164,7 @@ export class MemoryNoteStore implements NoteStore {
   readonly #listeners = new Set<(change: Change) => void>()
   readonly #keys = new Map<string, RememberedKey>()
   readonly #onWrite: ((write: RecordedWrite) => void) | undefined
+  #batch: Batch | undefined
 
   constructor(options: MemoryStoreOptions) {
     const { shared } = options
@@ -172,7 +191,12 @@ export class MemoryNoteStore implements NoteStore {
     const bytes = Buffer.byteLength(json)
     capacity.roomForBytes(bytes)
     const entry = this.#append(id, json, now, bytes)
-    this.#onWrite?.({ type: 'created', sequence: entry.position, id, json, modified: now })
+    this.#batch?.undo.push(() => {
+      this.#entries.pop()
+      this.#unindex(entry)
+      this.#capacity.add(-1, -bytes)
+    })
+    this.#report({ type: 'created', sequence: entry.position, id, json, modified: now })
     this.#emit('created', entry.position, json)
     return entry
   }
@@ -302,6 +326,7 @@ export class MemoryNoteStore implements NoteStore {
     const bytes = Buffer.byteLength(json)
     const growth = bytes - entry.bytes
     this.#capacity.roomForBytes(growth)
+    if (this.#batch !== undefined) this.#batch.undo.push(this.#restorer(entry))
     if (note.id !== entry.id) {
       this.#unindex(entry)
       entry.id = note.id
@@ -313,7 +338,7 @@ export class MemoryNoteStore implements NoteStore {
     entry.etag = etagOf(this.#version)
     entry.modified = this.#now()
     this.#capacity.add(0, growth)
-    this.#onWrite?.({
+    this.#report({
       type: 'updated',
       sequence,
       position: entry.position,
@@ -331,7 +356,7 @@ export class MemoryNoteStore implements NoteStore {
       return new PreconditionFailed(snapshot(entry))
     }
     const sequence = this.#remove(entry)
-    this.#onWrite?.({ type: 'deleted', sequence, position: entry.position, id })
+    this.#report({ type: 'deleted', sequence, position: entry.position, id })
     this.#emit('deleted', sequence, `{"id":${JSON.stringify(id)}}`)
     return true
   }
@@ -341,7 +366,14 @@ export class MemoryNoteStore implements NoteStore {
     this.#unindex(entry)
     const capacity = this.#capacity
     capacity.add(-1, -entry.bytes)
-    if (this.#entries.length - capacity.notes > Math.max(1024, capacity.notes)) {
+    if (this.#batch !== undefined) {
+      // No compaction within a batch: an undone delete finds its slot where it was.
+      this.#batch.undo.push(() => {
+        entry.alive = true
+        this.#index(entry)
+        capacity.add(1, entry.bytes)
+      })
+    } else if (this.#entries.length - capacity.notes > Math.max(1024, capacity.notes)) {
       this.#entries = this.#entries.filter((kept) => kept.alive)
     }
     return this.#advance()
@@ -447,6 +479,96 @@ export class MemoryNoteStore implements NoteStore {
     for (const [key, remembered] of image.keys) this.#keys.set(key, remembered)
   }
 
+  /**
+   * NoteStore.batch: `work` writes through this store while every write records how to undo it
+   * and holds back its change and its `onWrite`; a batch kept then reports them in order, one
+   * refused runs the undos backwards and puts the version back. Nothing can read in between: the
+   * store is synchronous, and so must `work` be.
+   */
+  batch(
+    work: (writer: NoteWriter) => MaybePromise<string | undefined>,
+    once?: BatchKey,
+  ): BatchResult | undefined {
+    if (once !== undefined) {
+      const known = this.#keys.get(once.key)
+      if (known !== undefined && known.expires > this.#now()) {
+        if (known.fingerprint !== once.fingerprint) throw keyReused()
+        return { body: known.note.json, replayed: true }
+      }
+    }
+    if (this.#batch !== undefined) throw new Error('a batch cannot run inside another')
+    const batch: Batch = {
+      sequence: this.#sequence,
+      version: this.#version,
+      lastId: this.#ids.last,
+      undo: [],
+      changes: [],
+      writes: [],
+    }
+    this.#batch = batch
+    let body: string | undefined
+    try {
+      const result = work(this)
+      if (result instanceof Promise) {
+        result.catch(() => {})
+        throw new Error('a memory store batch must be synchronous')
+      }
+      body = result
+    } catch (err) {
+      this.#undo(batch)
+      throw err
+    } finally {
+      this.#batch = undefined
+    }
+    if (body === undefined) {
+      this.#undo(batch)
+      return undefined
+    }
+    for (const write of batch.writes) this.#onWrite?.(write)
+    for (const change of batch.changes) this.#publish(change)
+    if (once !== undefined) {
+      const now = this.#now()
+      const note = { json: body, etag: '', modified: now }
+      this.remember(
+        once.key,
+        { fingerprint: once.fingerprint, note, expires: now + this.#keyTtlMs },
+        now,
+      )
+    }
+    return { body, replayed: false }
+  }
+
+  /** The key as remembered, if it is (a journal writes a batch's key down with the batch). */
+  rememberedKey(key: string): RememberedKey | undefined {
+    return this.#keys.get(key)
+  }
+
+  /** Puts the store back as it was before `batch`: every write undone, the version restored. */
+  #undo(batch: Batch): void {
+    this.#ids.rewind(batch.lastId)
+    for (let i = batch.undo.length - 1; i >= 0; i--) (batch.undo[i] as () => void)()
+    this.#sequence = batch.sequence
+    this.#version = batch.version
+    this.#cache = { list: undefined, matches: new Map() }
+  }
+
+  /** What puts an entry's content and id back as they are now (an update in a batch). */
+  #restorer(entry: Entry): () => void {
+    const { id, json, bytes, etag, modified } = entry
+    return () => {
+      if (entry.id !== id) {
+        this.#unindex(entry)
+        entry.id = id
+        this.#index(entry)
+      }
+      this.#capacity.add(0, bytes - entry.bytes)
+      entry.json = json
+      entry.bytes = bytes
+      entry.etag = etag
+      entry.modified = modified
+    }
+  }
+
   version(): string {
     return this.#version
   }
@@ -487,6 +609,19 @@ export class MemoryNoteStore implements NoteStore {
 
   #emit(type: Change['type'], sequence: number, data: string): void {
     const change: Change = { type, version: this.#version, sequence, data }
+    if (this.#batch === undefined) this.#publish(change)
+    else this.#batch.changes.push(change)
+  }
+
+  /** A write's result to `onWrite`, or to the batch under way, which reports it once kept. */
+  #report(write: RecordedWrite): void {
+    if (this.#batch === undefined) this.#onWrite?.(write)
+    else this.#batch.writes.push(write)
+  }
+
+  /** A change into the history and to every subscriber. */
+  #publish(change: Change): void {
+    const { sequence } = change
     if (this.#historyLimit > 0) {
       this.#history.push(change)
       // Trimmed in steps of an eighth, so the history holds 1 to 1.125 times its limit: a heap

@@ -188,10 +188,43 @@ export interface NoteStore {
    */
   exportNotes(): MaybePromise<NoteExport>
   /**
+   * Applies the writes that `work` makes through `writer` as one atomic step (DECISION 35): when
+   * `work` answers a string, every one of them is kept, and the string is the batch's answer;
+   * when it answers undefined (one write was refused) or throws, none is, and the store is as it
+   * was. No read and no subscriber sees part of a batch: subscribers hear of its changes, in
+   * order, once it is kept. `writer`'s writes mean exactly what the store's own do, in order, each
+   * seeing the ones before it; they may be called without waiting for the one before.
+   * A synchronous store needs a synchronous `work`.
+   *
+   * With `once`, the batch is applied at most once per key, as createOnce: a repeat with the same
+   * fingerprint within the retention answers the first answer with `replayed: true`, without
+   * calling `work`.
+   * @throws IdempotencyKeyReusedError when the key was used with another fingerprint.
+   */
+  batch(
+    work: (writer: NoteWriter) => MaybePromise<string | undefined>,
+    once?: BatchKey,
+  ): MaybePromise<BatchResult | undefined>
+  /**
    * Whether the store's backend answers now; /readyz is 503 while it does not (DECISION 27).
    * A store without a backend to lose (memory) leaves it out.
    */
   available?(): MaybePromise<boolean>
+}
+
+/** The writes a batch makes (NoteStore.batch), meaning what the store's own mean. */
+export type NoteWriter = Pick<NoteStore, 'create' | 'update' | 'delete'>
+
+/** A batch's Idempotency-Key (DECISION 30 on a batch) and the fingerprint of its body. */
+export interface BatchKey {
+  readonly key: string
+  readonly fingerprint: string
+}
+
+/** A batch kept: its answer, and whether it is the answer of an earlier batch under its key. */
+export interface BatchResult {
+  readonly body: string
+  readonly replayed: boolean
 }
 
 /**

@@ -1,12 +1,15 @@
 /**
  * npm run soak [-- --duration 60] [-- --connections 50] [-- --keep 1000] [-- --faults on|off]
- *   [-- --store memory|postgres]
+ *   [-- --store memory|postgres|file]
  * The long forms: a soak of the real service (default 60 s after a 10 s warm-up), then the
  * faults under heavier load. Prints the figures of each and exits 1 if any check failed.
  * --store postgres runs each on a fresh database of a throwaway PostgreSQL cluster (durable
  * commits; default 30 s after a 5 s warm-up), and the faults that concern the store: SIGTERM under
- * load (in-flight writes answered) and the capacity caps.
+ * load (in-flight writes answered) and the capacity caps. --store file keeps the notes in a journal
+ * (DATA_FILE) and checks, beside the rest, that compaction keeps the file's size bounded.
  */
+import { statSync } from 'node:fs'
+import { get } from 'node:http'
 import { checkCapacity, checkDeadline, checkSigterm, checkSoak, checkStall } from './checks.js'
 import { counts, integerFlag, parseFlags } from './cli-args.js'
 import {
@@ -44,6 +47,8 @@ function report(name: string, problems: string[]): void {
     for (const problem of problems) console.log(`  FAIL ${name}: ${problem}`)
   }
 }
+/** Most a compacted journal may hold: twice the live data, or 1 MiB, plus 4 MiB written since. */
+const journalBound = (live: number): number => Math.max(2 * live, 1024 * 1024) + 4 * 1024 * 1024
 const mib = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(2)} MiB`
 
 const store = await openStore(kind)
@@ -71,6 +76,20 @@ async function soakAndFaults(): Promise<void> {
     keep,
     pipeliningConnections: 4,
   })
+  // The journal's size against the notes it holds: compaction keeps it under about twice the
+  // live data (nothing below 1 MiB is compacted), plus what was written since the last one.
+  let journal: { bytes: number; live: number } | undefined
+  if (store.env.DATA_FILE !== undefined) {
+    // A connection of its own, closed at once: a keep-alive one would linger into the shutdown.
+    const list = await new Promise<Buffer>((resolve, reject) => {
+      get({ host: '127.0.0.1', port: server.port, path: '/api/note', agent: false }, (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (chunk: Buffer) => chunks.push(chunk))
+        res.on('end', () => resolve(Buffer.concat(chunks)))
+      }).on('error', reject)
+    })
+    journal = { live: list.length, bytes: statSync(store.env.DATA_FILE).size }
+  }
   const stopAt = Date.now()
   const exit = await server.stop()
   console.log(
@@ -88,8 +107,16 @@ async function soakAndFaults(): Promise<void> {
   console.log(
     `  SIGTERM -> exit ${exit.code ?? exit.signal} in ${exit.at - stopAt} ms; error log lines ${errorLogs(server.logs).length}`,
   )
+  if (journal !== undefined) {
+    console.log(
+      `  journal: ${mib(journal.bytes)} on disk for ${mib(journal.live)} of notes (bound ${mib(journalBound(journal.live))})`,
+    )
+  }
   report('soak', [
     ...checkSoak(soak),
+    ...(journal === undefined || journal.bytes <= journalBound(journal.live)
+      ? []
+      : [`the journal grew to ${mib(journal.bytes)}, past compaction's bound`]),
     ...(exit.code === 0 ? [] : [`exit code ${exit.code}`]),
     ...errorLogs(server.logs).map((entry) => `logged ${JSON.stringify(entry)}`),
   ])

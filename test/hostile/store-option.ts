@@ -1,19 +1,22 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { PostgresCluster } from '../postgres-cluster.js'
 import { stopRunningServers } from './server-process.js'
 
-/** Which store a hostile run (fuzz, soak) starts the service on: `--store memory|postgres`. */
-export type StoreKind = 'memory' | 'postgres'
+/** Which store a hostile run (fuzz, soak) starts the service on: `--store memory|postgres|file`. */
+export type StoreKind = 'memory' | 'postgres' | 'file'
 
 export function storeKind(raw: string | undefined): StoreKind {
   if (raw === undefined || raw === 'memory') return 'memory'
-  if (raw === 'postgres') return 'postgres'
-  throw new Error(`--store must be memory or postgres, not ${JSON.stringify(raw)}`)
+  if (raw === 'postgres' || raw === 'file') return raw
+  throw new Error(`--store must be memory, postgres or file, not ${JSON.stringify(raw)}`)
 }
 
 /** The store a run's services use: the variables that select it, and how to remove it. */
 export interface RunStore {
   kind: StoreKind
-  /** For the service's environment: DATABASE_URL on PostgreSQL, nothing on memory. */
+  /** For the service's environment: DATABASE_URL on PostgreSQL, DATA_FILE on a file, nothing on memory. */
   env: Record<string, string>
   /** 'memory' or 'postgres (PostgreSQL cluster on 127.0.0.1:5433, durable commits)'. */
   description: string
@@ -29,6 +32,21 @@ export interface RunStore {
  * interrupted (SIGINT, SIGTERM, SIGHUP: the services this process started are stopped first).
  */
 export async function openStore(kind: StoreKind): Promise<RunStore> {
+  if (kind === 'file') {
+    // A journal (DATA_FILE) per service, in a directory removed at the end.
+    const dir = mkdtempSync(join(tmpdir(), 'notes-hostile-'))
+    let files = 0
+    const fresh = async (): Promise<Record<string, string>> => ({
+      DATA_FILE: join(dir, `notes-${++files}.journal`),
+    })
+    return {
+      kind,
+      env: await fresh(),
+      description: `file (a journal in ${dir}, fsynced)`,
+      fresh,
+      destroy: async () => rmSync(dir, { recursive: true, force: true }),
+    }
+  }
   if (kind === 'memory') {
     return {
       kind,

@@ -9,13 +9,17 @@ import {
   snapshot,
 } from '../memory.js'
 import {
+  type BatchKey,
+  type BatchResult,
   type Change,
   type IdempotentCreate,
   type ListRecord,
+  type MaybePromise,
   type NoteExport,
   type NoteFields,
   type NoteRecord,
   type NoteStore,
+  type NoteWriter,
   type PageQuery,
   type PageRecord,
   type PatchKind,
@@ -42,10 +46,25 @@ export interface JournaledStoreOptions
  * that compaction wrote at the start of the file. Records may carry a notebook name (`nb`) later.
  *   {"t":"c","s":7,"id":1700000000000,"m":1700000000000,"json":"{...}","key":["k","fp",1700086400000]}
  *   {"t":"u","s":8,"p":7,"m":1700000000500,"json":"{...}"}      {"t":"d","s":9,"p":7,"id":1700000000000}
+ *   a batch, whose writes are replayed all or none, as one record with its key and answer:
+ *   {"t":"b","w":[{"t":"c",...},{"t":"u",...}],"key":["k","fp",1700086400000,1700000000000,"{...}"]}
  *   snapshot: {"t":"image","s":9,"hs":0,"last":1700000000000}, then "n" (a note), "h" (a change
  *   of the history) and "k" (an idempotency key) records.
  */
 type Payload =
+  | WritePayload
+  | {
+      t: 'b'
+      w: WritePayload[]
+      key?: [key: string, fingerprint: string, expires: number, modified: number, body: string]
+    }
+  | { t: 'image'; s: number; hs: number; last: number | null }
+  | { t: 'n'; p: number; m: number; etag: string; json: string }
+  | ({ t: 'h' } & Change)
+  | { t: 'k'; k: string; f: string; x: number; m: number; etag: string; json: string }
+
+/** The payload of one write. */
+type WritePayload =
   | {
       t: 'c'
       s: number
@@ -56,10 +75,6 @@ type Payload =
     }
   | { t: 'u'; s: number; p: number; m: number; json: string }
   | { t: 'd'; s: number; p: number; id: number }
-  | { t: 'image'; s: number; hs: number; last: number | null }
-  | { t: 'n'; p: number; m: number; etag: string; json: string }
-  | ({ t: 'h' } & Change)
-  | { t: 'k'; k: string; f: string; x: number; m: number; etag: string; json: string }
 
 /**
  * The memory store made durable (DECISION 37): every write is applied to a MemoryNoteStore, written
@@ -150,6 +165,36 @@ export class JournaledStore implements NoteStore {
     return this.#commit(answer)
   }
 
+  async batch(
+    work: (writer: NoteWriter) => MaybePromise<string | undefined>,
+    once?: BatchKey,
+  ): Promise<BatchResult | undefined> {
+    return this.#batch(work, once, true)
+  }
+
+  async #batch(
+    work: (writer: NoteWriter) => MaybePromise<string | undefined>,
+    once: BatchKey | undefined,
+    wait: boolean,
+  ): Promise<BatchResult | undefined> {
+    this.#refuseIfClosed()
+    const memory = this.#memory
+    const result = memory.batch(work, once)
+    if (result === undefined) return undefined
+    if (result.replayed) {
+      if (!wait) return result
+      // As a create's repeat: answered once the first batch is durable, or applied now if it was lost.
+      await this.#file.settled()
+      return this.#batch(work, once, false)
+    }
+    const kept = once === undefined ? undefined : memory.rememberedKey(once.key)
+    const key: Extract<Payload, { t: 'b' }>['key'] =
+      once === undefined || kept === undefined
+        ? undefined
+        : [once.key, once.fingerprint, kept.expires, kept.note.modified, result.body]
+    return this.#commit(result, key ?? true)
+  }
+
   list(): ListRecord {
     return this.#memory.list()
   }
@@ -223,16 +268,28 @@ export class JournaledStore implements NoteStore {
     return this.#file.size
   }
 
-  /** Journals what the memory call just did and answers `result` once it is durable. */
-  async #commit<T>(result: T): Promise<T> {
+  /**
+   * Journals what the memory call just did and answers `result` once it is durable. The writes of
+   * a batch (`batch`: true, or its key) go in one record, so that a crash keeps all or none.
+   */
+  async #commit<T>(result: T, batch?: true | Extract<Payload, { t: 'b' }>['key']): Promise<T> {
     const writes = this.#writes
     const changes = this.#changes
     if (writes.length === 0) return result
     this.#writes = []
     this.#changes = []
-    const frames = writes.map((write) => encodeRecord(JSON.stringify(this.#payload(write))))
+    let bytes: Buffer
+    if (batch === undefined) {
+      const frames = writes.map((write) => encodeRecord(JSON.stringify(this.#payload(write))))
+      bytes = frames.length === 1 ? (frames[0] as Buffer) : Buffer.concat(frames)
+    } else {
+      const w = writes.map((write) => this.#payload(write))
+      bytes = encodeRecord(
+        JSON.stringify(batch === true ? { t: 'b', w } : { t: 'b', w, key: batch }),
+      )
+    }
     try {
-      await this.#file.append(frames.length === 1 ? (frames[0] as Buffer) : Buffer.concat(frames))
+      await this.#file.append(bytes)
     } catch (err) {
       throw writeError(err)
     }
@@ -240,7 +297,7 @@ export class JournaledStore implements NoteStore {
     return result
   }
 
-  #payload(write: RecordedWrite): Payload {
+  #payload(write: RecordedWrite): WritePayload {
     switch (write.type) {
       case 'created': {
         const { sequence: s, id, modified: m, json } = write
@@ -360,6 +417,18 @@ function replayRecord(memory: MemoryNoteStore, payload: Payload): void {
     case 'd':
       memory.replay({ type: 'deleted', sequence: payload.s, position: payload.p, id: payload.id })
       return
+    case 'b': {
+      for (const write of payload.w) {
+        if ((write as Payload).t === 'b') throw new Error('a batch inside a batch')
+        replayRecord(memory, write)
+      }
+      if (payload.key !== undefined) {
+        const [key, fingerprint, expires, modified, body] = payload.key
+        const note = { json: body, etag: '', modified }
+        memory.remember(key, { fingerprint, expires, note }, modified)
+      }
+      return
+    }
     default:
       throw new Error(`a record of type ${JSON.stringify(payload.t)} out of place`)
   }

@@ -2,6 +2,7 @@ import type pg from 'pg'
 import {
   createPool,
   endpointOf,
+  isUnavailable,
   PipelinedReads,
   retryUntilConnected,
   unavailableOr,
@@ -138,6 +139,37 @@ export class Database {
       return await this.#pool.query<R>(sql, values)
     } catch (err) {
       return unavailableOr(err, this.endpoint)
+    }
+  }
+
+  /**
+   * Runs `work` in one transaction on a pooled connection of its own: committed when it answers
+   * `commit: true`, rolled back when it answers false or throws. A connection failure (also
+   * during COMMIT, when whether it was applied is unknown) is a StoreUnavailableError, as for
+   * every statement; the connection is then dropped rather than returned to the pool.
+   */
+  async transaction<T>(
+    work: (client: pg.PoolClient) => Promise<{ commit: boolean; value: T }>,
+  ): Promise<T> {
+    await this.opened()
+    let client: pg.PoolClient
+    try {
+      client = await this.#pool.connect()
+    } catch (err) {
+      return unavailableOr(err, this.endpoint)
+    }
+    let failure: unknown
+    try {
+      await client.query('BEGIN')
+      const { commit, value } = await work(client)
+      await client.query(commit ? 'COMMIT' : 'ROLLBACK')
+      return value
+    } catch (err) {
+      failure = err
+      if (!isUnavailable(err)) await client.query('ROLLBACK').catch(() => {})
+      return unavailableOr(err, this.endpoint)
+    } finally {
+      client.release(isUnavailable(failure) ? (failure as Error) : undefined)
     }
   }
 }

@@ -20,6 +20,8 @@ export class NotebookDb {
   epoch = ''
   /** The highest change sequence of this notebook this instance has seen. */
   known = 0
+  /** The transaction's connection that every statement goes to (`on`), if any. */
+  #client: pg.ClientBase | undefined
 
   /** @param epoch the epoch the notebook gets if it is new and no other holds it; random by default */
   constructor(db: Database, name: string, epoch?: string) {
@@ -46,6 +48,18 @@ export class NotebookDb {
     return this.#opening
   }
 
+  /**
+   * This notebook, open, with every statement on `client` (a transaction's, Database.transaction)
+   * rather than on the pool.
+   */
+  on(client: pg.ClientBase): NotebookDb {
+    const bound = new NotebookDb(this.db, this.name, this.#epoch)
+    bound.epoch = this.epoch
+    bound.known = this.known
+    bound.#client = client
+    return bound
+  }
+
   async opened(): Promise<void> {
     if (this.epoch === '') await this.open()
   }
@@ -56,6 +70,7 @@ export class NotebookDb {
     sql: string,
     values: unknown[],
   ): Promise<pg.QueryResult<R>> {
+    if (this.#client !== undefined) return this.#client.query<R>({ name, text: sql, values })
     if (this.epoch === '') await this.open()
     return this.db.read<R>(name, sql, values)
   }
@@ -65,6 +80,7 @@ export class NotebookDb {
     sql: string,
     values?: unknown[],
   ): Promise<pg.QueryResult<R>> {
+    if (this.#client !== undefined) return this.#client.query<R>(sql, values)
     if (this.epoch === '') await this.open()
     return this.db.query<R>(sql, values)
   }

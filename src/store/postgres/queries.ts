@@ -352,3 +352,60 @@ async function write<R extends pg.QueryResultRow>(
     throw err
   }
 }
+
+/**
+ * Locks the notebook's clock row until the transaction ends, as every write does first: no other
+ * write of the notebook, on any instance, comes between the statements of a batch. Answers the
+ * notebook's sequence.
+ */
+export async function lockNotebook(db: NotebookDb): Promise<number> {
+  const { rows } = await db.query<{ sequence: string }>(
+    'SELECT sequence FROM notes_notebooks WHERE notebook = $1 FOR UPDATE',
+    [db.name],
+  )
+  return Number((rows[0] as { sequence: string }).sequence)
+}
+
+/** The remembered answer under an idempotency key, unless it expired (a batch's, or a create's). */
+export async function findKey(
+  db: NotebookDb,
+  key: string,
+  now: number,
+): Promise<{ fingerprint: string; json: string } | undefined> {
+  const { rows } = await db.query<{ fingerprint: string; json: string }>(
+    'SELECT fingerprint, json FROM notes_idempotency WHERE notebook = $1 AND key = $2 AND expires > $3',
+    [db.name, key, now],
+  )
+  return rows[0]
+}
+
+/**
+ * Remembers a batch's answer under its key, as notes_create remembers a create's, and, when the
+ * batch passed a multiple of 256 changes, forgets the expired keys and those beyond `maxKeys`.
+ */
+export async function keepKey(
+  db: NotebookDb,
+  key: KeyToKeep & { now: number },
+  body: string,
+  sequences: { from: number; to: number },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO notes_idempotency (notebook, key, fingerprint, json, written, modified, expires)
+      VALUES ($1, $2, $3, $4, $5, $6, $7)
+      ON CONFLICT (notebook, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint,
+        json = EXCLUDED.json, written = EXCLUDED.written, modified = EXCLUDED.modified,
+        expires = EXCLUDED.expires`,
+    [db.name, key.key, key.fingerprint, body, sequences.to, key.now, key.expires],
+  )
+  if (Math.floor(sequences.to / 256) > Math.floor(sequences.from / 256)) {
+    await db.query('DELETE FROM notes_idempotency WHERE notebook = $1 AND expires <= $2', [
+      db.name,
+      key.now,
+    ])
+    await db.query(
+      `DELETE FROM notes_idempotency WHERE notebook = $1 AND key IN (
+        SELECT key FROM notes_idempotency WHERE notebook = $1 ORDER BY expires DESC OFFSET $2)`,
+      [db.name, key.maxKeys],
+    )
+  }
+}

@@ -3,6 +3,8 @@ import { isIndexable, jsonAroundId } from '../kernel/id-placement.js'
 import { patchNote } from '../kernel/patch-note.js'
 import { tokenSequence } from '../kernel/version-token.js'
 import type {
+  BatchKey,
+  BatchResult,
   Change,
   IdempotentCreate,
   ListRecord,
@@ -10,6 +12,7 @@ import type {
   NoteFields,
   NoteRecord,
   NoteStore,
+  NoteWriter,
   PageQuery,
   PageRecord,
   PatchKind,
@@ -17,6 +20,7 @@ import type {
   Preconditions,
   StoreStats,
 } from '../types.js'
+import { BatchWriter } from './batch-writer.js'
 import { ChangeDelivery, ChangeListener, changeOf } from './change-delivery.js'
 import { CreateBatcher } from './create-batcher.js'
 import { Database } from './database.js'
@@ -29,7 +33,10 @@ import {
   callCreateMany,
   callDelete,
   callUpdate,
+  findKey,
   findNote,
+  keepKey,
+  lockNotebook,
   type NewNote,
   type NoteRow,
   readCandidates,
@@ -301,6 +308,46 @@ export class PostgresNoteStore implements NoteStore {
       this.#delivery.pump()
       return true
     })
+  }
+
+  /**
+   * NoteStore.batch: one transaction that locks the notebook's clock row first (so that no other
+   * write of the notebook, on any instance, comes between its writes), the writes of `work` on a
+   * BatchWriter, and a COMMIT when `work` answers (a ROLLBACK otherwise). Readers on every instance
+   * see all of it or none; subscribers hear of its changes once it is committed.
+   */
+  async batch(
+    work: (writer: NoteWriter) => string | undefined | Promise<string | undefined>,
+    once?: BatchKey,
+  ): Promise<BatchResult | undefined> {
+    await this.#db.opened()
+    const now = Math.trunc(this.#now())
+    let written = 0
+    const result = await this.#db.db.transaction(async (client) => {
+      const db = this.#db.on(client)
+      const from = await lockNotebook(db)
+      if (once !== undefined) {
+        const known = await findKey(db, once.key, now)
+        if (known !== undefined) {
+          if (known.fingerprint !== once.fingerprint) throw keyReused()
+          return { commit: false, value: { body: known.json, replayed: true } }
+        }
+      }
+      const writer = new BatchWriter(db, this.#limits, this.#now)
+      const body = await work(writer)
+      if (body === undefined) return { commit: false, value: undefined }
+      written = writer.sequence
+      if (once !== undefined) {
+        const key = { ...once, now, expires: now + this.#keyTtlMs, maxKeys: this.#maxKeys }
+        await keepKey(db, key, body, { from, to: written })
+      }
+      return { commit: true, value: { body, replayed: false } }
+    })
+    if (written > 0) {
+      this.#db.see(written)
+      this.#delivery.pump()
+    }
+    return result
   }
 
   async version(): Promise<string> {
