@@ -596,6 +596,52 @@ if (withPostgres) {
       assert.equal(stats.notes, 1 + 4 + 7 + 10)
     })
 
+    it("exports the caller's notebook alone (user tokens on PostgreSQL)", async () => {
+      const notebooks = new PostgresNotebooks({
+        url: await createTestDatabase(),
+        maxNotes: 1000,
+        maxBytes: 1 << 20,
+      })
+      await notebooks.open()
+      closers.push(() => notebooks.close())
+      const app = buildApp({
+        notebooks,
+        userTokens: new UserTokens({ secret: SECRET }),
+        config: DEFAULT_CONFIG,
+      })
+      closers.push(() => app.close())
+      const secret = Buffer.from(SECRET)
+      const alice = `Bearer ${await signUserToken({ secret, sub: 'alice', ttlSeconds: 600 })}`
+      const bob = `Bearer ${await signUserToken({ secret, sub: 'bob', ttlSeconds: 600 })}`
+      for (const [who, text] of [
+        [bob, 'b1'],
+        [alice, 'a1'],
+        [bob, 'b2'],
+      ] as const) {
+        await app.inject({
+          method: 'POST',
+          url: '/api/note',
+          headers: { authorization: who },
+          payload: { text },
+        })
+      }
+      const exported = await app.inject({
+        url: '/api/note',
+        headers: { ...NDJSON, authorization: bob },
+      })
+      const list = await app.inject({ url: '/api/note', headers: { authorization: bob } })
+      assert.equal(exported.statusCode, 200)
+      assert.equal(list.body, `{"data":[${exported.body.trimEnd().split('\n').join(',')}]}`)
+      assert.deepEqual(
+        exported.body
+          .trimEnd()
+          .split('\n')
+          .map((line) => JSON.parse(line).text),
+        ['b1', 'b2'],
+      )
+      assert.equal(exported.headers['notes-version'], list.headers['notes-version'])
+    })
+
     it('gives the export connection back when the reader goes away', async () => {
       const url = await createTestDatabase()
       const store = new PostgresNoteStore({
