@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// The `notes-service` command: --help, --version and `token` here, anything else starts the server.
+// The `notes-service` command: --help, --version, `token`, `export` and `import` here, anything
+// else starts the server.
 import { OPTIONS } from './config/config.js'
 import { formatHelp } from './config/help.js'
 import { readPackageInfo } from './config/package-info.js'
@@ -14,6 +15,16 @@ if (args[0] === 'token') {
     process.stdout,
     process.stderr,
   )
+} else if ((args[0] === 'export' || args[0] === 'import') && !args.includes('--help')) {
+  // Every notebook to a file and back, on DATA_FILE or DATABASE_URL: src/ops/export-command.ts.
+  const streams = { stdout: process.stdout, stderr: process.stderr }
+  if (args[0] === 'export') {
+    const { runExportCommand } = await import('./ops/export-command.js')
+    process.exitCode = await runExportCommand(args.slice(1), process.env, streams)
+  } else {
+    const { runImportCommand } = await import('./ops/import-command.js')
+    process.exitCode = await runImportCommand(args.slice(1), process.env, streams)
+  }
 } else if (args.includes('--help') || args.includes('-h')) {
   process.stdout.write(formatHelp(OPTIONS, readPackageInfo()))
 } else if (args.includes('--version') || args.includes('-v')) {

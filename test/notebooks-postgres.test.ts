@@ -194,6 +194,7 @@ function afterwards(ready: Promise<void>, store: NoteStore): NoteStore {
     createOnce: wait(store.createOnce),
     list: wait(store.list),
     page: wait(store.page),
+    exportNotes: wait(store.exportNotes),
     get: wait(store.get),
     update: wait(store.update),
     delete: wait(store.delete),

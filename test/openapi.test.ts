@@ -190,6 +190,7 @@ describe('the OpenAPI document', () => {
       'Order',
       'Q',
       'IfNoneMatch',
+      'Accept',
       'RequestId',
     ])
     assert.deepEqual(names('/api/note', 'post'), ['RequestId', 'IdempotencyKey'])

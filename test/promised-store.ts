@@ -6,6 +6,7 @@ import type {
   Change,
   IdempotentCreate,
   ListRecord,
+  NoteExport,
   NoteFields,
   NoteRecord,
   NoteStore,
@@ -65,6 +66,10 @@ export class PromisedNoteStore implements NoteStore {
 
   async page(query: PageQuery): Promise<PageRecord> {
     return this.#inner.page(query)
+  }
+
+  async exportNotes(): Promise<NoteExport> {
+    return this.#inner.exportNotes()
   }
 
   async get(id: number): Promise<NoteRecord | undefined> {

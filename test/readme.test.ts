@@ -501,7 +501,8 @@ async function runBlock(block: Block): Promise<void> {
         }
         server ??= await startServer({ env: block.env })
         const answer = await send(server.port, agent, curl)
-        if (/json/.test(answer.contentType ?? '')) {
+        // JSON and +json, not NDJSON (an export's every line ends with a newline, the last too).
+        if (/\bjson\b/.test(answer.contentType ?? '')) {
           assert.ok(!answer.body.endsWith('\n'), `${where}: the JSON body ends with a newline`)
         }
         output = command.filters.reduce(applyFilter, answer.text)

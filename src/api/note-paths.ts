@@ -122,12 +122,27 @@ function listNotes(): Operation {
     tags: ['notes'],
     operationId: 'listNotes',
     summary: 'List notes',
-    parameters: ['Limit', 'After', 'Order', 'Q', 'IfNoneMatch', 'RequestId'].map(parameter),
+    parameters: ['Limit', 'After', 'Order', 'Q', 'IfNoneMatch', 'Accept', 'RequestId'].map(
+      parameter,
+    ),
     description:
-      'Every stored note, oldest first; `data` is `[]` when there are none. With `limit` (or `after`), one page: keyset paging on list position, so a walk that follows `Link: rel="next"` visits every note that exists throughout it exactly once, whatever is written meanwhile. `order=desc` walks from the newest; `q` keeps the notes with a string value (at any depth, keys excluded) containing the text, case-insensitively. Other query parameters are ignored.',
+      'Every stored note, oldest first; `data` is `[]` when there are none. With `Accept: application/x-ndjson`, the export of the whole notebook, one note a line, as one consistent snapshot. With `limit` (or `after`), one page: keyset paging on list position, so a walk that follows `Link: rel="next"` visits every note that exists throughout it exactly once, whatever is written meanwhile. `order=desc` walks from the newest; `q` keeps the notes with a string value (at any depth, keys excluded) containing the text, case-insensitively. Other query parameters are ignored.',
     responses: {
       '200': {
-        ...jsonResponse('The notes, or one page of them.', schema('NoteListEnvelope')),
+        description:
+          'The notes, or one page of them; or, for Accept: application/x-ndjson, the export.',
+        content: {
+          'application/json': { schema: schema('NoteListEnvelope') },
+          'application/x-ndjson': {
+            schema: {
+              type: 'string',
+              description:
+                'The export: each note exactly as the list holds it, in list order, each followed by a newline; `Notes-Version` is the version of the snapshot. Streamed with backpressure; cut short (a shutdown), it ends without the end of its chunked encoding, so a client sees an error rather than a short export.',
+            },
+            example:
+              '{"title":"first","id":1700000000000}\n{"title":"second","id":1700000000001}\n',
+          },
+        },
         headers: {
           ...READ_HEADERS,
           Vary: header('VaryAlways'),

@@ -3,9 +3,11 @@ import type { MaybePromise, NoteFields, PatchKind } from '../store/types.js'
 import type { Answer } from './answer.js'
 import { sendAnswer } from './answer-head.js'
 import { BATCH_PATH } from './batch.js'
+import { exportNotes, NDJSON_CONTENT_TYPE, wantsExport } from './note-export.js'
 import { parseNoteId } from './note-id.js'
 import type { NoteOperations } from './note-operations.js'
 import type { NotebookServices } from './notebook-services.js'
+import { sendProblem } from './problem.js'
 
 /** The two route patterns of the contract, also the `route` label of their metrics. */
 export const NOTES_ROUTE = '/api/note'
@@ -21,7 +23,7 @@ interface IdParams {
  */
 export function registerNoteRoutes(
   app: FastifyInstance,
-  services: Pick<NotebookServices, 'operations'>,
+  services: Pick<NotebookServices, 'operations' | 'store' | 'exports'>,
 ): void {
   // The operations of the caller's notebook: what they read and write is that notebook's alone.
   const of = (request: FastifyRequest): NoteOperations => services.operations(request.notebook)
@@ -30,9 +32,10 @@ export function registerNoteRoutes(
     write(reply, of(request).create(bodyFields(request), request.headers)),
   )
 
-  app.get(NOTES_ROUTE, (request, reply) =>
-    write(reply, of(request).list(queryOf(request.url), request.headers)),
-  )
+  app.get(NOTES_ROUTE, (request, reply) => {
+    if (wantsExport(request.headers.accept)) return sendExport(request, reply, services)
+    return write(reply, of(request).list(queryOf(request.url), request.headers))
+  })
 
   app.get<{ Params: IdParams }>(NOTE_ROUTE, (request, reply) =>
     write(reply, of(request).get(parseNoteId(request.params.id), request.headers)),
@@ -58,6 +61,48 @@ export function registerNoteRoutes(
   app.post(BATCH_PATH, (request, reply) =>
     write(reply, of(request).batch(bodyFields(request), request.headers)),
   )
+}
+
+/**
+ * GET /api/note with Accept: application/x-ndjson (DECISION 36): the caller's notebook as a
+ * stream of lines with its Notes-Version, written with backpressure by Fastify's stream sending
+ * (which destroys the stream, and so closes the export, when the client goes away). HEAD answers
+ * the head alone. While shutting down, 503 with Retry-After, as the change feed answers.
+ */
+async function sendExport(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  services: Pick<NotebookServices, 'store' | 'exports'>,
+): Promise<FastifyReply> {
+  const { exports } = services
+  if (exports.closing) {
+    return sendProblem(reply, 503, 'The service is shutting down. Export again in a moment.', {
+      'retry-after': '1',
+    })
+  }
+  const ifNoneMatch = request.headers['if-none-match']
+  const answer = await exportNotes(
+    services.store(request.notebook),
+    queryOf(request.url),
+    ifNoneMatch,
+    request.method === 'HEAD',
+  )
+  if (answer.kind === 'refused') return sendProblem(reply, answer.status, answer.detail)
+  const vary = reply.getHeader('vary')
+  reply
+    .header('etag', answer.etag)
+    .header('notes-version', answer.version)
+    .header('cache-control', 'no-cache')
+    // Not compressed; Accept-Encoding is named as on every list answer, for caches keyed by it.
+    .header('vary', `${vary === undefined ? '' : `${String(vary)}, `}Accept, Accept-Encoding`)
+  if (answer.kind === 'not-modified') return reply.code(304).send()
+  reply
+    .code(200)
+    .header('content-type', NDJSON_CONTENT_TYPE)
+    .header('x-total-count', String(answer.count))
+  if (answer.body === undefined) return reply.send()
+  exports.track(answer.body, reply.raw)
+  return reply.send(answer.body)
 }
 
 /** '/api/note?limit=2' -> 'limit=2'; '/api/note' -> '' */

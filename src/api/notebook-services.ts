@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net'
 import type { NoteStore } from '../store/types.js'
 import { ChangeFeed, type FeedTuning, StreamCount } from './change-feed.js'
+import { OpenExports } from './note-export.js'
 import { NoteOperations } from './note-operations.js'
 
 export interface NotebookServicesOptions {
@@ -32,6 +33,8 @@ export class NotebookServices {
   readonly #operations = new Map<string, NoteOperations>()
   readonly #feeds = new Map<string, ChangeFeed>()
   readonly #streams = new StreamCount()
+  /** The exports being sent, of every notebook: a shutdown ends them with the event streams. */
+  readonly exports = new OpenExports()
   #closing = false
 
   constructor(options: NotebookServicesOptions) {
@@ -46,6 +49,11 @@ export class NotebookServices {
       this.#operations.set(notebook, operations)
     }
     return operations
+  }
+
+  /** The store of the notebook (an export reads it directly: DECISION 36). */
+  store(notebook: string): NoteStore {
+    return this.#options.storeOf(notebook)
   }
 
   feed(notebook: string): ChangeFeed {
@@ -71,9 +79,13 @@ export class NotebookServices {
     return this.#closing
   }
 
-  /** Ends every stream of every notebook at once; a shutdown is not held up by open streams. */
+  /**
+   * Ends every stream and export of every notebook at once; a shutdown is not held up by open
+   * streams or slow export readers.
+   */
   close(): void {
     this.#closing = true
+    this.exports.close()
     for (const feed of this.#feeds.values()) feed.close()
   }
 }

@@ -44,7 +44,7 @@ function clientErrors(): Record<string, unknown> {
       'The request body must be a JSON object, not an array.',
     ),
     BadPageQuery: problemResponse(
-      'A bad `limit`, `after`, `order` or `q`: the detail names it and what it accepts.',
+      'A bad `limit`, `after`, `order` or `q`: the detail names it and what it accepts. An export (Accept: application/x-ndjson) with any of them: an export is the whole notebook.',
       400,
       'limit must be a whole number from 1 to 1000; got "0".',
     ),

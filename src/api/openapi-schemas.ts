@@ -179,6 +179,13 @@ function conditionParameters(): Record<string, unknown> {
     schema: { type: 'string' },
   })
   return {
+    Accept: {
+      ...condition(
+        'Accept',
+        '`application/x-ndjson` asks for the export: every note of the notebook, one JSON object a line, in list order, as one snapshot (no page or search parameters).',
+      ),
+      example: 'application/x-ndjson',
+    },
     IfNoneMatch: condition(
       'If-None-Match',
       'ETags the client holds (or `*`), compared weakly (`W/"x"` matches `"x"`): 304 with no body while one is current.',

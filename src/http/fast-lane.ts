@@ -4,6 +4,7 @@ import { type Answer, JSON_CONTENT_TYPE } from '../api/answer.js'
 import { writeAnswer } from '../api/answer-head.js'
 import { type FailureReporter, problemForError } from '../api/error-handling.js'
 import { parseUtf8JsonObject } from '../api/json-body.js'
+import { wantsExport } from '../api/note-export.js'
 import { parseNoteId } from '../api/note-id.js'
 import type { NoteOperations } from '../api/note-operations.js'
 import { NOTE_ROUTE, NOTES_ROUTE } from '../api/note-routes.js'
@@ -49,7 +50,7 @@ const LIST_WITH_QUERY = `${NOTES_ROUTE}?`
  * It takes a request only when nothing about it needs Fastify:
  * - the URL is exactly '/api/note' (a GET may add a query: pages, DECISION 23) or
  *   '/api/note/<decimal id>' (no query, no trailing slash, no percent-encoding);
- * - GET; POST or PATCH with Content-Type 'application/json' (optionally '; charset=utf-8') and a
+ * - GET (but an export, Accept: application/x-ndjson, which streams); POST or PATCH with Content-Type 'application/json' (optionally '; charset=utf-8') and a
  *   Content-Length within the body limit; DELETE with no body;
  * - the app is not closing;
  * - with access keys or user tokens on, its caller is allowed, and known without waiting (a
@@ -167,6 +168,15 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
       return
     }
     const { url, method } = request
+    // An export (DECISION 36) streams: Fastify's route sends it, with backpressure.
+    if (
+      method === 'GET' &&
+      request.headers.accept !== undefined &&
+      wantsExport(request.headers.accept)
+    ) {
+      fallback(request, response)
+      return
+    }
     if (method === 'GET' && url?.startsWith(LIST_WITH_QUERY) === true && !closing()) {
       const exchange = new Exchange(request, response, NOTES_ROUTE)
       try {

@@ -1,5 +1,6 @@
 import { Capacity } from './capacity.js'
 import { IdSpace } from './id-space.js'
+import { arrayExport } from './kernel/array-export.js'
 import { keyReused, MAX_CACHED_SEARCHES, STORE_DEFAULTS } from './kernel/defaults.js'
 import { isIndexable, serializeWithId } from './kernel/id-placement.js'
 import { patchNote } from './kernel/patch-note.js'
@@ -13,6 +14,7 @@ import {
   type IdempotentCreate,
   type ListRecord,
   type MaybePromise,
+  type NoteExport,
   type NoteFields,
   type NoteRecord,
   type NoteStore,
@@ -260,6 +262,17 @@ export class MemoryNoteStore implements NoteStore {
       this.#cache.list = list
     }
     return list
+  }
+
+  /**
+   * The live notes' JSON at this version (DECISION 36): an array of references to the strings the
+   * store holds, which a write replaces and never changes, so later writes leave it as it is.
+   */
+  exportNotes(): NoteExport {
+    const notes: string[] = new Array(this.#capacity.notes)
+    let i = 0
+    for (const entry of this.#entries) if (entry.alive) notes[i++] = entry.json
+    return arrayExport(this.#version, notes)
   }
 
   page({ limit, order, after, q }: PageQuery): PageRecord {

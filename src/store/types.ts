@@ -181,6 +181,13 @@ export interface NoteStore {
   subscribe(listener: (change: Change) => void): () => void
   stats(): MaybePromise<StoreStats>
   /**
+   * Every note of the store as one consistent snapshot (DECISION 36): the version it is at, and
+   * the notes' JSON in list order, read a chunk at a time, so that an export of any size holds
+   * one chunk in memory at once. Later writes do not change what it yields. Close it when it is
+   * not read to the end (a client went away): a store that holds something for it lets go.
+   */
+  exportNotes(): MaybePromise<NoteExport>
+  /**
    * Applies the writes that `work` makes through `writer` as one atomic step (DECISION 35): when
    * `work` answers a string, every one of them is kept, and the string is the batch's answer;
    * when it answers undefined (one write was refused) or throws, none is, and the store is as it
@@ -218,6 +225,22 @@ export interface BatchKey {
 export interface BatchResult {
   readonly body: string
   readonly replayed: boolean
+}
+
+/**
+ * One export of a store (DECISION 36): its version, and its notes' JSON (exactly as the list holds
+ * each) in list order, in chunks of at most a few thousand notes.
+ *   { version: 'k2x9q1.5', notes: 2 } then ['{"id":1,"a":1}', '{"id":2}'], then done
+ */
+export interface NoteExport {
+  /** The version token the snapshot is at: the list's Notes-Version at that moment. */
+  readonly version: string
+  /** How many notes the snapshot holds. */
+  readonly count: number
+  /** The notes' JSON, a chunk at a time; read once. Ends (and lets go, as close) after the last. */
+  chunks(): AsyncIterableIterator<readonly string[]>
+  /** Lets go of the snapshot before its end; safe to call more than once, or after the end. */
+  close(): Promise<void>
 }
 
 /**

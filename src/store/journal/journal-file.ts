@@ -289,7 +289,7 @@ function replaceFile(path: string, frames: readonly Buffer[]): void {
   syncDirectory(path)
 }
 
-function syncDirectory(path: string): void {
+export function syncDirectory(path: string): void {
   try {
     const fd = openSync(dirname(path), 'r')
     try {

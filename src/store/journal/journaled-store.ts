@@ -15,6 +15,7 @@ import {
   type IdempotentCreate,
   type ListRecord,
   type MaybePromise,
+  type NoteExport,
   type NoteFields,
   type NoteRecord,
   type NoteStore,
@@ -198,6 +199,11 @@ export class JournaledStore implements NoteStore {
     return this.#memory.list()
   }
 
+  /** The memory store's snapshot: what the list shows, writes not yet durable included. */
+  exportNotes(): NoteExport {
+    return this.#memory.exportNotes()
+  }
+
   page(query: PageQuery): PageRecord {
     return this.#memory.page(query)
   }
@@ -338,8 +344,8 @@ export class JournaledStore implements NoteStore {
   }
 }
 
-/** The snapshot records of an image, in the order loadImage reads them. */
-function imageRecords(image: StoreImage): Buffer[] {
+/** The snapshot records of an image, in the order loadImage reads them (an import writes them too). */
+export function imageRecords(image: StoreImage): Buffer[] {
   const frames: Buffer[] = []
   const add = (payload: Payload) => frames.push(encodeRecord(JSON.stringify(payload)))
   const last = Number.isFinite(image.lastId) ? image.lastId : null

@@ -34,6 +34,12 @@ export class Database {
   readonly #options: DatabaseOptions
   /** '127.0.0.1:5432': where the database is, for the causes of 503s. */
   readonly endpoint: string
+  /**
+   * Exports (snapshots on a pooled connection of their own) open now, and the most at once: half
+   * the pool, so that slow export readers never hold every connection the requests need.
+   */
+  exportsOpen = 0
+  readonly maxExports: number
   #opening: Promise<void> | undefined
   #open = false
   /** The connection string, for the change listener's own connection. */
@@ -43,6 +49,7 @@ export class Database {
     this.#options = options
     this.url = options.url
     this.endpoint = endpointOf(options.url)
+    this.maxExports = Math.max(1, Math.floor(options.poolSize / 2))
     const connection = {
       url: options.url,
       statementTimeoutMs: options.statementTimeoutMs,
@@ -104,6 +111,19 @@ export class Database {
     await this.opened()
     try {
       return await this.#reads.query<R>(name, sql, values)
+    } catch (err) {
+      return unavailableOr(err, this.endpoint)
+    }
+  }
+
+  /**
+   * A pooled connection of its own, for a transaction of several statements (an export's
+   * snapshot, an import); give it back with `release()`, or `release(err)` after a failure.
+   */
+  async connect(): Promise<pg.PoolClient> {
+    await this.opened()
+    try {
+      return await this.#pool.connect()
     } catch (err) {
       return unavailableOr(err, this.endpoint)
     }

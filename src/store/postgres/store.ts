@@ -8,6 +8,7 @@ import type {
   Change,
   IdempotentCreate,
   ListRecord,
+  NoteExport,
   NoteFields,
   NoteRecord,
   NoteStore,
@@ -23,6 +24,7 @@ import { BatchWriter } from './batch-writer.js'
 import { ChangeDelivery, ChangeListener, changeOf } from './change-delivery.js'
 import { CreateBatcher } from './create-batcher.js'
 import { Database } from './database.js'
+import { ExportSnapshot } from './export-snapshot.js'
 import { LOST, NoteWrites } from './note-writes.js'
 import { NotebookDb } from './notebook-db.js'
 import {
@@ -240,6 +242,39 @@ export class PostgresNoteStore implements NoteStore {
       total: Number(first.notes),
       next:
         notes.length > limit ? Number((sent.at(-1) as { position: string }).position) : undefined,
+    }
+  }
+
+  /**
+   * The notebook as one snapshot (DECISION 36), read in keyset chunks within a REPEATABLE READ
+   * transaction on a connection of its own (ExportSnapshot), given back at the end, on an error,
+   * or on close.
+   */
+  async exportNotes(): Promise<NoteExport> {
+    await this.#db.opened()
+    const snapshot = await ExportSnapshot.begin(this.#db.db)
+    let found: Awaited<ReturnType<ExportSnapshot['notebook']>>
+    try {
+      found = await snapshot.notebook(this.#db.name)
+    } catch (err) {
+      await snapshot.end()
+      throw err
+    }
+    const sequence = found?.sequence ?? 0
+    this.#db.see(sequence)
+    const name = this.#db.name
+    async function* chunks(): AsyncGenerator<readonly string[]> {
+      try {
+        if (found !== undefined && found.notes > 0) yield* snapshot.chunks(name)
+      } finally {
+        await snapshot.end()
+      }
+    }
+    return {
+      version: this.#db.token(sequence),
+      count: found?.notes ?? 0,
+      chunks,
+      close: () => snapshot.end(),
     }
   }
 

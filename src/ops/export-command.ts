@@ -1,0 +1,110 @@
+import type { Config } from '../config/config.js'
+import { ExportSnapshot } from '../store/postgres/export-snapshot.js'
+import {
+  CommandError,
+  type CommandStreams,
+  commandConfig,
+  EXIT,
+  failureLine,
+  Output,
+  Progress,
+} from './command-io.js'
+import { openDatabase, openJournal } from './command-stores.js'
+import { HEADER_LINE, notebookLine, SHARED_NOTEBOOK } from './export-file.js'
+
+/**
+ * `notes-service export [--out FILE]` (DECISION 36): every notebook of the configured store
+ * (DATA_FILE or DATABASE_URL), as one consistent snapshot, in the export file format
+ * (export-file.ts), to FILE or stdout, without the HTTP server.
+ */
+
+export const EXPORT_USAGE = 'notes-service export [--out FILE]'
+
+/** '--out', 'a.ndjson' -> 'a.ndjson'; [] -> undefined (stdout); '--out=-' -> undefined. */
+export function exportArgs(args: readonly string[]): string | undefined {
+  let out: string | undefined
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string
+    let value: string | undefined
+    if (arg === '--out') value = args[++i]
+    else if (arg.startsWith('--out=')) value = arg.slice('--out='.length)
+    else {
+      throw new CommandError(`unknown argument ${JSON.stringify(arg)}; usage: ${EXPORT_USAGE}`, 2)
+    }
+    if (value === undefined || value === '') {
+      throw new CommandError(`--out needs a file name; usage: ${EXPORT_USAGE}`, EXIT.usage)
+    }
+    out = value === '-' ? undefined : value
+  }
+  return out
+}
+
+export async function runExportCommand(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  streams: CommandStreams,
+): Promise<number> {
+  let output: Output | undefined
+  try {
+    const out = exportArgs(args)
+    const config = commandConfig(env, 'export')
+    output = new Output(out, streams.stdout)
+    await output.open()
+    const progress = new Progress(streams.stderr, 'exported')
+    await (config.dataFile !== ''
+      ? exportJournal(config, output, progress)
+      : exportDatabase(config, output, progress))
+    await output.finish()
+    progress.done()
+    return EXIT.ok
+  } catch (err) {
+    await output?.abandon()
+    streams.stderr.write(`notes-service export: ${failureLine(err)}\n`)
+    return err instanceof CommandError ? err.exitCode : EXIT.failed
+  }
+}
+
+async function exportJournal(config: Config, output: Output, progress: Progress): Promise<void> {
+  const store = openJournal(config)
+  try {
+    const snapshot = store.exportNotes()
+    await output.write(`${HEADER_LINE}\n`)
+    if (snapshot.count === 0) return
+    await output.write(`${notebookLine(SHARED_NOTEBOOK, snapshot.count)}\n`)
+    for await (const chunk of snapshot.chunks()) {
+      await output.write(`${chunk.join('\n')}\n`)
+      progress.add(chunk.length)
+    }
+  } finally {
+    await store.close()
+  }
+}
+
+/** Every notebook in one REPEATABLE READ snapshot: the file is the database at one moment. */
+async function exportDatabase(config: Config, output: Output, progress: Progress): Promise<void> {
+  const db = await openDatabase(config)
+  try {
+    const snapshot = await ExportSnapshot.begin(db)
+    try {
+      await output.write(`${HEADER_LINE}\n`)
+      for (const notebook of await snapshot.notebooks()) {
+        await output.write(`${notebookLine(notebook.notebook, notebook.notes)}\n`)
+        let written = 0
+        for await (const chunk of snapshot.chunks(notebook.notebook)) {
+          await output.write(`${chunk.join('\n')}\n`)
+          written += chunk.length
+          progress.add(chunk.length)
+        }
+        if (written !== notebook.notes) {
+          throw new Error(
+            `notebook ${JSON.stringify(notebook.notebook)} counts ${notebook.notes} notes but holds ${written}`,
+          )
+        }
+      }
+    } finally {
+      await snapshot.end()
+    }
+  } finally {
+    await db.close()
+  }
+}

@@ -1,0 +1,111 @@
+import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs'
+import {
+  checkImportCaps,
+  type ImportCaps,
+  ImportRefusedError,
+  type ImportSource,
+} from '../import-source.js'
+import { etagOf, randomEpoch, versionToken } from '../kernel/version-token.js'
+import type { ImageNote } from '../memory.js'
+import { syncDirectory } from './journal-file.js'
+import { imageRecords, JournaledStore } from './journaled-store.js'
+import { encodeHeader } from './record-format.js'
+
+/** The one notebook a journal holds (DATA_FILE keeps the store of service keys only). */
+const JOURNAL_NOTEBOOK = 'shared'
+
+export interface JournalImportOptions extends ImportCaps {
+  /** The journal (DATA_FILE). */
+  path: string
+  /** Replace the notes it holds; without it, a journal that holds notes is refused. */
+  replace: boolean
+  /** The time the imported notes were last written (Last-Modified), in ms. */
+  now: number
+  /** Told of every chunk of notes written. */
+  onProgress?: (notes: number) => void
+}
+
+/**
+ * Imports `source` (DECISION 36) as a new journal at `path`, under the journal's lock, so a
+ * running server (which holds it) is refused with one line: the snapshot is written to
+ * `path.tmp`, fsynced, renamed over the journal, the directory fsynced, as a compaction writes
+ * one, so a crash leaves the old journal or the new one, never a mix. The new journal has a new
+ * epoch, so no version token or ETag of the old one matches the new contents; the notes keep their
+ * order, ids and JSON, at positions 1..n, and later creates give ids above every imported one.
+ * @throws ImportRefusedError (nothing changed): another notebook than the shared one, notes
+ * already there without `replace`, caps, or a journal that cannot be opened
+ */
+export async function importIntoJournal(
+  source: ImportSource,
+  options: JournalImportOptions,
+): Promise<void> {
+  const others = source.notebooks.filter(
+    (notebook) => notebook.name !== JOURNAL_NOTEBOOK && notebook.notes > 0,
+  )
+  if (others.length > 0) {
+    throw new ImportRefusedError(
+      `DATA_FILE holds the shared notebook only; the file has notes in ${others.map((n) => JSON.stringify(n.name)).join(', ')}: import it into PostgreSQL (DATABASE_URL).`,
+    )
+  }
+  checkImportCaps(source, options)
+  let store: JournaledStore
+  try {
+    store = new JournaledStore({
+      path: options.path,
+      maxNotes: options.maxNotes,
+      maxBytes: options.maxBytes,
+    })
+  } catch (err) {
+    throw new ImportRefusedError((err as Error).message)
+  }
+  try {
+    const held = store.stats().notes
+    if (held > 0 && !options.replace) {
+      throw new ImportRefusedError(
+        `DATA_FILE ${options.path} holds ${held} notes; import into an empty store, or add --replace to replace them.`,
+      )
+    }
+    await writeJournal(source, options)
+  } finally {
+    await store.close()
+  }
+}
+
+async function writeJournal(source: ImportSource, options: JournalImportOptions): Promise<void> {
+  const epoch = randomEpoch()
+  const sequence = source.notes
+  const head = { sequence, historyStart: sequence, lastId: source.lastId, history: [], keys: [] }
+  const tmp = `${options.path}.tmp`
+  const fd = openSync(tmp, 'w')
+  try {
+    const write = (frames: readonly Buffer[]) => {
+      const bytes = frames.length === 1 ? (frames[0] as Buffer) : Buffer.concat(frames)
+      for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done)
+    }
+    write([encodeHeader(epoch), ...imageRecords({ ...head, notes: [] })])
+    let position = 0
+    for await (const chunk of source.read()) {
+      const notes: ImageNote[] = chunk.map((note) => {
+        position++
+        return {
+          json: note.json,
+          etag: etagOf(versionToken(epoch, position)),
+          modified: options.now,
+          position,
+        }
+      })
+      // The records of these notes: an image of them alone, without its first record (the head,
+      // written once above), so the journal's format stays written in one place.
+      write(imageRecords({ ...head, notes }).slice(1))
+      options.onProgress?.(chunk.length)
+    }
+    fsyncSync(fd)
+  } catch (err) {
+    closeSync(fd)
+    rmSync(tmp, { force: true })
+    throw err
+  }
+  closeSync(fd)
+  renameSync(tmp, options.path)
+  syncDirectory(options.path)
+}
