@@ -20,7 +20,7 @@ const EMPTY_LIST: Expected = {
   'notes-version': /^[0-9a-z]+\.0$/,
   'x-total-count': '0',
   'cache-control': 'no-cache',
-  vary: 'Accept-Encoding',
+  vary: 'Accept, Accept-Encoding',
   'content-length': '11',
   date: DATE,
 }

@@ -254,9 +254,12 @@ function fingerprintOf(text: string): string {
 function listHeaders(version: string, total: number | undefined): string[] {
   const headers = ['etag', `"${version}"`, 'notes-version', version]
   if (total !== undefined) headers.push('x-total-count', String(total))
-  headers.push('cache-control', 'no-cache', VARY, ACCEPT_ENCODING)
+  // Accept too: the same URL answers an export (NDJSON) to Accept: application/x-ndjson.
+  headers.push('cache-control', 'no-cache', VARY, LIST_VARY)
   return headers
 }
+
+const LIST_VARY = `Accept, ${ACCEPT_ENCODING}`
 
 /** The whole list: 200 {"data":[...]} with its version and count. */
 function listAnswer(list: ListRecord): Answer {

@@ -62,7 +62,7 @@ export function headers(): Record<string, unknown> {
       '`Accept-Encoding` on every answer over 1 KiB: another Accept-Encoding may get another representation (with another ETag).',
     ),
     VaryAlways: string(
-      '`Accept-Encoding` on the list and its pages, whatever their size: another Accept-Encoding may get another representation (with another ETag).',
+      '`Accept, Accept-Encoding` on the list and its pages, whatever their size: another Accept may get the export (NDJSON), another Accept-Encoding another representation (with another ETag).',
       true,
       { pattern: 'Accept-Encoding' },
     ),
