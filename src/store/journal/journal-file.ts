@@ -74,7 +74,7 @@ export class JournalFile {
   #durable: number
   /** The file may hold bytes past `durable` (a failed write): cut before the next write. */
   #dirty = false
-  /** No compaction until the file is this long (raised after a failed one). */
+  /** No compaction until the file is this long: twice the last image written (or more after a failed one). */
   #compactAt = 0
   #pending: Append[] = []
   #busy = false
@@ -250,7 +250,10 @@ export class JournalFile {
     const old = this.#fd
     this.#fd = fd
     this.#durable = bytes.length
-    this.#compactAt = 0
+    // The image holds the change history and the idempotency keys besides the notes, and can be
+    // larger than twice the notes alone (1,000 small notes, 10,000 changes kept): the next
+    // compaction waits until the file has doubled since, or every write would compact again.
+    this.#compactAt = 2 * bytes.length
     closeSync(old)
     // The new file is in place either way; a directory fsync that fails leaves the rename to the
     // file system's next flush, which is what an error here cannot improve on.
