@@ -167,6 +167,33 @@ describeEachStore('POST /api/batch (DECISION 35)', (suite) => {
     assert.notEqual(answers(written)[0]?.headers.etag, etag)
   })
 
+  it('gives a create the id an earlier request of the batch freed, so a later request meets it', async () => {
+    let now = 1000
+    const { app } = suite.buildApp({}, { now: () => now })
+    await batch(app, [create({ a: 1 })])
+    // Moved ahead of the clock: the next creates step over 1005 while it is held (DECISION 1).
+    const moved = await batch(app, [patch(1000, { id: 1005 })])
+    const etag = answers(moved)[0]?.headers.etag as string
+    now = 1005
+    const before = await state(app)
+    // Once the DELETE has freed 1005, the create takes it, and the second DELETE meets the new
+    // note, whose ETag is not the one the first note had: a 412 there, not a 404.
+    const refused = await batch(app, [
+      remove(1005),
+      create({ b: 1 }),
+      remove(1005, { 'If-Match': etag }),
+    ])
+    assert.equal(refused.statusCode, 412)
+    const { detail } = problemOf(refused)
+    assert.match(detail, /^requests\[2\] \(DELETE \/api\/note\/1005\): its If-Match/)
+    assert.ok(detail.includes(`the note's ETag is now ${etag} `), detail)
+    assert.deepEqual(await state(app), before)
+    // The same create, kept: it took 1005, the id the refused batch's create had taken too.
+    const kept = await batch(app, [remove(1005), create({ b: 1 })])
+    assert.equal(kept.statusCode, 200)
+    assert.deepEqual(answers(kept)[1]?.body, { data: { b: 1, id: 1005 } })
+  })
+
   it('refuses a batch document that is not one with a 400 naming what is wrong', async () => {
     const { app } = suite.buildApp({}, { now: fakeClock(1000) })
     await batch(app, [create({ a: 1 })])

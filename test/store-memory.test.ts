@@ -1,3 +1,5 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
 import { MemoryNoteStore } from '../src/store/memory.js'
 import { PromisedNoteStore } from './promised-store.js'
 import { type ContractStoreOptions, runStoreContract } from './store.contract.js'
@@ -19,3 +21,27 @@ runStoreContract(
   'PromisedNoteStore (asynchronous wrapper)',
   (o) => new PromisedNoteStore(options(o)),
 )
+
+// Found while explaining issue 25; src/ is not changed here. A refused batch whose creates step
+// past a moved id, then delete its note, leaves that id counted twice once undone (the delete's
+// release came after `last` had passed it, the undo's hold after the rewind): the id stays
+// skipped after its note is gone, where DECISION 1 gives it to the next create.
+test('MemoryNoteStore: a refused batch leaves no free id skipped (DECISION 1)', {
+  todo: 'IdSpace: an undone batch counts a moved id twice',
+}, () => {
+  let now = 100
+  const store = new MemoryNoteStore(options({ now: () => now }))
+  store.create({ a: 1 })
+  store.update(100, { id: 105 })
+  now = 103
+  const kept = store.batch((writer) => {
+    // 103, 104, then 106: 105 is held.
+    for (let i = 0; i < 3; i++) writer.create({})
+    writer.delete(105)
+    return undefined
+  })
+  assert.equal(kept, undefined)
+  assert.equal(store.delete(105), true)
+  now = 105
+  assert.equal(JSON.parse(store.create({ b: 1 }).json).id, 105)
+})

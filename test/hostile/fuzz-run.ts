@@ -391,6 +391,14 @@ function checkBatch(
   const copy = model.copy()
   const parts: string[] = []
   let created = 0
+  /**
+   * A refused batch's answer shows no created id, and the service made each one at a moment the
+   * model does not know, between `sentAt` and now (DECISION 1: max(now, last + 1), stepping over
+   * held ids). So the copy gives each such create the latest id it can have had (the one at now),
+   * and keeps here the earliest one too: the note's id is in between, unknown.
+   */
+  const unsure = new Map<(typeof copy.notes)[number], { earliest: number; latest: number }>()
+  let lowest = copy.lastId
   for (let i = 0; i < expect.items.length; i++) {
     const item = expect.items[i] as BatchItem
     const { write } = item
@@ -418,16 +426,46 @@ function checkBatch(
         if (copy.holds(given)) return `requests[${i}]: id ${given} is already held by a stored note`
         id = given
       } else {
-        // Refused whole: the answer shows no id, so the copy takes the likeliest one to go on to
-        // the request that fails (a later request of the batch rarely names a note made in it).
+        // Refused whole: the answer shows no id (see `unsure`).
         id = copy.nextId()
+        lowest = Math.max(sentAt, lowest + 1)
       }
       const json = copy.create(write.fields, id)
+      if (response.status !== 200) {
+        unsure.set(copy.notes[copy.notes.length - 1] as (typeof copy.notes)[number], {
+          earliest: lowest,
+          latest: id,
+        })
+      }
       created++
       parts.push(writtenJson(copy, copy.notes.length - 1, json))
       continue
     }
-    const at = copy.find(write.segment)
+    let at = copy.find(write.segment)
+    const named = NoteModel.parseId(write.segment)
+    if (unsure.size > 0 && named !== undefined && Number.isSafeInteger(named)) {
+      // A note that surely holds the id comes first in the list (creates append), whatever the
+      // creates of the batch took; with none, the id may be one of theirs, or no note's.
+      at = copy.notes.findIndex((note) => note.value.id === named && !unsure.has(note))
+      const maybe = [...unsure].find(([, ids]) => ids.earliest <= named && named <= ids.latest)
+      if (at === -1 && maybe !== undefined) {
+        // Only the service's answer tells which (issue 25): it failed here, with a 404 (no note
+        // has the id), or a 412 when the request has a condition (the created note's ETag is
+        // one the batch made, never the one named); or it went on, having met that create's note.
+        if (failedIndex(response) === i) {
+          return failed(write.condition !== undefined && response.status === 412 ? 412 : 404)
+        }
+        const [note] = maybe
+        at = copy.notes.indexOf(note)
+        settleId(copy, at, named)
+        // Ids of one batch's creates increase: the ones before took less, the ones after more.
+        unsure.delete(note)
+        for (const [other, ids] of unsure) {
+          if (copy.notes.indexOf(other) < at) ids.latest = Math.min(ids.latest, named - 1)
+          else ids.earliest = Math.max(ids.earliest, named + 1)
+        }
+      }
+    }
     if (at === -1) return failed(404)
     if (write.condition !== undefined && write.condition.etag !== copy.etagOf(at))
       return failed(412)
@@ -453,6 +491,25 @@ function checkBatch(
   if (key !== undefined)
     model.keys.set(key, { fields: fingerprint, json: data, version: model.version })
   return undefined
+}
+
+/** The index of the request a refused batch names in its problem ('requests[3] (...)'), if any. */
+function failedIndex(response: WireResponse): number | undefined {
+  try {
+    const { detail } = JSON.parse(response.body.toString('utf8')) as { detail?: unknown }
+    const index = typeof detail === 'string' ? /^requests\[(\d+)\]/.exec(detail)?.[1] : undefined
+    return index === undefined ? undefined : Number(index)
+  } catch {
+    return undefined
+  }
+}
+
+/** The created note at `at` took `id` after all (a refused batch's create): the same note there. */
+function settleId(model: NoteModel, at: number, id: number): void {
+  const note = model.notes[at] as (typeof model.notes)[number]
+  // The spread keeps the keys' order: `id` stays where the create put it.
+  const value = { ...note.value, id }
+  model.notes[at] = { value, json: JSON.stringify(value), version: note.version }
 }
 
 /** One written note's answer inside a batch: {"status":200,"headers":{"etag":...},"body":...}. */
