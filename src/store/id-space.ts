@@ -26,8 +26,6 @@ export class IdSpace {
   /** id -> how many notes a PATCH moved to it, for ids that were above `last` at the move. */
   readonly #moved = new Map<number, number>()
   #sweepAt = SWEEP_FLOOR
-  /** `last` at the latest sweep: the counts of moved ids up to it are gone. */
-  #sweptUpTo = Number.NEGATIVE_INFINITY
 
   /** The id the last create gave, or -Infinity before the first. */
   get last(): number {
@@ -49,13 +47,29 @@ export class IdSpace {
   }
 
   /**
-   * Takes back the ids given since `last` was the last (the creates of an undone batch), so that
-   * the next create gets the id it would have had, unless a sweep since has forgotten the counts
-   * of ids above it (then they stay skipped, which is always safe). Call it before undoing the
-   * batch's moves, so that those are counted against the `last` they were first counted against.
+   * Everything this space holds, to be put back with `restore` (an undone batch): the moved ids'
+   * counts are copied, and there are few of them (those above `last`, swept as creates pass them).
    */
-  rewind(last: number): void {
-    if (this.#sweptUpTo <= last) this.#last = last
+  mark(): IdMark {
+    return {
+      last: this.#last,
+      highest: this.#highest,
+      moved: new Map(this.#moved),
+      sweepAt: this.#sweepAt,
+    }
+  }
+
+  /**
+   * Puts the space back as `mark` found it, when every note is back where it was then (a batch
+   * undone, with nothing in between: no other create or move can come in a synchronous batch).
+   * The next create gets the id it would have had.
+   */
+  restore(mark: IdMark): void {
+    this.#last = mark.last
+    this.#highest = mark.highest
+    this.#moved.clear()
+    for (const [id, count] of mark.moved) this.#moved.set(id, count)
+    this.#sweepAt = mark.sweepAt
   }
 
   /**
@@ -82,7 +96,14 @@ export class IdSpace {
     if (this.#moved.size < this.#sweepAt) return
     // Creates have passed these ids: no candidate can meet them again.
     for (const moved of this.#moved.keys()) if (moved <= this.#last) this.#moved.delete(moved)
-    this.#sweptUpTo = this.#last
     this.#sweepAt = Math.max(SWEEP_FLOOR, 2 * this.#moved.size)
   }
+}
+
+/** An IdSpace's state at one moment (IdSpace.mark). */
+export interface IdMark {
+  readonly last: number
+  readonly highest: number
+  readonly moved: ReadonlyMap<number, number>
+  readonly sweepAt: number
 }

@@ -1,5 +1,5 @@
 import { Capacity } from './capacity.js'
-import { IdSpace } from './id-space.js'
+import { type IdMark, IdSpace } from './id-space.js'
 import { arrayExport } from './kernel/array-export.js'
 import { keyReused, MAX_CACHED_SEARCHES, STORE_DEFAULTS } from './kernel/defaults.js'
 import { isIndexable, serializeWithId } from './kernel/id-placement.js'
@@ -121,8 +121,8 @@ interface Entry extends NoteRecord {
 interface Batch {
   readonly sequence: number
   readonly version: string
-  /** The id space's last id before the batch. */
-  readonly lastId: number
+  /** The id space before the batch, put back when it is undone. */
+  readonly ids: IdMark
   readonly undo: (() => void)[]
   readonly changes: Change[]
   readonly writes: RecordedWrite[]
@@ -500,7 +500,7 @@ export class MemoryNoteStore implements NoteStore {
     const batch: Batch = {
       sequence: this.#sequence,
       version: this.#version,
-      lastId: this.#ids.last,
+      ids: this.#ids.mark(),
       undo: [],
       changes: [],
       writes: [],
@@ -545,8 +545,9 @@ export class MemoryNoteStore implements NoteStore {
 
   /** Puts the store back as it was before `batch`: every write undone, the version restored. */
   #undo(batch: Batch): void {
-    this.#ids.rewind(batch.lastId)
     for (let i = batch.undo.length - 1; i >= 0; i--) (batch.undo[i] as () => void)()
+    // After the undos every note is where it was: the id space as it was, whatever they counted.
+    this.#ids.restore(batch.ids)
     this.#sequence = batch.sequence
     this.#version = batch.version
     this.#cache = { list: undefined, matches: new Map() }
