@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { after, describe, it } from 'node:test'
+import { after, afterEach, describe, it } from 'node:test'
 import pg from 'pg'
 import { PostgresNotebooks } from '../src/store/postgres/notebooks.js'
 import { migrate } from '../src/store/postgres/schema.js'
@@ -13,6 +13,11 @@ import { type ContractStoreOptions, runStoreContract } from './store.contract.js
 const url = postgresAvailable('PostgresNotebooks') ? await testDatabase() : ''
 if (url !== '') {
   const opened: { close: () => Promise<void> }[] = []
+  // Each case's stores are closed after it: kept to the end, the cases' connections (a pool, the
+  // pipelined reads, a listener each) passed the cluster's max_connections, refusing the last ones.
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((one) => one.close()))
+  })
   after(async () => {
     await Promise.all(opened.map((one) => one.close()))
   })

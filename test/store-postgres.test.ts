@@ -1,4 +1,4 @@
-import { after } from 'node:test'
+import { after, afterEach } from 'node:test'
 import { PostgresNoteStore } from '../src/store/postgres/store.js'
 import { postgresAvailable, testDatabase } from './postgres-cluster.js'
 import { type ContractStoreOptions, runStoreContract } from './store.contract.js'
@@ -6,6 +6,12 @@ import { type ContractStoreOptions, runStoreContract } from './store.contract.js
 if (postgresAvailable('PostgresNoteStore contract')) {
   const url = await testDatabase()
   const stores: PostgresNoteStore[] = []
+  let schemas = 0
+  // Each case's stores are closed after it, so that the cases' connections never add up past the
+  // cluster's max_connections.
+  afterEach(async () => {
+    await Promise.all(stores.splice(0).map((store) => store.close()))
+  })
   after(async () => {
     await Promise.all(stores.map((store) => store.close()))
   })
@@ -14,7 +20,7 @@ if (postgresAvailable('PostgresNoteStore contract')) {
     ({ maxNotes = 1_000_000, maxBytes = 1 << 28, now, historyLimit }: ContractStoreOptions) => {
       const store = new PostgresNoteStore({
         url,
-        schema: `contract_${stores.length + 1}`,
+        schema: `contract_${++schemas}`,
         maxNotes,
         maxBytes,
         poolSize: 2,
