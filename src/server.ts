@@ -6,7 +6,8 @@ import { listenErrorMessage } from './config/listen-error.js'
 import { loggerOptions } from './ops/logger.js'
 import { UserTokens } from './ops/user-tokens.js'
 import { JournalOpenError } from './store/journal/journal-open-error.js'
-import { JournaledStore } from './store/journal/journaled-store.js'
+import { SHARED_NOTEBOOK } from './store/journal/journal-records.js'
+import { JournaledNotebooks } from './store/journal/journaled-notebooks.js'
 import { MemoryNoteStore } from './store/memory.js'
 import { MemoryNotebooks } from './store/memory-notebooks.js'
 import { openFailure, redactUrl } from './store/postgres/connection.js'
@@ -57,10 +58,14 @@ const postgres =
       ? new PostgresNoteStore({ ...caps, ...database })
       : new PostgresNotebooks({ ...caps, ...database, ...perUser })
 // DECISION 37: the journal is opened (locked, replayed) before anything listens.
-let journaled: JournaledStore | undefined
+let journaled: JournaledNotebooks | undefined
 if (config.dataFile !== '') {
   try {
-    journaled = new JournaledStore({ ...caps, path: config.dataFile })
+    journaled = new JournaledNotebooks({
+      ...caps,
+      ...(userTokens === undefined ? {} : perUser),
+      path: config.dataFile,
+    })
   } catch (err) {
     if (!(err instanceof JournalOpenError)) throw err
     process.stderr.write(`notes-service: ${err.message}\n`)
@@ -69,7 +74,9 @@ if (config.dataFile !== '') {
 }
 const stores =
   journaled !== undefined
-    ? { store: journaled }
+    ? userTokens === undefined
+      ? { store: journaled.notebook(SHARED_NOTEBOOK) }
+      : { notebooks: journaled, userTokens }
     : postgres instanceof PostgresNotebooks
       ? { notebooks: postgres, userTokens: userTokens as UserTokens }
       : postgres !== undefined

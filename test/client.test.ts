@@ -19,7 +19,7 @@ import {
 } from '../src/client/index.js'
 import { type Config, DEFAULT_CONFIG } from '../src/config/config.js'
 import { UserTokens } from '../src/ops/user-tokens.js'
-import { JournaledStore } from '../src/store/journal/journaled-store.js'
+import { openJournaledStore } from '../src/store/journal/journaled-notebooks.js'
 import { MemoryNoteStore } from '../src/store/memory.js'
 import { MemoryNotebooks } from '../src/store/memory-notebooks.js'
 import { Relay } from './client-relay.js'
@@ -495,7 +495,7 @@ describe('NotesClient.events', () => {
     t.after(() => rmSync(dir, { recursive: true, force: true }))
     const path = join(dir, 'notes.journal')
     const open = () =>
-      new JournaledStore({ path, maxNotes: 1_000, maxBytes: 1 << 20, historyLimit: 1_000 })
+      openJournaledStore({ path, maxNotes: 1_000, maxBytes: 1 << 20, historyLimit: 1_000 })
     const store = open()
     const first = buildApp({ store, config: DEFAULT_CONFIG })
     const base = await serve(t, first)

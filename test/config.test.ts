@@ -140,19 +140,6 @@ describe('loadConfig', () => {
         'DATA_FILE and DATABASE_URL are both set: the notes live in one of them; unset the other.',
       ],
       [
-        { DATA_FILE: 'n', AUTH_JWT_SECRET: 'a-secret-of-32-bytes-or-more-000' },
-        'DATA_FILE keeps the store of service keys only for now; unset user tokens or DATA_FILE.',
-      ],
-      [
-        {
-          DATA_FILE: 'n',
-          AUTH_JWKS_URL: 'https://idp.example/jwks.json',
-          AUTH_ISSUER: 'https://idp.example',
-          AUTH_AUDIENCE: 'notes',
-        },
-        'DATA_FILE keeps the store of service keys only for now; unset user tokens or DATA_FILE.',
-      ],
-      [
         { DATA_FILE: 'a\nb' },
         'Invalid DATA_FILE "a\\nb": expected text without control characters.',
       ],

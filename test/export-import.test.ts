@@ -15,7 +15,7 @@ import { type Config, DEFAULT_CONFIG } from '../src/config/config.js'
 import { Progress } from '../src/ops/command-io.js'
 import { signUserToken } from '../src/ops/token-command.js'
 import { UserTokens } from '../src/ops/user-tokens.js'
-import { JournaledStore } from '../src/store/journal/journaled-store.js'
+import { openJournaledStore } from '../src/store/journal/journaled-notebooks.js'
 import { MemoryNoteStore } from '../src/store/memory.js'
 import { MemoryNotebooks } from '../src/store/memory-notebooks.js'
 import { PostgresNotebooks } from '../src/store/postgres/notebooks.js'
@@ -96,7 +96,7 @@ const STORE_KINDS: [string, () => Promise<NoteStore>][] = [
   [
     'journal',
     async () => {
-      const store = new JournaledStore({
+      const store = openJournaledStore({
         path: fresh('http.journal'),
         maxNotes: 1_000_000,
         maxBytes: 1 << 30,
@@ -322,7 +322,7 @@ function cli(
 
 /** A journal store with an app over it, to fill and read; closed (lock released) by `close`. */
 function journalApp(path: string) {
-  const store = new JournaledStore({ path, maxNotes: 1_000_000, maxBytes: 1 << 30 })
+  const store = openJournaledStore({ path, maxNotes: 1_000_000, maxBytes: 1 << 30 })
   const app = appOver(store)
   return {
     app,
@@ -473,16 +473,21 @@ describe('notes-service export and import (DATA_FILE)', () => {
     }
   })
 
-  it('refuses other notebooks, caps, a running server, and usage errors', async () => {
+  it('takes user notebooks; refuses caps, a running server, and usage errors', async () => {
     const target = fresh('refusals.journal')
     const users = fresh('users.ndjson')
     writeFileSync(
       users,
       '{"notes-service-export":1}\n{"notebook":"user:alice","notes":1}\n{"a":1}\n{"notebook":"shared","notes":0}\n',
     )
+    // A user's notebook goes into a journal as into PostgreSQL; the empty one is not written back.
     const other = await cli(['import', users], { DATA_FILE: target })
-    assert.equal(other.code, 1)
-    assert.match(other.stderr, /shared notebook only; the file has notes in "user:alice"/)
+    assert.equal(other.code, 0, other.stderr)
+    assert.equal(
+      (await cli(['export'], { DATA_FILE: target })).stdout,
+      '{"notes-service-export":1}\n{"notebook":"user:alice","notes":1}\n{"a":1}\n',
+    )
+    rmSync(target)
     const three = fresh('three.ndjson')
     writeFileSync(three, '{"a":1}\n{"a":2}\n{"a":3}\n')
     const capped = await cli(['import', three], { DATA_FILE: target, MAX_NOTES: '2' })
@@ -570,6 +575,11 @@ if (withPostgres) {
       assert.equal((await cli(['export', '--out', file], env)).code, 0)
       const lines = readFileSync(file, 'utf8').split('\n')
       assert.equal(lines[1], '{"notebook":"shared","notes":1}')
+      // Into a journal (DATA_FILE with user tokens) and out again: the same file, byte for byte.
+      const journal = fresh('notebooks.journal')
+      const journalEnv = { DATA_FILE: journal, AUTH_JWT_SECRET: SECRET }
+      assert.equal((await cli(['import', file], journalEnv)).code, 0)
+      assert.equal((await cli(['export'], journalEnv)).stdout, readFileSync(file, 'utf8'))
       const copyUrl = await createTestDatabase()
       assert.equal((await cli(['import', file], { ...env, DATABASE_URL: copyUrl })).code, 0)
       const copy = new PostgresNotebooks({ url: copyUrl, maxNotes: 10_000, maxBytes: 1 << 24 })

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { ISOLATION_SECRET, ISOLATION_SERVICE_KEY, runIsolation } from './hostile/isolation-run.js'
 import { randomSeed } from './hostile/prng.js'
@@ -10,7 +13,7 @@ const TOKENS = { AUTH_JWT_SECRET: ISOLATION_SECRET, API_KEYS: ISOLATION_SERVICE_
 /**
  * The isolation run's short form, against the real service with user tokens on: 4 users and a
  * service key, every answer checked against each notebook's model, and nothing of one notebook
- * in another's answers, headers or change feed; on memory, and on PostgreSQL with two instances
+ * in another's answers, headers or change feed; on memory, on DATA_FILE, and on PostgreSQL with two instances
  * that each request picks between. `npm run fuzz -- --users 5 [--store postgres --instances 2]`
  * is the long form.
  */
@@ -42,6 +45,18 @@ describe('isolation between notebooks (a short random run)', () => {
     timeout: 120_000,
   }, async () => {
     await run({}, 1)
+  })
+
+  it('keeps every notebook to its caller through 3,000 mixed requests, on DATA_FILE', {
+    timeout: 120_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'notes-isolation-'))
+    try {
+      await run({ DATA_FILE: join(dir, 'notes.journal') }, 1)
+    } finally {
+      await Promise.all(servers.splice(0).map((server) => server.stop('SIGTERM')))
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it('keeps every notebook to its caller through 3,000 mixed requests, on PostgreSQL with two instances', {

@@ -16,7 +16,11 @@ import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { JournalOpenError } from '../src/store/journal/journal-open-error.js'
-import { JournaledStore, type JournaledStoreOptions } from '../src/store/journal/journaled-store.js'
+import {
+  type JournaledStoreOptions,
+  openJournaledStore,
+} from '../src/store/journal/journaled-notebooks.js'
+import type { JournaledStore } from '../src/store/journal/journaled-store.js'
 import { type NoteWriter, PreconditionFailed, StoreFullError } from '../src/store/types.js'
 import { startServer } from './hostile/server-process.js'
 import { page, runStoreContract } from './store.contract.js'
@@ -34,7 +38,7 @@ let files = 0
 const freshPath = () => join(root, `notes-${++files}.journal`)
 
 function open(options: Partial<JournaledStoreOptions> & { path: string }): JournaledStore {
-  const store = new JournaledStore({ maxNotes: 1_000_000, maxBytes: 1 << 28, ...options })
+  const store = openJournaledStore({ maxNotes: 1_000_000, maxBytes: 1 << 28, ...options })
   opened.push(store)
   return store
 }

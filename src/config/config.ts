@@ -526,11 +526,6 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
       "AUTH_JWKS_URL needs AUTH_ISSUER and AUTH_AUDIENCE: the provider's issuer and this service's audience, which every token must carry.",
     )
   }
-  if (result.dataFile !== '' && userTokensOn(result)) {
-    throw new ConfigError(
-      'DATA_FILE keeps the store of service keys only for now; unset user tokens or DATA_FILE.',
-    )
-  }
   if (result.dataFile !== '' && result.databaseUrl !== '') {
     throw new ConfigError(
       'DATA_FILE and DATABASE_URL are both set: the notes live in one of them; unset the other.',

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import type { Config } from '../config/config.js'
 import { JournalOpenError } from '../store/journal/journal-open-error.js'
-import { JournaledStore } from '../store/journal/journaled-store.js'
+import { JournaledNotebooks } from '../store/journal/journaled-notebooks.js'
 import { redactUrl } from '../store/postgres/connection.js'
 import { Database } from '../store/postgres/database.js'
 import { CommandError } from './command-io.js'
@@ -12,13 +12,13 @@ import { CommandError } from './command-io.js'
  * database with its schema migrated as at start-up.
  */
 
-/** The journal at DATA_FILE, which must exist (opening creates a missing one). */
-export function openJournal(config: Config): JournaledStore {
+/** The journal at DATA_FILE, every notebook of it, which must exist (opening creates a missing one). */
+export function openJournal(config: Config): JournaledNotebooks {
   if (!existsSync(config.dataFile)) {
     throw new CommandError(`DATA_FILE ${config.dataFile} does not exist.`)
   }
   try {
-    return new JournaledStore({
+    return new JournaledNotebooks({
       path: config.dataFile,
       maxNotes: config.maxNotes,
       maxBytes: config.maxStoreBytes,

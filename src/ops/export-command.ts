@@ -10,7 +10,7 @@ import {
   Progress,
 } from './command-io.js'
 import { openDatabase, openJournal } from './command-stores.js'
-import { HEADER_LINE, notebookLine, SHARED_NOTEBOOK } from './export-file.js'
+import { HEADER_LINE, notebookLine } from './export-file.js'
 
 /**
  * `notes-service export [--out FILE]` (DECISION 36): every notebook of the configured store
@@ -64,19 +64,21 @@ export async function runExportCommand(
   }
 }
 
+/** Every notebook that holds notes, in name order: the journal is locked, so nothing writes meanwhile. */
 async function exportJournal(config: Config, output: Output, progress: Progress): Promise<void> {
-  const store = openJournal(config)
+  const journal = openJournal(config)
   try {
-    const snapshot = store.exportNotes()
     await output.write(`${HEADER_LINE}\n`)
-    if (snapshot.count === 0) return
-    await output.write(`${notebookLine(SHARED_NOTEBOOK, snapshot.count)}\n`)
-    for await (const chunk of snapshot.chunks()) {
-      await output.write(`${chunk.join('\n')}\n`)
-      progress.add(chunk.length)
+    for (const notebook of journal.notebooksWithNotes()) {
+      const snapshot = notebook.exportNotes()
+      await output.write(`${notebookLine(notebook.notebook, snapshot.count)}\n`)
+      for await (const chunk of snapshot.chunks()) {
+        await output.write(`${chunk.join('\n')}\n`)
+        progress.add(chunk.length)
+      }
     }
   } finally {
-    await store.close()
+    await journal.close()
   }
 }
 

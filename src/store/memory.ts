@@ -51,6 +51,8 @@ export interface MemoryStoreOptions {
    * it the store has its own id space and caps alone.
    */
   shared?: SharedParts
+  /** Who holds the notes, in a refusal's words; 'The store', or 'This notebook' with `shared`. */
+  holder?: string
   /**
    * Told of every write, synchronously, as the result it had (a journal writes it down, DECISION
    * 37); `replay` applies such a result again.
@@ -168,10 +170,8 @@ export class MemoryNoteStore implements NoteStore {
 
   constructor(options: MemoryStoreOptions) {
     const { shared } = options
-    this.#capacity =
-      shared === undefined
-        ? new Capacity(options.maxNotes, options.maxBytes, 'The store')
-        : new Capacity(options.maxNotes, options.maxBytes, 'This notebook', shared.capacity)
+    const holder = options.holder ?? (shared === undefined ? 'The store' : 'This notebook')
+    this.#capacity = new Capacity(options.maxNotes, options.maxBytes, holder, shared?.capacity)
     this.#ids = shared?.ids ?? new IdSpace()
     this.#now = options.now ?? Date.now
     this.#epoch = options.epoch ?? randomEpoch()

@@ -8,11 +8,9 @@ import {
 import { etagOf, randomEpoch, versionToken } from '../kernel/version-token.js'
 import type { ImageNote } from '../memory.js'
 import { syncDirectory } from './journal-file.js'
-import { imageRecords, JournaledStore } from './journaled-store.js'
+import { imageRecords } from './journal-records.js'
+import { JournaledNotebooks, notebookEpoch } from './journaled-notebooks.js'
 import { encodeHeader } from './record-format.js'
-
-/** The one notebook a journal holds (DATA_FILE keeps the store of service keys only). */
-const JOURNAL_NOTEBOOK = 'shared'
 
 export interface JournalImportOptions extends ImportCaps {
   /** The journal (DATA_FILE). */
@@ -32,25 +30,17 @@ export interface JournalImportOptions extends ImportCaps {
  * one, so a crash leaves the old journal or the new one, never a mix. The new journal has a new
  * epoch, so no version token or ETag of the old one matches the new contents; the notes keep their
  * order, ids and JSON, at positions 1..n, and later creates give ids above every imported one.
- * @throws ImportRefusedError (nothing changed): another notebook than the shared one, notes
- * already there without `replace`, caps, or a journal that cannot be opened
+ * @throws ImportRefusedError (nothing changed): notes already there without `replace`, caps, or
+ * a journal that cannot be opened
  */
 export async function importIntoJournal(
   source: ImportSource,
   options: JournalImportOptions,
 ): Promise<void> {
-  const others = source.notebooks.filter(
-    (notebook) => notebook.name !== JOURNAL_NOTEBOOK && notebook.notes > 0,
-  )
-  if (others.length > 0) {
-    throw new ImportRefusedError(
-      `DATA_FILE holds the shared notebook only; the file has notes in ${others.map((n) => JSON.stringify(n.name)).join(', ')}: import it into PostgreSQL (DATABASE_URL).`,
-    )
-  }
   checkImportCaps(source, options)
-  let store: JournaledStore
+  let store: JournaledNotebooks
   try {
-    store = new JournaledStore({
+    store = new JournaledNotebooks({
       path: options.path,
       maxNotes: options.maxNotes,
       maxBytes: options.maxBytes,
@@ -73,8 +63,7 @@ export async function importIntoJournal(
 
 async function writeJournal(source: ImportSource, options: JournalImportOptions): Promise<void> {
   const epoch = randomEpoch()
-  const sequence = source.notes
-  const head = { sequence, historyStart: sequence, lastId: source.lastId, history: [], keys: [] }
+  const counts = new Map(source.notebooks.map((notebook) => [notebook.name, notebook.notes]))
   const tmp = `${options.path}.tmp`
   const fd = openSync(tmp, 'w')
   try {
@@ -82,21 +71,37 @@ async function writeJournal(source: ImportSource, options: JournalImportOptions)
       const bytes = frames.length === 1 ? (frames[0] as Buffer) : Buffer.concat(frames)
       for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done)
     }
-    write([encodeHeader(epoch), ...imageRecords({ ...head, notes: [] })])
+    // Each notebook's image: its head (its notes count as its changes so far) then its notes, at
+    // positions 1..n, so its version tokens and ETags are those of a notebook written n times.
+    const headOf = (notebook: string) => {
+      const sequence = counts.get(notebook) ?? 0
+      return { sequence, historyStart: sequence, lastId: source.lastId, history: [], keys: [] }
+    }
+    write([encodeHeader(epoch)])
+    let notebook: string | undefined
+    let notebookEpochOf = ''
     let position = 0
     for await (const chunk of source.read()) {
-      const notes: ImageNote[] = chunk.map((note) => {
+      const frames: Buffer[] = []
+      for (const note of chunk) {
+        if (note.notebook !== notebook) {
+          notebook = note.notebook
+          notebookEpochOf = notebookEpoch(epoch, notebook)
+          position = 0
+          frames.push(...imageRecords({ ...headOf(notebook), notes: [] }, notebook))
+        }
         position++
-        return {
+        const image: ImageNote = {
           json: note.json,
-          etag: etagOf(versionToken(epoch, position)),
+          etag: etagOf(versionToken(notebookEpochOf, position)),
           modified: options.now,
           position,
         }
-      })
-      // The records of these notes: an image of them alone, without its first record (the head,
-      // written once above), so the journal's format stays written in one place.
-      write(imageRecords({ ...head, notes }).slice(1))
+        // The record of this note: an image of it alone, without its head (written once above),
+        // so the journal's format stays written in one place.
+        frames.push(...imageRecords({ ...headOf(notebook), notes: [image] }, notebook).slice(1))
+      }
+      write(frames)
       options.onProgress?.(chunk.length)
     }
     fsyncSync(fd)

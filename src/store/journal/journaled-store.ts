@@ -1,11 +1,8 @@
-import { etagOf, randomEpoch } from '../kernel/version-token.js'
 import {
-  type ImageNote,
   MemoryNoteStore,
   type MemoryStoreOptions,
   type RecordedWrite,
-  type RememberedKey,
-  type StoreImage,
+  type SharedParts,
   snapshot,
 } from '../memory.js'
 import {
@@ -29,105 +26,88 @@ import {
   type StoreStats,
   StoreUnavailableError,
 } from '../types.js'
-import { JournalFile } from './journal-file.js'
-import { JournalOpenError } from './journal-open-error.js'
-import { type DecodedRecord, decodeJournal, encodeRecord } from './record-format.js'
+import {
+  type BatchKeyPayload,
+  type Payload,
+  SHARED_NOTEBOOK,
+  type WritePayload,
+} from './journal-records.js'
+import { encodeRecord } from './record-format.js'
 
-export interface JournaledStoreOptions
-  extends Omit<MemoryStoreOptions, 'epoch' | 'shared' | 'onWrite'> {
-  /** The journal (DATA_FILE); its lock is `path.lock`, a compaction writes `path.tmp`. */
-  path: string
-  /** No compaction below this size, in bytes; default 1 MiB. */
-  compactMinBytes?: number
+/**
+ * What a notebook's store needs of the journal that holds it (JournaledNotebooks): appends that
+ * settle once durable, and the journal's own life.
+ */
+export interface JournalHost {
+  append(bytes: Buffer): Promise<void>
+  /** Settles once every append made before it has. */
+  settled(): Promise<void>
+  readonly closed: boolean
+  /** Closes the journal: every notebook of it. */
+  close(): Promise<void>
+  readonly dropped: { offset: number; bytes: number } | undefined
+  readonly fileBytes: number
 }
 
 /**
- * A record's payload, as JSON: the result of one write (RecordedWrite), or a part of a snapshot
- * that compaction wrote at the start of the file. Records may carry a notebook name (`nb`) later.
- *   {"t":"c","s":7,"id":1700000000000,"m":1700000000000,"json":"{...}","key":["k","fp",1700086400000]}
- *   {"t":"u","s":8,"p":7,"m":1700000000500,"json":"{...}"}      {"t":"d","s":9,"p":7,"id":1700000000000}
- *   a batch, whose writes are replayed all or none, as one record with its key and answer:
- *   {"t":"b","w":[{"t":"c",...},{"t":"u",...}],"key":["k","fp",1700086400000,1700000000000,"{...}"]}
- *   snapshot: {"t":"image","s":9,"hs":0,"last":1700000000000}, then "n" (a note), "h" (a change
- *   of the history) and "k" (an idempotency key) records.
- */
-type Payload =
-  | WritePayload
-  | {
-      t: 'b'
-      w: WritePayload[]
-      key?: [key: string, fingerprint: string, expires: number, modified: number, body: string]
-    }
-  | { t: 'image'; s: number; hs: number; last: number | null }
-  | { t: 'n'; p: number; m: number; etag: string; json: string }
-  | ({ t: 'h' } & Change)
-  | { t: 'k'; k: string; f: string; x: number; m: number; etag: string; json: string }
-
-/** The payload of one write. */
-type WritePayload =
-  | {
-      t: 'c'
-      s: number
-      id: number
-      m: number
-      json: string
-      key?: [key: string, fingerprint: string, expires: number]
-    }
-  | { t: 'u'; s: number; p: number; m: number; json: string }
-  | { t: 'd'; s: number; p: number; id: number }
-
-/**
- * The memory store made durable (DECISION 37): every write is applied to a MemoryNoteStore, written
- * to the journal as its result, and answered once the fsync that covers it completed; the change
- * feed hears of it only then. Reads are the memory store's, so a read may see a write a few ms
- * before that write is acknowledged (and, if the disk then fails, a write that is never).
+ * One notebook of a journal (DECISION 37), or the whole store without user tokens: every write is
+ * applied to a MemoryNoteStore, written to the journal as its result, and answered once the fsync
+ * that covers it completed; the change feed hears of it only then. Reads are the memory store's,
+ * so a read may see a write a few ms before that write is acknowledged (and, if the disk then
+ * fails, a write that is never).
  *
  * When the disk refuses a write, every write not yet durable is answered 507 (ENOSPC, EDQUOT) or
- * 503 (anything else), and the memory store is rebuilt from the journal's durable bytes: nothing
- * acknowledged is lost, and later writes try again.
+ * 503 (anything else), and the journal rebuilds every notebook's memory store from its durable
+ * bytes (`reset`, then a replay): nothing acknowledged is lost, and later writes try again.
  */
 export class JournaledStore implements NoteStore {
-  /** A torn last record that opening dropped, for start-up to log. */
-  readonly dropped: { offset: number; bytes: number } | undefined
-  readonly #options: JournaledStoreOptions
-  readonly #file: JournalFile
-  readonly #epoch: string
+  /** The notebook's name; its records carry it unless it is the shared one. */
+  readonly notebook: string
+  readonly #host: JournalHost
+  readonly #options: Omit<MemoryStoreOptions, 'onWrite'>
   #memory: MemoryNoteStore
   /** The writes and changes of the memory call in progress, taken by #commit. */
   #writes: RecordedWrite[] = []
   #changes: Change[] = []
   readonly #listeners = new Set<(change: Change) => void>()
-  #closed = false
   /** The key of the createOnce in progress, by its create's write. */
   readonly #keyOf = new WeakMap<RecordedWrite, [string, string, number]>()
 
-  /**
-   * Opens (or creates) the journal at `options.path`, under its lock, and replays it.
-   * @throws JournalOpenError with a one-line message.
-   */
-  constructor(options: JournaledStoreOptions) {
+  /** Made by JournaledNotebooks; `options` are the memory store's (its epoch and shared parts). */
+  constructor(host: JournalHost, notebook: string, options: Omit<MemoryStoreOptions, 'onWrite'>) {
+    this.#host = host
+    this.notebook = notebook
     this.#options = options
-    const opened = JournalFile.open({
-      path: options.path,
-      newEpoch: randomEpoch,
-      liveBytes: () => this.#memory.stats().bytes,
-      image: () => imageRecords(this.#memory.image()),
-      onLost: () => {
-        this.#memory = this.#build(this.#fileRecords())
-      },
-      ...(options.compactMinBytes === undefined
-        ? {}
-        : { compactMinBytes: options.compactMinBytes }),
-    })
-    this.#file = opened.file
-    this.#epoch = opened.epoch
-    this.dropped = opened.dropped
-    try {
-      this.#memory = this.#build(opened.records)
-    } catch (err) {
-      void this.#file.close()
-      throw err
-    }
+    this.#memory = this.#newMemory(options)
+  }
+
+  /**
+   * Starts over on an empty memory store with `shared` parts, for the journal to replay into
+   * (`memory`); `ready` then makes it the store's from the next write on.
+   */
+  reset(shared: SharedParts): void {
+    this.#memory = this.#newMemory({ ...this.#options, shared })
+  }
+
+  /** The memory store that a replay fills. */
+  get memory(): MemoryNoteStore {
+    return this.#memory
+  }
+
+  /** Forgets what the replay reported: the changes it made were not writes of this process. */
+  ready(): void {
+    this.#writes = []
+    this.#changes = []
+  }
+
+  /** A torn last record that opening the journal dropped, for start-up to log. */
+  get dropped(): { offset: number; bytes: number } | undefined {
+    return this.#host.dropped
+  }
+
+  /** The journal's size in bytes (for tests and metrics). */
+  get fileBytes(): number {
+    return this.#host.fileBytes
   }
 
   async create(fields: NoteFields): Promise<NoteRecord> {
@@ -155,7 +135,7 @@ export class JournaledStore implements NoteStore {
     if (answer.replayed && wait) {
       // The first create may not be durable yet: a repeat is answered once it is, or, if the disk
       // lost it (and the key with it), creates now. Everything queued before is settled after one wait.
-      await this.#file.settled()
+      await this.#host.settled()
       return this.#createOnce(key, fingerprint, fields, false)
     }
     const write = this.#writes[0]
@@ -184,11 +164,11 @@ export class JournaledStore implements NoteStore {
     if (result.replayed) {
       if (!wait) return result
       // As a create's repeat: answered once the first batch is durable, or applied now if it was lost.
-      await this.#file.settled()
+      await this.#host.settled()
       return this.#batch(work, once, false)
     }
     const kept = once === undefined ? undefined : memory.rememberedKey(once.key)
-    const key: Extract<Payload, { t: 'b' }>['key'] =
+    const key: BatchKeyPayload =
       once === undefined || kept === undefined
         ? undefined
         : [once.key, once.fingerprint, kept.expires, kept.note.modified, result.body]
@@ -252,27 +232,21 @@ export class JournaledStore implements NoteStore {
     return this.#memory.stats()
   }
 
-  /** Waits for the writes in flight, closes the journal and removes its lock. */
+  /** Waits for the writes in flight, closes the journal (every notebook of it) and removes its lock. */
   close(): Promise<void> {
-    this.#closed = true
-    return this.#file.close()
+    return this.#host.close()
   }
 
   /** A write after close would change the memory store and never reach the file. */
   #refuseIfClosed(): void {
-    if (this.#closed) throw new StoreUnavailableError('The store is shutting down.')
-  }
-
-  /** The journal's size in bytes (for tests and metrics). */
-  get fileBytes(): number {
-    return this.#file.size
+    if (this.#host.closed) throw new StoreUnavailableError('The store is shutting down.')
   }
 
   /**
    * Journals what the memory call just did and answers `result` once it is durable. The writes of
    * a batch (`batch`: true, or its key) go in one record, so that a crash keeps all or none.
    */
-  async #commit<T>(result: T, batch?: true | Extract<Payload, { t: 'b' }>['key']): Promise<T> {
+  async #commit<T>(result: T, batch?: true | BatchKeyPayload): Promise<T> {
     const writes = this.#writes
     const changes = this.#changes
     if (writes.length === 0) return result
@@ -280,16 +254,17 @@ export class JournaledStore implements NoteStore {
     this.#changes = []
     let bytes: Buffer
     if (batch === undefined) {
-      const frames = writes.map((write) => encodeRecord(JSON.stringify(this.#payload(write))))
+      const nb = this.notebook === SHARED_NOTEBOOK ? undefined : this.notebook
+      const frames = writes.map((write) => encodeRecord(JSON.stringify(this.#payload(write, nb))))
       bytes = frames.length === 1 ? (frames[0] as Buffer) : Buffer.concat(frames)
     } else {
-      const w = writes.map((write) => this.#payload(write))
-      bytes = encodeRecord(
-        JSON.stringify(batch === true ? { t: 'b', w } : { t: 'b', w, key: batch }),
-      )
+      const w = writes.map((write) => this.#payload(write, undefined))
+      const record: Payload = batch === true ? { t: 'b', w } : { t: 'b', w, key: batch }
+      if (this.notebook !== SHARED_NOTEBOOK) record.nb = this.notebook
+      bytes = encodeRecord(JSON.stringify(record))
     }
     try {
-      await this.#file.append(bytes)
+      await this.#host.append(bytes)
     } catch (err) {
       throw writeError(err)
     }
@@ -297,149 +272,34 @@ export class JournaledStore implements NoteStore {
     return result
   }
 
-  #payload(write: RecordedWrite): WritePayload {
-    switch (write.type) {
-      case 'created': {
-        const { sequence: s, id, modified: m, json } = write
-        const key = this.#keyOf.get(write)
-        return key === undefined ? { t: 'c', s, id, m, json } : { t: 'c', s, id, m, json, key }
-      }
-      case 'updated':
-        return { t: 'u', s: write.sequence, p: write.position, m: write.modified, json: write.json }
-      case 'deleted':
-        return { t: 'd', s: write.sequence, p: write.position, id: write.id }
-    }
+  /** The record of one write; `nb` names the notebook (in a batch, the batch's record does). */
+  #payload(write: RecordedWrite, nb: string | undefined): WritePayload {
+    const payload = writePayload(write, this.#keyOf.get(write))
+    if (nb !== undefined) payload.nb = nb
+    return payload
   }
 
-  #fileRecords(): readonly DecodedRecord[] {
-    // The file was cut back to its durable length, which decodes as it did when it was written.
-    const decoded = decodeJournal(this.#file.durableBytes())
-    if (decoded === 'foreign' || !decoded.ok) throw new Error('the journal changed under the store')
-    return decoded.records
-  }
-
-  /** A memory store holding what the records say, reporting its writes to this one. */
-  #build(records: readonly DecodedRecord[]): MemoryNoteStore {
-    const { path: _path, compactMinBytes: _min, ...memoryOptions } = this.#options
-    const memory = new MemoryNoteStore({
-      ...memoryOptions,
-      epoch: this.#epoch,
-      onWrite: (write) => this.#writes.push(write),
-    })
-    let i = 0
-    try {
-      const first = records[0]
-      if (first !== undefined && (parse(first) as Payload).t === 'image') {
-        i = loadImage(memory, records)
-      }
-      for (; i < records.length; i++) replayRecord(memory, parse(records[i] as DecodedRecord))
-    } catch (err) {
-      const offset = (records[i] as DecodedRecord | undefined)?.offset ?? 0
-      throw new JournalOpenError(
-        `DATA_FILE ${this.#options.path} is damaged at byte ${offset}: ${(err as Error).message}; restore it from a backup or move it away.`,
-      )
-    }
+  #newMemory(options: Omit<MemoryStoreOptions, 'onWrite'>): MemoryNoteStore {
+    const memory = new MemoryNoteStore({ ...options, onWrite: (write) => this.#writes.push(write) })
     memory.subscribe((change) => this.#changes.push(change))
     return memory
   }
 }
 
-/** The snapshot records of an image, in the order loadImage reads them (an import writes them too). */
-export function imageRecords(image: StoreImage): Buffer[] {
-  const frames: Buffer[] = []
-  const add = (payload: Payload) => frames.push(encodeRecord(JSON.stringify(payload)))
-  const last = Number.isFinite(image.lastId) ? image.lastId : null
-  add({ t: 'image', s: image.sequence, hs: image.historyStart, last })
-  for (const { position: p, modified: m, etag, json } of image.notes)
-    add({ t: 'n', p, m, etag, json })
-  for (const change of image.history) add({ t: 'h', ...change })
-  for (const [k, { fingerprint: f, expires: x, note }] of image.keys) {
-    add({ t: 'k', k, f, x, m: note.modified, etag: note.etag, json: note.json })
-  }
-  return frames
-}
-
-/** Loads the snapshot at the start of `records`; returns the index of the first record after it. */
-function loadImage(memory: MemoryNoteStore, records: readonly DecodedRecord[]): number {
-  const head = parse(records[0] as DecodedRecord) as Extract<Payload, { t: 'image' }>
-  const notes: ImageNote[] = []
-  const history: Change[] = []
-  const keys: [string, RememberedKey][] = []
-  let i = 1
-  for (; i < records.length; i++) {
-    const payload = parse(records[i] as DecodedRecord)
-    if (payload.t === 'n') {
-      notes.push({
-        position: payload.p,
-        modified: payload.m,
-        etag: payload.etag,
-        json: payload.json,
-      })
-    } else if (payload.t === 'h') {
-      const { type, version, sequence, data } = payload
-      history.push({ type, version, sequence, data })
-    } else if (payload.t === 'k') {
-      const note = { json: payload.json, etag: payload.etag, modified: payload.m }
-      keys.push([payload.k, { fingerprint: payload.f, expires: payload.x, note }])
-    } else break
-  }
-  memory.load({
-    sequence: head.s,
-    historyStart: head.hs,
-    lastId: head.last ?? Number.NEGATIVE_INFINITY,
-    notes,
-    history,
-    keys,
-  })
-  return i
-}
-
-function replayRecord(memory: MemoryNoteStore, payload: Payload): void {
-  switch (payload.t) {
-    case 'c': {
-      const { s: sequence, id, m: modified, json, key } = payload
-      memory.replay({ type: 'created', sequence, id, json, modified })
-      if (key !== undefined) {
-        const note = { json, etag: etagOf(memory.version()), modified }
-        memory.remember(key[0], { fingerprint: key[1], expires: key[2], note }, modified)
-      }
-      return
+function writePayload(
+  write: RecordedWrite,
+  key: [string, string, number] | undefined,
+): WritePayload {
+  switch (write.type) {
+    case 'created': {
+      const { sequence: s, id, modified: m, json } = write
+      return key === undefined ? { t: 'c', s, id, m, json } : { t: 'c', s, id, m, json, key }
     }
-    case 'u':
-      memory.replay({
-        type: 'updated',
-        sequence: payload.s,
-        position: payload.p,
-        json: payload.json,
-        modified: payload.m,
-      })
-      return
-    case 'd':
-      memory.replay({ type: 'deleted', sequence: payload.s, position: payload.p, id: payload.id })
-      return
-    case 'b': {
-      for (const write of payload.w) {
-        if ((write as Payload).t === 'b') throw new Error('a batch inside a batch')
-        replayRecord(memory, write)
-      }
-      if (payload.key !== undefined) {
-        const [key, fingerprint, expires, modified, body] = payload.key
-        const note = { json: body, etag: '', modified }
-        memory.remember(key, { fingerprint, expires, note }, modified)
-      }
-      return
-    }
-    default:
-      throw new Error(`a record of type ${JSON.stringify(payload.t)} out of place`)
+    case 'updated':
+      return { t: 'u', s: write.sequence, p: write.position, m: write.modified, json: write.json }
+    case 'deleted':
+      return { t: 'd', s: write.sequence, p: write.position, id: write.id }
   }
-}
-
-function parse(record: DecodedRecord): Payload {
-  const payload: unknown = JSON.parse(record.payload)
-  if (typeof payload !== 'object' || payload === null || !('t' in payload)) {
-    throw new Error('a record that is not a journal entry')
-  }
-  return payload as Payload
 }
 
 /** The disk's refusal as the store's: 507 when it is full, 503 otherwise. */
