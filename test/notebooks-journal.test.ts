@@ -13,6 +13,7 @@ import {
   openJournaledStore,
 } from '../src/store/journal/journaled-notebooks.js'
 import type { NoteStore } from '../src/store/types.js'
+import { startServer } from './hostile/server-process.js'
 import { runNotebooksContract } from './notebooks.contract.js'
 import { type ContractStoreOptions, runStoreContract } from './store.contract.js'
 
@@ -233,5 +234,80 @@ describe('DATA_FILE with user tokens, over HTTP', () => {
     ]
     assert.deepEqual(afterRestart, before)
     await app.close()
+  })
+})
+
+describe('DATA_FILE with user tokens: kill -9', () => {
+  it("keeps every user's acknowledged writes, in that user's notebook only", async () => {
+    const SECRET = 'a-secret-of-32-bytes-or-more-for-tests'
+    const path = freshPath()
+    const env = { DATA_FILE: path, AUTH_JWT_SECRET: SECRET }
+    const secret = Buffer.from(SECRET)
+    const users = ['ann', 'ben', 'cy']
+    const tokens = await Promise.all(
+      users.map(async (sub) => `Bearer ${await signUserToken({ secret, sub, ttlSeconds: 600 })}`),
+    )
+    const server = await startServer({ env })
+    const call = (port: number, token: string, method: string, path: string, body?: unknown) =>
+      fetch(`http://127.0.0.1:${port}${path}`, {
+        method,
+        headers: { authorization: token, 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      }).then(async (response) => ({ status: response.status, body: await response.text() }))
+    const acknowledged = users.map(() => [] as string[])
+    // Each user writes single creates and batches of three, until the process dies.
+    const writers = users.flatMap((user, u) =>
+      Array.from({ length: 3 }, async (_, w) => {
+        for (let j = 0; ; j++) {
+          const tag = `${user}-${w}-${j}`
+          const answer =
+            j % 2 === 0
+              ? await call(server.port, tokens[u] as string, 'POST', '/api/note', { tag }).catch(
+                  () => undefined,
+                )
+              : await call(server.port, tokens[u] as string, 'POST', '/api/batch', {
+                  requests: [0, 1, 2].map((n) => ({
+                    method: 'POST',
+                    url: '/api/note',
+                    body: { tag, n },
+                  })),
+                }).catch(() => undefined)
+          if (answer?.status !== 200) return
+          acknowledged[u]?.push(tag)
+        }
+      }),
+    )
+    // Killed at a random moment once every user has a few writes acknowledged.
+    const deadline = Date.now() + 30_000
+    while (acknowledged.some((tags) => tags.length < 4) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * 200))
+    server.child.kill('SIGKILL')
+    await server.exited
+    await Promise.all(writers)
+    const again = await startServer({ env })
+    try {
+      for (const [u, user] of users.entries()) {
+        const list = await call(again.port, tokens[u] as string, 'GET', '/api/note')
+        const tags = (JSON.parse(list.body).data as { tag: string }[]).map((note) => note.tag)
+        const counts = new Map<string, number>()
+        for (const tag of tags) counts.set(tag, (counts.get(tag) ?? 0) + 1)
+        assert.ok(
+          (acknowledged[u]?.length ?? 0) > 3,
+          `${user}: ${acknowledged[u]?.length} acknowledged`,
+        )
+        for (const tag of acknowledged[u] ?? []) {
+          const expected = Number(tag.split('-')[2]) % 2 === 0 ? 1 : 3
+          assert.equal(counts.get(tag), expected, `${user}'s ${tag} is kept whole`)
+        }
+        assert.ok(
+          tags.every((tag) => tag.startsWith(`${user}-`)),
+          `${user} sees only their notes`,
+        )
+      }
+    } finally {
+      await again.stop()
+    }
   })
 })
