@@ -2,21 +2,18 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import type { Server } from 'node:http'
 import { tmpdir } from 'node:os'
-import { dirname, extname, join, normalize } from 'node:path'
+import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { fileURLToPath } from 'node:url'
 import type { Browser, Page } from 'playwright-core'
 import { FileReplicaStorage } from '../src/client/replica/file-storage.js'
 import { MemoryReplicaStorage } from '../src/client/replica/memory-storage.js'
 import type { ReplicaStorage } from '../src/client/replica/storage.js'
 import { launchChromium, SKIP } from './chromium.js'
+import { DIST, serveDist } from './dist-server.js'
 import { CASES, contentsOf, type StorageUnderTest } from './replica-storage.contract.js'
 
-/** dist/, where the compiled modules are: the page imports them from a static server over it. */
-const DIST = join(dirname(fileURLToPath(import.meta.url)), '..')
 const CHILD = join(DIST, 'test/replica-storage-child.js')
 
 function temporaryFolder(): string {
@@ -236,42 +233,19 @@ describe('FileReplicaStorage (the file)', () => {
   })
 })
 
-/** A static server over dist/ on 127.0.0.1: the page imports the compiled modules from it. */
-async function serveDist(): Promise<Server> {
-  const types: Record<string, string> = { '.js': 'text/javascript', '.html': 'text/html' }
-  const server = createServer((request, response) => {
-    const path = normalize(new URL(request.url ?? '/', 'http://x').pathname)
-    if (path === '/') {
-      response
-        .writeHead(200, { 'content-type': 'text/html' })
-        .end('<!doctype html><title>t</title>')
-      return
-    }
-    const file = join(DIST, path)
-    const type = types[extname(file)]
-    if (!file.startsWith(DIST) || type === undefined || !existsSync(file)) {
-      response.writeHead(404).end()
-      return
-    }
-    response.writeHead(200, { 'content-type': type }).end(readFileSync(file))
-  })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  return server
-}
-
 describe('IndexedDbReplicaStorage in Chromium (the storage contract)', { skip: SKIP }, () => {
   let browser: Browser | undefined
   let server: Server | undefined
   let page: Page
 
   before(async () => {
-    server = await serveDist()
+    const served = await serveDist()
+    server = served.server
     browser = await launchChromium()
     page = await browser.newPage()
     const errors: string[] = []
     page.on('pageerror', (error) => errors.push(error.message))
-    await page.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`)
+    await page.goto(`${served.origin}/`)
     assert.deepEqual(errors, [])
   })
 

@@ -1,0 +1,170 @@
+import {
+  type IdbFactoryLike,
+  IndexedDbReplicaStorage,
+} from '../src/client/replica/indexeddb-storage.js'
+import type { ReplicaWrite } from '../src/client/replica/storage.js'
+
+/**
+ * The browser half of bench/replica-storage.ts: loaded into a Chromium page, it times the
+ * IndexedDB storage as shipped (a store per table, JSON text values) against two layouts it did
+ * not choose, written here on raw IndexedDB: one store keyed by [table, key], and a store per table
+ * holding structured-clone objects instead of JSON text.
+ */
+
+type Layout = 'shipped' | 'one-store' | 'objects'
+
+const TABLES = ['notes', 'outbox', 'meta', 'conflicts']
+
+/** A note of about 200 bytes as JSON. */
+export function noteOf(i: number): Record<string, unknown> {
+  return {
+    id: 1_700_000_000_000 + i,
+    title: `Note number ${i}`,
+    body: `Some text of note ${i}, long enough to bring it to about two hundred bytes in all.`,
+    tags: ['work', i % 2 === 0 ? 'even' : 'odd'],
+    etag: `"${(i * 2654435761) % 4294967296}"`,
+  }
+}
+
+const factory = (): IdbFactoryLike =>
+  (globalThis as unknown as { indexedDB: IdbFactoryLike }).indexedDB
+
+function request<T>(r: {
+  result: T
+  onsuccess: (() => void) | null
+  onerror: ((e: { preventDefault(): void }) => void) | null
+  error: { name: string } | null
+}): Promise<T> {
+  return new Promise((resolve, reject) => {
+    r.onsuccess = () => resolve(r.result)
+    r.onerror = () => reject(new Error(r.error?.name ?? 'error'))
+  })
+}
+
+type Db = Awaited<ReturnType<typeof openRaw>>
+
+async function openRaw(name: string, layout: Exclude<Layout, 'shipped'>) {
+  const r = factory().open(name, 1)
+  r.onupgradeneeded = () => {
+    if (layout === 'one-store') r.result.createObjectStore('all')
+    else for (const table of TABLES) r.result.createObjectStore(table)
+  }
+  return request(r)
+}
+
+function done(tx: { oncomplete: (() => void) | null; onabort: (() => void) | null }) {
+  return new Promise<void>((resolve, reject) => {
+    tx.oncomplete = () => resolve()
+    tx.onabort = () => reject(new Error('aborted'))
+  })
+}
+
+async function fillRaw(db: Db, layout: Exclude<Layout, 'shipped'>, count: number) {
+  const stores = layout === 'one-store' ? ['all'] : TABLES
+  const tx = db.transaction(stores, 'readwrite', { durability: 'strict' })
+  for (let i = 0; i < count; i++) {
+    const key = `n:${1_700_000_000_000 + i}`
+    if (layout === 'one-store') {
+      // An array key: the raw API takes any valid key, the narrow type here only strings.
+      tx.objectStore('all').put(JSON.stringify(noteOf(i)), ['notes', key] as unknown as string)
+    } else tx.objectStore('notes').put(noteOf(i), key)
+  }
+  await done(tx)
+}
+
+async function loadRaw(db: Db, layout: Exclude<Layout, 'shipped'>) {
+  const stores = layout === 'one-store' ? ['all'] : TABLES
+  const tx = db.transaction(stores, 'readonly')
+  const reads = stores.map((s) => ({
+    keys: tx.objectStore(s).getAllKeys(),
+    values: tx.objectStore(s).getAll(),
+  }))
+  await done(tx)
+  const tables = new Map<string, Map<string, unknown>>(TABLES.map((t) => [t, new Map()]))
+  reads.forEach(({ keys, values }, s) => {
+    keys.result.forEach((key, i) => {
+      if (layout === 'one-store') {
+        const [table, k] = key as [string, string]
+        tables.get(table)?.set(k, JSON.parse(values.result[i] as string))
+      } else tables.get(stores[s] as string)?.set(key as string, values.result[i])
+    })
+  })
+  return tables
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  return Math.round((sorted[Math.floor(sorted.length / 2)] as number) * 10) / 10
+}
+
+/** Open + load of `count` notes, `rounds` times, for each layout; then one outbox write. */
+export async function measure(count: number, rounds: number) {
+  const load: Record<Layout, number> = { shipped: 0, 'one-store': 0, objects: 0 }
+  const run = `${Date.now()}`
+  // Shipped.
+  {
+    const name = `bench-shipped-${run}`
+    const storage = await IndexedDbReplicaStorage.open(name)
+    const writes: ReplicaWrite[] = []
+    for (let i = 0; i < count; i++) {
+      writes.push({ table: 'notes', key: `n:${1_700_000_000_000 + i}`, value: noteOf(i) })
+    }
+    await storage.write(writes)
+    await storage.close()
+    const times: number[] = []
+    for (let r = 0; r < rounds; r++) {
+      const start = performance.now()
+      const again = await IndexedDbReplicaStorage.open(name)
+      const contents = await again.load()
+      times.push(performance.now() - start)
+      if (contents.notes.size !== count) throw new Error(`loaded ${contents.notes.size}`)
+      await again.close()
+    }
+    load.shipped = median(times)
+  }
+  for (const layout of ['one-store', 'objects'] as const) {
+    const name = `bench-${layout}-${run}`
+    const db = await openRaw(name, layout)
+    await fillRaw(db, layout, count)
+    db.close()
+    const times: number[] = []
+    for (let r = 0; r < rounds; r++) {
+      const start = performance.now()
+      const again = await openRaw(name, layout)
+      const tables = await loadRaw(again, layout)
+      times.push(performance.now() - start)
+      if (tables.get('notes')?.size !== count)
+        throw new Error(`loaded ${tables.get('notes')?.size}`)
+      again.close()
+    }
+    load[layout] = median(times)
+  }
+  // One outbox entry, as the replica writes it (an entry and the next sequence number).
+  const storage = await IndexedDbReplicaStorage.open(`bench-shipped-${run}`)
+  const strict: number[] = []
+  for (let i = 0; i < 30; i++) {
+    const start = performance.now()
+    await storage.write([
+      {
+        table: 'outbox',
+        key: String(i).padStart(12, '0'),
+        value: { op: 'update', note: noteOf(i) },
+      },
+      { table: 'meta', key: 'outbox-next', value: i + 1 },
+    ])
+    strict.push(performance.now() - start)
+  }
+  await storage.close()
+  const raw = await openRaw(`bench-objects-${run}`, 'objects')
+  const relaxed: number[] = []
+  for (let i = 0; i < 30; i++) {
+    const start = performance.now()
+    const tx = raw.transaction(TABLES, 'readwrite', { durability: 'relaxed' })
+    tx.objectStore('outbox').put(JSON.stringify({ op: 'update', note: noteOf(i) }), String(i))
+    tx.objectStore('meta').put(String(i + 1), 'outbox-next')
+    await done(tx)
+    relaxed.push(performance.now() - start)
+  }
+  raw.close()
+  return { load, write: { strict: median(strict), relaxed: median(relaxed) } }
+}
