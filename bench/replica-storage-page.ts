@@ -11,7 +11,14 @@ import type { ReplicaWrite } from '../src/client/replica/storage.js'
  * holding structured-clone objects instead of JSON text.
  */
 
-type Layout = 'shipped' | 'one-store' | 'objects'
+/**
+ * one-store: [table, key] keys, JSON text; objects: a store per table, structured-clone values;
+ * key-inside: a store per table, values [key, JSON text] so that getAll alone is enough;
+ * buckets: a store per table, each record the JSON text of 1/64 of the table's entries.
+ */
+type Layout = 'shipped' | 'one-store' | 'objects' | 'key-inside' | 'buckets'
+type Raw = Exclude<Layout, 'shipped'>
+const BUCKETS = 64
 
 const TABLES = ['notes', 'outbox', 'meta', 'conflicts']
 
@@ -43,7 +50,7 @@ function request<T>(r: {
 
 type Db = Awaited<ReturnType<typeof openRaw>>
 
-async function openRaw(name: string, layout: Exclude<Layout, 'shipped'>) {
+async function openRaw(name: string, layout: Raw) {
   const r = factory().open(name, 1)
   r.onupgradeneeded = () => {
     if (layout === 'one-store') r.result.createObjectStore('all')
@@ -59,7 +66,7 @@ function done(tx: { oncomplete: (() => void) | null; onabort: (() => void) | nul
   })
 }
 
-async function fillRaw(db: Db, layout: Exclude<Layout, 'shipped'>, count: number) {
+async function fillRaw(db: Db, layout: Raw, count: number) {
   const stores = layout === 'one-store' ? ['all'] : TABLES
   const tx = db.transaction(stores, 'readwrite', { durability: 'strict' })
   for (let i = 0; i < count; i++) {
@@ -67,27 +74,53 @@ async function fillRaw(db: Db, layout: Exclude<Layout, 'shipped'>, count: number
     if (layout === 'one-store') {
       // An array key: the raw API takes any valid key, the narrow type here only strings.
       tx.objectStore('all').put(JSON.stringify(noteOf(i)), ['notes', key] as unknown as string)
-    } else tx.objectStore('notes').put(noteOf(i), key)
+    } else if (layout === 'objects') tx.objectStore('notes').put(noteOf(i), key)
+    else if (layout === 'key-inside') {
+      tx.objectStore('notes').put([key, JSON.stringify(noteOf(i))], key)
+    }
+  }
+  if (layout === 'buckets') {
+    const buckets = Array.from({ length: BUCKETS }, () => [] as string[])
+    for (let i = 0; i < count; i++) {
+      const key = `n:${1_700_000_000_000 + i}`
+      buckets[i % BUCKETS]?.push(`${JSON.stringify(key)}:${JSON.stringify(noteOf(i))}`)
+    }
+    buckets.forEach((b, i) => {
+      tx.objectStore('notes').put(`{${b.join(',')}}`, String(i))
+    })
   }
   await done(tx)
 }
 
-async function loadRaw(db: Db, layout: Exclude<Layout, 'shipped'>) {
+async function loadRaw(db: Db, layout: Raw) {
   const stores = layout === 'one-store' ? ['all'] : TABLES
   const tx = db.transaction(stores, 'readonly')
+  const getAllOnly = layout === 'key-inside' || layout === 'buckets'
   const reads = stores.map((s) => ({
-    keys: tx.objectStore(s).getAllKeys(),
+    keys: getAllOnly ? undefined : tx.objectStore(s).getAllKeys(),
     values: tx.objectStore(s).getAll(),
   }))
   await done(tx)
   const tables = new Map<string, Map<string, unknown>>(TABLES.map((t) => [t, new Map()]))
   reads.forEach(({ keys, values }, s) => {
-    keys.result.forEach((key, i) => {
-      if (layout === 'one-store') {
-        const [table, k] = key as [string, string]
-        tables.get(table)?.set(k, JSON.parse(values.result[i] as string))
-      } else tables.get(stores[s] as string)?.set(key as string, values.result[i])
-    })
+    const table = tables.get(stores[s] as string) as Map<string, unknown>
+    if (layout === 'key-inside') {
+      for (const [key, text] of values.result as [string, string][])
+        table.set(key, JSON.parse(text))
+    } else if (layout === 'buckets') {
+      const entries: [string, unknown][] = []
+      for (const text of values.result as string[])
+        entries.push(...Object.entries(JSON.parse(text)))
+      entries.sort(([a], [b]) => (a < b ? -1 : 1))
+      for (const [key, value] of entries) table.set(key, value)
+    } else {
+      keys?.result.forEach((key, i) => {
+        if (layout === 'one-store') {
+          const [t, k] = key as [string, string]
+          tables.get(t)?.set(k, JSON.parse(values.result[i] as string))
+        } else table.set(key as string, values.result[i])
+      })
+    }
   })
   return tables
 }
@@ -99,7 +132,13 @@ function median(values: number[]): number {
 
 /** Open + load of `count` notes, `rounds` times, for each layout; then one outbox write. */
 export async function measure(count: number, rounds: number) {
-  const load: Record<Layout, number> = { shipped: 0, 'one-store': 0, objects: 0 }
+  const load: Record<Layout, number> = {
+    shipped: 0,
+    'one-store': 0,
+    objects: 0,
+    'key-inside': 0,
+    buckets: 0,
+  }
   const run = `${Date.now()}`
   // Shipped.
   {
@@ -122,7 +161,7 @@ export async function measure(count: number, rounds: number) {
     }
     load.shipped = median(times)
   }
-  for (const layout of ['one-store', 'objects'] as const) {
+  for (const layout of ['one-store', 'objects', 'key-inside', 'buckets'] as const) {
     const name = `bench-${layout}-${run}`
     const db = await openRaw(name, layout)
     await fillRaw(db, layout, count)

@@ -277,6 +277,32 @@ describe('IndexedDbReplicaStorage in Chromium (the storage contract)', { skip: S
     })
   }
 
+  it('loses nothing when two connections (two tabs) write the same buckets at once', async () => {
+    const answer = await page.evaluate(async () => {
+      const module = '/src/client/replica/indexeddb-storage.js'
+      const { IndexedDbReplicaStorage } = await import(module)
+      const [one, two] = await Promise.all([
+        IndexedDbReplicaStorage.open('two-tabs'),
+        IndexedDbReplicaStorage.open('two-tabs'),
+      ])
+      await Promise.all(
+        Array.from({ length: 400 }, (_, i) =>
+          (i % 2 === 0 ? one : two).write([{ table: 'notes', key: `n:${i}`, value: i }]),
+        ),
+      )
+      await one.close()
+      await two.close()
+      const third = await IndexedDbReplicaStorage.open('two-tabs')
+      const { notes } = await third.load()
+      await third.close()
+      return [...notes.values()].sort((a, b) => (a as number) - (b as number))
+    })
+    assert.deepEqual(
+      answer,
+      Array.from({ length: 400 }, (_, i) => i),
+    )
+  })
+
   it('steps aside for a newer version opened in another tab, and refuses to open an older one after', async () => {
     const answer = await page.evaluate(async () => {
       const module = '/src/client/replica/indexeddb-storage.js'
