@@ -8,6 +8,10 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import type { Browser, Page } from 'playwright-core'
 import { FileReplicaStorage } from '../src/client/replica/file-storage.js'
+import {
+  type IdbFactoryLike,
+  IndexedDbReplicaStorage,
+} from '../src/client/replica/indexeddb-storage.js'
 import { MemoryReplicaStorage } from '../src/client/replica/memory-storage.js'
 import type { ReplicaStorage } from '../src/client/replica/storage.js'
 import { launchChromium, SKIP } from './chromium.js'
@@ -231,6 +235,58 @@ describe('FileReplicaStorage (the file)', () => {
     assert.deepEqual(await again.load(), expected)
     await again.close()
   })
+})
+
+/** An IndexedDB whose open() does one thing: fires `event` (with `error`) or throws `error`. */
+function refusingIndexedDb(event: 'error' | 'blocked' | 'throw', name: string): IdbFactoryLike {
+  const error = { name, message: `${name} (a stand-in)` }
+  return {
+    open() {
+      if (event === 'throw') throw error
+      const request = {
+        result: undefined as never,
+        error,
+        onsuccess: null,
+        onerror: null as ((e: { preventDefault(): void }) => void) | null,
+        onupgradeneeded: null,
+        onblocked: null as (() => void) | null,
+      }
+      setTimeout(() => {
+        if (event === 'blocked') request.onblocked?.()
+        else request.onerror?.({ preventDefault() {} })
+      })
+      return request
+    },
+    deleteDatabase() {
+      throw new Error('not used')
+    },
+  }
+}
+
+describe('IndexedDbReplicaStorage where IndexedDB is missing or refuses', () => {
+  it('says unavailable where there is no IndexedDB (Node here; some private windows)', async () => {
+    await assert.rejects(IndexedDbReplicaStorage.open('x'), {
+      name: 'ReplicaStorageError',
+      code: 'unavailable',
+      message:
+        'This browser offers no IndexedDB here (a private window or a sandboxed frame may not); the replica cannot be kept.',
+    })
+  })
+
+  const cases = [
+    ['error', 'InvalidStateError', 'unavailable', /private window/],
+    ['throw', 'SecurityError', 'unavailable', /SecurityError/],
+    ['error', 'VersionError', 'unavailable', /newer version of this page/],
+    ['blocked', 'unused', 'blocked', /held open at an older version by another tab/],
+  ] as const
+  for (const [event, errorName, code, message] of cases) {
+    it(`says ${code} when opening ${event === 'blocked' ? 'is blocked' : `fails with ${errorName}`}`, async () => {
+      await assert.rejects(
+        IndexedDbReplicaStorage.open('x', { indexedDB: refusingIndexedDb(event, errorName) }),
+        { name: 'ReplicaStorageError', code, message },
+      )
+    })
+  }
 })
 
 describe('IndexedDbReplicaStorage in Chromium (the storage contract)', { skip: SKIP }, () => {
