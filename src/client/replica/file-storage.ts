@@ -77,6 +77,8 @@ export class FileReplicaStorage implements ReplicaStorage {
   #live: number
   /** The file's length up to its last durable record. */
   #size: number
+  /** No compaction before the file is this long (raised after a failed one, so as not to retry each write). */
+  #compactAt = 0
   #queue: Pending[] = []
   #busy = false
   #idle: (() => void)[] = []
@@ -210,9 +212,14 @@ export class FileReplicaStorage implements ReplicaStorage {
         continue
       }
       for (const pending of batch) this.#live += applyTo(this.#texts, pending.changes)
-      if (this.#size > Math.max(this.#compactMinBytes, 2 * this.#live)) {
-        // A failed compaction leaves the old file in place, which holds every write.
-        await this.#compact().catch(() => {})
+      if (
+        this.#size >= this.#compactAt &&
+        this.#size > Math.max(this.#compactMinBytes, 2 * this.#live)
+      ) {
+        // A failed compaction (no room for the copy) leaves the old file, which holds every write.
+        await this.#compact().catch(() => {
+          this.#compactAt = Math.ceil(this.#size * 1.5)
+        })
       }
       for (const pending of batch) {
         if (pending.refused !== undefined) pending.reject(pending.refused)

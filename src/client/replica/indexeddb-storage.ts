@@ -25,9 +25,10 @@ import {
 const VERSION = 1
 /**
  * Records per table: each holds the entries whose keys hash to it, as the JSON text of
- * [[key, value], ...]. Chromium pays per record read (10,000 records of a note each: ~400 ms to
- * load on a loaded 2-core VM; 64 buckets: ~250 ms), and a write rewrites only the buckets it
- * touches: at 10,000 notes about 80 notes, 16 kB, each.
+ * [[key, value], ...]. Chromium pays per record read: 10,000 notes as a record each loaded two to
+ * three times slower than as buckets (bench/README.md), and a write rewrites only the buckets it
+ * touches, at 10,000 notes about 80 notes (16 kB) each. Changing it moves keys to other buckets:
+ * that needs a new VERSION whose upgrade re-buckets every table.
  */
 const BUCKETS = 128
 
