@@ -33,8 +33,12 @@ function importsOf(file: string): string[] {
 }
 
 const FILES = sources()
-/** The replica's file storage, its own subpath export (notes-service/client/file-storage). */
+/**
+ * The replica's file storage, its own subpath export (notes-service/client/file-storage), and the
+ * module of its bytes and file steps, which only it imports.
+ */
 const NODE_ONLY = 'client/replica/file-storage.ts'
+const NODE_ONLY_PARTS = ['client/replica/file-journal.ts']
 const GRAPH = new Map(FILES.map((file) => [file, importsOf(file)]))
 
 describe('the floors of src/', () => {
@@ -72,6 +76,7 @@ describe('the floors of src/', () => {
       (file) =>
         file.startsWith('client/') &&
         file !== NODE_ONLY &&
+        !NODE_ONLY_PARTS.includes(file) &&
         /^(?:import|export)\b[^'"]*?from\s+'node:/m.test(readFileSync(join(SRC, file), 'utf8')),
     )
     assert.ok(FILES.includes('client/index.ts'))
@@ -82,6 +87,10 @@ describe('the floors of src/', () => {
     assert.ok(FILES.includes(NODE_ONLY))
     const importers = FILES.filter((file) => (GRAPH.get(file) ?? []).includes(NODE_ONLY))
     assert.deepEqual(importers, [])
+    for (const part of NODE_ONLY_PARTS) {
+      const partImporters = FILES.filter((file) => (GRAPH.get(file) ?? []).includes(part))
+      assert.deepEqual(partImporters, [NODE_ONLY], part)
+    }
   })
 
   it('has no import loop', () => {
