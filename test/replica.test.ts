@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify'
 import {
   MemoryReplicaStorage,
   NotesClient,
+  type NoteResult,
   type NotesClientOptions,
   Replica,
   type ReplicaEvent,
@@ -216,7 +217,7 @@ describeEachStore('Replica', (suite) => {
   it('keeps a conflict with both versions, and resolves it each of three ways', async (t) => {
     const { direct, open } = await setup(t, suite)
     const replica = await open()
-    const made = []
+    const made: NoteResult[] = []
     for (const title of ['mine', 'theirs', 'merged', 'deleted']) {
       made.push(await direct.create({ title, body: 'v1' }))
     }
