@@ -12,6 +12,20 @@ export {
 } from './errors.js'
 export { EventStreamParser, type StreamEvent } from './event-stream.js'
 export { NotesClient, type NotesClientOptions } from './notes-client.js'
+export { MemoryReplicaStorage } from './replica/memory-storage.js'
+export {
+  Replica,
+  type ReplicaConflict,
+  type ReplicaEntry,
+  type ReplicaEvent,
+  type ReplicaOptions,
+} from './replica/replica.js'
+export type {
+  ReplicaContents,
+  ReplicaStorage,
+  ReplicaTable,
+  ReplicaWrite,
+} from './replica/storage.js'
 export type { RetryOptions } from './retry-policy.js'
 export type { TokenSource } from './transport.js'
 export type {
@@ -32,17 +46,3 @@ export type {
   PagesOptions,
   UpdateOptions,
 } from './types.js'
-export { MemoryReplicaStorage } from './replica/memory-storage.js'
-export {
-  Replica,
-  type ReplicaConflict,
-  type ReplicaEntry,
-  type ReplicaEvent,
-  type ReplicaOptions,
-} from './replica/replica.js'
-export type {
-  ReplicaContents,
-  ReplicaStorage,
-  ReplicaTable,
-  ReplicaWrite,
-} from './replica/storage.js'
