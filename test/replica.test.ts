@@ -142,6 +142,33 @@ describeEachStore(
       await replica.stop()
     })
 
+    it('shows its own writes without flicker while they go and come back', async (t) => {
+      const { direct, open } = await setup(t, suite)
+      const seeded = await direct.create({ title: 'v1' })
+      const replica = await open()
+      await replica.sync(timeout())
+      const key = `n:${seeded.note.id}`
+      const shown: unknown[] = []
+      let localKey = ''
+      replica.subscribe((event) => {
+        if (event.type !== 'change') return
+        shown.push(replica.get(key)?.note.title)
+        if (localKey !== '') shown.push(replica.get(localKey)?.note.title)
+      })
+      await replica.update(key, { title: 'v2' })
+      await replica.update(key, { title: 'v3' })
+      localKey = (await replica.create({ title: 'made here' })).key
+      await replica.sync(timeout())
+      assert.ok(shown.length > 4)
+      const titles = shown.filter((title) => title !== 'made here')
+      assert.deepEqual([...new Set(titles)], ['v2', 'v3'], 'v1 never comes back')
+      assert.ok(
+        shown.slice(shown.indexOf('made here')).every((title) => title !== undefined),
+        'the local create never vanishes',
+      )
+      assert.deepEqual(view(replica), await serviceNotes(direct))
+    })
+
     it('queues while the service cannot be reached, and sends when it can', async (t) => {
       const { direct, relay, open } = await setup(t, suite)
       const target = relay.target

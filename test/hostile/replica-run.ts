@@ -271,6 +271,23 @@ export async function runReplicaFuzz(options: ReplicaRunOptions): Promise<Replic
       )
     }
     // A resolution writes mine (or theirs's fields) again: their tags may be seen again.
+    // Nothing left behind in the storage: no acknowledged write, echo or stale link.
+    for (const member of members) {
+      const stored = await member.storage.load()
+      const meta = [...stored.meta.keys()]
+      const echoes = meta.filter((key) => key.startsWith('echo:')).length
+      const keys = new Set(member.replica.notes().map((entry) => entry.key))
+      const stale = meta.filter(
+        (key) => key.startsWith('link:') && !keys.has(key.slice('link:'.length)),
+      ).length
+      if (stored.outbox.size + stored.conflicts.size + echoes + stale > 0) {
+        fail(
+          `${member.name}'s storage keeps ${stored.outbox.size} outbox entries, ${stored.conflicts.size} conflicts, ${echoes} echoes, ${stale} links to no entry`,
+        )
+      }
+      if (stored.notes.size !== final.notes.length)
+        fail(`${member.name} stores ${stored.notes.size} notes`)
+    }
     for (const [tag, times] of seen) {
       if (times > 1 && !resolved.has(tag)) fail(`the write ${tag} was applied ${times} times`)
     }

@@ -421,6 +421,7 @@ export class Replica {
       changes.push({ table: 'outbox', key: outboxKey(write.seq), value: write })
     }
     changes.push({ table: 'meta', key: META_SEQ, value: this.#seq })
+    this.#sweepLinks(changes)
     this.#changed('change', 'conflict', 'waiting')
     this.#wakePush?.()
     await this.#storage.write(changes)
@@ -557,6 +558,7 @@ export class Replica {
     if (this.#version !== undefined) {
       changes.push({ table: 'meta', key: META_VERSION, value: this.#version })
     }
+    this.#sweepLinks(changes)
     for (const seen of this.#watchers) seen.add('')
     this.#changed('change', 'reset')
     await this.#storage.write(changes)
@@ -794,6 +796,11 @@ export class Replica {
     if (this.#outbox.some((entry) => entry.entry === key)) return
     if (this.#conflictOn(key) !== undefined) return
     this.#unlink(key, id, changes)
+  }
+
+  /** Forgets every link to a note that nothing refers to any more (after a reload, a resolve). */
+  #sweepLinks(changes: ReplicaWrite[]): void {
+    for (const id of [...this.#keyById.keys()]) this.#dropLinkIfUnused(id, changes)
   }
 
   #unlink(key: string, id: number, changes: ReplicaWrite[]): void {
