@@ -11,7 +11,7 @@
 import { ConflictError, NoteNotFoundError, NotesProblem } from '../errors.js'
 import { newIdempotencyKey } from '../idempotency-key.js'
 import type { NotesClient } from '../notes-client.js'
-import type { ChangeEvent, NoteFields, NoteResult } from '../types.js'
+import type { BatchRequest, BatchResult, ChangeEvent, NoteFields, NoteResult } from '../types.js'
 import {
   copyJson,
   isObject,
@@ -41,6 +41,11 @@ export interface ReplicaOptions {
   storage: ReplicaStorage
   /** The longest wait between attempts while the service cannot be reached (default 30 s). */
   maxDelayMs?: number | undefined
+  /**
+   * The most queued writes sent as one POST /api/batch (default 100; 1 sends each write alone,
+   * for a service without batches).
+   */
+  batchLimit?: number | undefined
 }
 
 export interface ReplicaEntry {
@@ -91,6 +96,9 @@ export class Replica {
   readonly #client: NotesClient
   readonly #storage: ReplicaStorage
   readonly #maxDelayMs: number
+  readonly #batchLimit: number
+  /** The write to send alone next, its batch having been refused. */
+  #alone = -1
   readonly #base = new Map<number, BaseNote>()
   readonly #echoes = new Map<number, Echo>()
   #outbox: OutboxEntry[] = []
@@ -116,6 +124,7 @@ export class Replica {
     this.#client = options.client
     this.#storage = options.storage
     this.#maxDelayMs = options.maxDelayMs ?? 30_000
+    this.#batchLimit = Math.min(Math.max(options.batchLimit ?? 100, 1), 1000)
   }
 
   /** Opens a replica over its storage (no network until start() or sync()). */
@@ -611,7 +620,7 @@ export class Replica {
             await this.#currentVersion(signal)
           }
         } else {
-          await this.#send(entry, signal)
+          await this.#sendNext(entry, signal)
           this.#setOnline(true)
         }
         failures = 0
@@ -638,6 +647,99 @@ export class Replica {
       this.#wakePush = done
       signal.addEventListener('abort', done, { once: true })
     })
+  }
+
+  /**
+   * Sends the first queued write alone, or it and the writes after it as one batch when they
+   * need nothing the batch itself would answer: creates, and updates and deletes of notes whose
+   * id and ETag are known, each note once.
+   */
+  async #sendNext(first: OutboxEntry, signal: AbortSignal): Promise<void> {
+    if (first.batch === undefined && this.#batchLimit > 1 && this.#alone !== first.seq) {
+      const run = this.#run()
+      if (run.length > 1) {
+        first.batch = {
+          idempotencyKey: newIdempotencyKey(),
+          seqs: run.map(([entry]) => entry.seq),
+          requests: run.map(([, request]) => request),
+        }
+        await this.#storage.write([{ table: 'outbox', key: outboxKey(first.seq), value: first }])
+      }
+    }
+    if (first.batch === undefined) {
+      await this.#send(first, signal)
+      return
+    }
+    const batch = first.batch
+    this.#flight = []
+    try {
+      let result: BatchResult
+      try {
+        result = await this.#client.batch(batch.requests, {
+          idempotencyKey: batch.idempotencyKey,
+          ifMatch: false,
+          signal,
+        })
+      } catch (err) {
+        if (!refused(err)) throw err
+        // Nothing was applied: the first write goes alone, and meets its conflict if it has one.
+        delete first.batch
+        this.#alone = first.seq
+        await this.#storage.write([{ table: 'outbox', key: outboxKey(first.seq), value: first }])
+        return
+      }
+      for (const [i, seq] of batch.seqs.entries()) {
+        const entry = this.#outbox.find((queued) => queued.seq === seq)
+        const answer = result.answers[i]
+        if (entry === undefined || answer === undefined) continue
+        const request = batch.requests[i] as BatchRequest
+        const data = (answer.body as { data?: unknown } | null)?.data
+        const acknowledgement: Acknowledged =
+          request.method === 'DELETE'
+            ? {
+                id: Number(request.url.slice('/api/note/'.length)),
+                note: null,
+                etag: null,
+                again: result.replayed,
+              }
+            : {
+                id: (data as JsonObject).id as number,
+                note: data as JsonObject,
+                etag: answer.headers.etag ?? null,
+                again: result.replayed,
+              }
+        await this.#acknowledge(entry, acknowledgement)
+      }
+    } finally {
+      this.#flight = undefined
+    }
+  }
+
+  /** The writes at the head of the outbox that can go as one batch, with their requests. */
+  #run(): [OutboxEntry, BatchRequest][] {
+    const run: [OutboxEntry, BatchRequest][] = []
+    const notes = new Set<string>()
+    for (const entry of this.#outbox) {
+      if (run.length >= this.#batchLimit || notes.has(entry.entry)) break
+      let request: BatchRequest
+      if (entry.op === 'create') {
+        request = { method: 'POST', url: '/api/note', body: entry.fields ?? {} }
+      } else {
+        const id = this.#idOf(entry.entry)
+        const etag = entry.basis?.etag
+        if (id === undefined || etag === undefined || etag === null) break
+        const headers: Record<string, string> = { 'if-match': etag }
+        if (entry.op === 'delete') request = { method: 'DELETE', url: `/api/note/${id}`, headers }
+        else {
+          headers['content-type'] =
+            entry.mergePatch === true ? 'application/merge-patch+json' : 'application/json'
+          request = { method: 'PATCH', url: `/api/note/${id}`, headers, body: entry.fields ?? {} }
+        }
+      }
+      notes.add(entry.entry)
+      run.push([entry, request])
+    }
+    return run
   }
 
   /** Sends the first queued write; acknowledges it, or turns it into a conflict. */
