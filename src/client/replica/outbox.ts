@@ -43,6 +43,11 @@ export interface OutboxEntry {
    * nothing was applied, and the first write is sent alone).
    */
   batch?: SentBatch
+  /**
+   * Sent alone at least once (stored before that send): never put in a batch afterwards, since
+   * the batch's Idempotency-Key would not be the one the service may have applied it under.
+   */
+  single?: true
 }
 
 /** A run of queued writes sent as one batch: `seqs[i]` is the entry of `requests[i]`. */

@@ -97,8 +97,6 @@ export class Replica {
   readonly #storage: ReplicaStorage
   readonly #maxDelayMs: number
   readonly #batchLimit: number
-  /** The write to send alone next, its batch having been refused. */
-  #alone = -1
   readonly #base = new Map<number, BaseNote>()
   readonly #echoes = new Map<number, Echo>()
   #outbox: OutboxEntry[] = []
@@ -541,7 +539,6 @@ export class Replica {
 
   /** Loads the whole list (pages), keeping the outbox and conflicts; `version`: a reset's. */
   async #reload(signal: AbortSignal, version?: string): Promise<void> {
-    const echoed = [...this.#echoes.keys()]
     const notes = new Map<number, JsonObject>()
     let first: string | undefined
     for await (const page of this.#client.pages({ limit: 1000, signal })) {
@@ -558,8 +555,10 @@ export class Replica {
       this.#base.set(id, { note, etag })
       changes.push({ table: 'notes', key: String(id), value: { note, etag } })
     }
-    // Acknowledged before the load began: the load shows them.
-    for (const id of echoed) {
+    // The load shows the writes acknowledged before it; one acknowledged while it ran may come
+    // before the version the feed goes on from, and would never be echoed: the feed brings the
+    // others again.
+    for (const id of [...this.#echoes.keys()]) {
       this.#echoes.delete(id)
       changes.push({ table: 'meta', key: `${ECHO_PREFIX}${id}`, delete: true })
     }
@@ -655,7 +654,7 @@ export class Replica {
    * id and ETag are known, each note once.
    */
   async #sendNext(first: OutboxEntry, signal: AbortSignal): Promise<void> {
-    if (first.batch === undefined && this.#batchLimit > 1 && this.#alone !== first.seq) {
+    if (first.batch === undefined && this.#batchLimit > 1 && first.single !== true) {
       const run = this.#run()
       if (run.length > 1) {
         first.batch = {
@@ -667,6 +666,10 @@ export class Replica {
       }
     }
     if (first.batch === undefined) {
+      if (first.single !== true && this.#batchLimit > 1) {
+        first.single = true
+        await this.#storage.write([{ table: 'outbox', key: outboxKey(first.seq), value: first }])
+      }
       await this.#send(first, signal)
       return
     }
@@ -684,7 +687,7 @@ export class Replica {
         if (!refused(err)) throw err
         // Nothing was applied: the first write goes alone, and meets its conflict if it has one.
         delete first.batch
-        this.#alone = first.seq
+        first.single = true
         await this.#storage.write([{ table: 'outbox', key: outboxKey(first.seq), value: first }])
         return
       }
@@ -858,7 +861,8 @@ export class Replica {
       this.#echoes.set(id, echo)
       changes.push({ table: 'meta', key: `${ECHO_PREFIX}${id}`, value: echo })
     }
-    if (note === null) this.#dropLinkIfUnused(id, changes)
+    // The feed may have brought its note's deletion already.
+    this.#dropLinkIfUnused(id, changes)
     this.#changed('change', 'waiting')
     await this.#storage.write(changes)
   }
