@@ -568,7 +568,8 @@ export class Replica {
     }
     this.#sweepLinks(changes)
     for (const seen of this.#watchers) seen.add('')
-    this.#changed('change', 'reset')
+    if (version === undefined) this.#changed('change')
+    else this.#changed('change', 'reset')
     await this.#storage.write(changes)
   }
 
