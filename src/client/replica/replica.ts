@@ -205,13 +205,25 @@ export class Replica {
     for (const id of this.#echoes.keys()) keys.add(this.#keyOf(id))
     for (const entry of this.#outbox) keys.add(entry.entry)
     for (const conflict of this.#conflicts.values()) keys.add(conflict.entry)
+    // Each entry's queued writes, in order, and its conflict: one pass over each.
+    const queued = new Map<string, OutboxEntry[]>()
+    for (const entry of this.#outbox) {
+      const list = queued.get(entry.entry)
+      if (list === undefined) queued.set(entry.entry, [entry])
+      else list.push(entry)
+    }
+    const conflicted = new Map<string, StoredConflict>()
+    for (const conflict of this.#conflicts.values()) conflicted.set(conflict.entry, conflict)
     const order = new Map<string, number>()
-    for (const entry of this.#outbox) if (!order.has(entry.entry)) order.set(entry.entry, entry.seq)
+    for (const [key, list] of queued) order.set(key, (list[0] as OutboxEntry).seq)
     const view: ReplicaEntry[] = []
     for (const key of keys) {
-      const note = this.#stateOf(key)
+      const conflict = conflicted.get(key)
+      let note = conflict === undefined ? this.#serviceState(key) : conflict.mine
+      if (conflict === undefined)
+        for (const entry of queued.get(key) ?? []) note = applied(note, entry)
       if (note === null) continue
-      const pending = order.has(key) || this.#conflictOn(key) !== undefined
+      const pending = queued.has(key) || conflict !== undefined
       view.push({ key, id: this.#idOf(key), note, pending })
     }
     const rank = (entry: ReplicaEntry): number => order.get(entry.key) ?? Number.MAX_SAFE_INTEGER
@@ -222,6 +234,11 @@ export class Replica {
       return rank(a) - rank(b)
     })
     return view
+  }
+
+  /** One entry of the view, without building the whole view (it was just written). */
+  #entryOf(key: string): ReplicaEntry {
+    return { key, id: this.#idOf(key), note: this.#stateOf(key) ?? {}, pending: true }
   }
 
   /** An entry's note in the local view (null: none, or deleted). */
@@ -287,7 +304,7 @@ export class Replica {
       after: note,
     }
     await this.#queue(entry)
-    return this.get(key) as ReplicaEntry
+    return this.#entryOf(key)
   }
 
   /**
@@ -317,7 +334,7 @@ export class Replica {
       after,
     }
     await this.#queue(entry)
-    return this.get(key) as ReplicaEntry
+    return this.#entryOf(key)
   }
 
   /** Removes the entry from the local view and queues the delete. */
