@@ -68,12 +68,13 @@ export function notesPagePaths(): Paths {
         operationId: 'getNotesPageFile',
         summary: 'A file of the notes page',
         description:
-          'The scripts, style and icon of the notes page, brotli- or gzip-compressed when the client accepts it.',
+          "The scripts (the client library's under `client/`), style, icons, web app manifest and service worker of the notes page, brotli- or gzip-compressed when the client accepts it. The service worker (`sw.js`) is sent with `Service-Worker-Allowed: /`, so that it may keep the page for offline use; it never answers for the API.",
         parameters: [
-          pathParameter('file', 'The name of the file, as the page links it.', [
-            'main.js',
-            'style.css',
-          ]),
+          pathParameter(
+            'file',
+            "The name of the file, as the page links it; the client library's modules are under `client/` (`client/index.js`).",
+            ['main.js', 'style.css'],
+          ),
         ],
         responses: {
           '200': fixedFileResponse(
@@ -82,8 +83,16 @@ export function notesPagePaths(): Paths {
               'text/css': { schema: { type: 'string' } },
               'text/javascript': { schema: { type: 'string' } },
               'image/svg+xml': { schema: { type: 'string' } },
+              'application/manifest+json': { schema: { type: 'object' } },
             },
-            FILE_HEADERS,
+            {
+              ...FILE_HEADERS,
+              'Service-Worker-Allowed': {
+                description: '`/`, on the service worker (`sw.js`) only.',
+                required: false,
+                schema: { type: 'string', const: '/' },
+              },
+            },
           ),
           '304': NOT_MODIFIED,
           '404': problemResponse('The page has no file of this name.', 404, NO_SUCH_PAGE_FILE),

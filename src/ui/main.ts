@@ -1,26 +1,24 @@
 import {
-  type Answer,
   accessKey,
-  call,
+  client,
   describeFailure,
-  etagOf,
+  type Failure,
+  failureOf,
   type Note,
-  nextLink,
-  problemDetail,
   randomKey,
   setAccessKey,
   tokenSubject,
+  watchFeed,
   whenUnauthorized,
 } from './api.js'
+import type { ChangeEvent, NotePage } from './client/index.js'
+import { NotesProblem } from './client/index.js'
 import { byId } from './dom.js'
-import { ChangeFeed, type FeedState } from './feed.js'
 import { type ItemContext, NoteItem } from './note-item.js'
 import { isObject } from './note-patch.js'
-import type { SseEvent } from './sse.js'
 
 /** Notes per page: small enough to show at once, large enough to scroll through few pages. */
 const PAGE_SIZE = 50
-const FIRST_PAGE = `/api/note?limit=${PAGE_SIZE}&order=desc`
 
 const list = byId('notes', HTMLOListElement)
 const totalText = byId('total', HTMLElement)
@@ -54,7 +52,8 @@ const items = new Map<string, NoteItem>()
 const ownCreates = new Set<string>()
 const ownDeletes = new Set<string>()
 let total: number | undefined
-let next: string | undefined
+/** The pages after the ones shown, while there are more. */
+let next: AsyncGenerator<NotePage, undefined> | undefined
 let loading = false
 /** Bumped by every reload, so that an older load's answer is dropped. */
 let generation = 0
@@ -110,87 +109,84 @@ function removeItem(key: string): void {
   items.delete(key)
 }
 
-/** The notes of a page answer, or undefined when it is not one. */
-function notesOf(answer: Answer): Note[] | undefined {
-  const data = (answer.body as { data?: unknown } | undefined)?.data
-  return Array.isArray(data) && data.every(isObject) ? (data as Note[]) : undefined
+/** The next page, or why not. */
+async function nextPage(
+  pages: AsyncGenerator<NotePage, undefined>,
+): Promise<{ page: NotePage | undefined } | { failure: Failure }> {
+  try {
+    const page = await pages.next()
+    return { page: page.done ? undefined : page.value }
+  } catch (err) {
+    return { failure: failureOf(err) }
+  }
 }
 
 /** Loads the newest page again, and follows the feed from the version it shows. */
 async function reload(): Promise<void> {
   const run = ++generation
-  feed.stop()
+  stopFeed()
   loading = true
   listStatus.textContent = 'Loading notes…'
-  const answer = await call('GET', FIRST_PAGE)
+  const pages = client.pages({ limit: PAGE_SIZE, order: 'desc' })
+  const answer = await nextPage(pages)
   if (run !== generation) return
   loading = false
-  const notes = notesOf(answer)
-  if (answer.status !== 200 || notes === undefined) {
-    listStatus.textContent = `The notes could not be loaded. ${describeFailure(answer)}`
+  const page = 'page' in answer ? answer.page : undefined
+  if (page === undefined) {
+    const failure = 'failure' in answer ? answer.failure : { status: 0, detail: undefined }
+    listStatus.textContent = `The notes could not be loaded. ${describeFailure(failure)}`
     moreButton.hidden = true
+    next = undefined
     feedState({ state: 'unavailable', why: 'Not following changes.' })
     return
   }
   items.clear()
   list.replaceChildren()
-  for (const note of notes) addItem(note, 'bottom')
-  next = nextLink(answer.headers.get('link'))
-  total = Number(answer.headers.get('x-total-count') ?? notes.length)
+  for (const note of page.notes) addItem(note, 'bottom')
+  next = page.next === undefined ? undefined : pages
+  total = page.total ?? page.notes.length
   showCounts()
-  feed.start(answer.headers.get('notes-version') ?? '')
+  startFeed(page.version ?? '')
   if (nearEnd()) void loadMore()
 }
 
 async function loadMore(): Promise<void> {
   if (loading || next === undefined) return
   const run = generation
+  const pages = next
   loading = true
   moreButton.disabled = true
   listStatus.textContent = 'Loading more notes…'
-  const answer = await call('GET', next)
+  const answer = await nextPage(pages)
   moreButton.disabled = false
   if (run !== generation) return
   loading = false
-  const notes = notesOf(answer)
-  if (answer.status !== 200 || notes === undefined) {
-    listStatus.textContent = `More notes could not be loaded. ${describeFailure(answer)}`
+  const page = 'page' in answer ? answer.page : undefined
+  if (page === undefined) {
+    // The walk ended with the failure: the list as shown is what there is until a reload.
+    next = undefined
+    moreButton.hidden = true
+    const failure = 'failure' in answer ? answer.failure : { status: 0, detail: undefined }
+    listStatus.textContent = `More notes could not be loaded. ${describeFailure(failure)}`
     return
   }
   // A note may already be here when the feed brought it first.
-  for (const note of notes) if (!items.has(keyOf(note.id))) addItem(note, 'bottom')
-  next = nextLink(answer.headers.get('link'))
-  const counted = Number(answer.headers.get('x-total-count'))
-  if (Number.isSafeInteger(counted)) total = counted
+  for (const note of page.notes) if (!items.has(keyOf(note.id))) addItem(note, 'bottom')
+  if (page.next === undefined) next = undefined
+  if (page.total !== undefined) total = page.total
   showCounts()
   // A tall window may still show the end: fill it.
   if (nearEnd()) void loadMore()
 }
 
-function onEvent(event: SseEvent): void {
+function onEvent(event: ChangeEvent): void {
   if (event.type === 'reset') {
     void reload()
     return
   }
-  let data: unknown
-  try {
-    data = JSON.parse(event.data)
-  } catch {
-    return
-  }
-  if (!isObject(data) || !('id' in data)) return
-  const note = data as Note
-  const key = keyOf(note.id)
-  const item = items.get(key)
-  if (event.type === 'created') {
-    if (ownCreates.delete(key)) return
-    if (item === undefined) addItem(note, 'top')
-    else item.replace(note)
-    if (total !== undefined) total += 1
-    showCounts()
-  } else if (event.type === 'updated') {
-    item?.replace(note)
-  } else if (event.type === 'deleted') {
+  if (event.type === 'deleted') {
+    const key = keyOf(event.id)
+    const item = items.get(key)
     if (ownDeletes.delete(key)) return
     // Someone editing it is told, rather than losing the editor under the cursor.
     if (item?.editing) {
@@ -201,8 +197,28 @@ function onEvent(event: SseEvent): void {
     }
     if (total !== undefined) total = Math.max(0, total - 1)
     showCounts()
+    return
+  }
+  const note = event.note
+  if (!isObject(note) || !('id' in note)) return
+  const key = keyOf(note.id)
+  const item = items.get(key)
+  if (event.type === 'created') {
+    if (ownCreates.delete(key)) return
+    if (item === undefined) addItem(note, 'top')
+    else item.replace(note)
+    if (total !== undefined) total += 1
+    showCounts()
+  } else {
+    item?.replace(note)
   }
 }
+
+type FeedState =
+  | { state: 'connecting' }
+  | { state: 'live' }
+  | { state: 'retrying' }
+  | { state: 'unavailable'; why: string }
 
 function feedState(state: FeedState): void {
   feedStatus.dataset.state = state.state
@@ -212,21 +228,52 @@ function feedState(state: FeedState): void {
       : state.state === 'connecting'
         ? 'Connecting to live changes…'
         : state.state === 'retrying'
-          ? `Live changes interrupted; reconnecting in ${Math.ceil(state.inMs / 1000)} s…`
+          ? 'Live changes interrupted; reconnecting…'
           : state.why
 }
 
-const feed = new ChangeFeed({
-  onEvent,
-  onState: feedState,
-  onUnauthorized: () => askForKey(),
+watchFeed({
+  connecting: () => feedState({ state: 'connecting' }),
+  live: () => feedState({ state: 'live' }),
+  dropped: () => feedState({ state: 'retrying' }),
 })
 
+/** Ends the feed being followed. */
+let stopFeed: () => void = () => {}
+
+/** Follows the change feed after `since` (the client resumes it across drops and restarts). */
+function startFeed(since: string): void {
+  stopFeed()
+  const controller = new AbortController()
+  stopFeed = () => controller.abort()
+  void (async () => {
+    try {
+      for await (const event of client.events({ since, signal: controller.signal })) {
+        if (controller.signal.aborted) return
+        onEvent(event)
+      }
+    } catch (err) {
+      if (controller.signal.aborted || !(err instanceof NotesProblem)) return
+      if (err.status === 401) {
+        feedState({ state: 'unavailable', why: 'Not following changes: a key is needed.' })
+        askForKey()
+      } else {
+        feedState({
+          state: 'unavailable',
+          why:
+            err.status === 404
+              ? 'This service has no change feed: reload the page to see changes made elsewhere.'
+              : `Not following changes. ${err.detail}`,
+        })
+      }
+    }
+  })()
+}
+
 // The access key: asked for on the first 401, kept in sessionStorage for this tab only.
-function askForKey(answer?: Answer): void {
+function askForKey(failure?: Failure): void {
   keyReason.textContent =
-    (answer && problemDetail(answer)) ??
-    'This service needs an access key. Ask whoever runs it for one.'
+    failure?.detail ?? 'This service needs an access key. Ask whoever runs it for one.'
   keyButton.hidden = false
   if (!keyDialog.open) {
     keyInput.value = ''
@@ -234,7 +281,7 @@ function askForKey(answer?: Answer): void {
   }
 }
 
-whenUnauthorized((answer) => askForKey(answer))
+whenUnauthorized((failure) => askForKey(failure))
 
 keyForm.addEventListener('submit', (event) => {
   event.preventDefault()
@@ -318,20 +365,20 @@ async function create(): Promise<void> {
   const key = unanswered?.body === body ? unanswered.key : randomKey()
   unanswered = { body, key }
   createButton.disabled = true
-  let answer = await call('POST', '/api/note', { json: note, headers: { 'idempotency-key': key } })
-  if (answer.status === 0) {
-    // Lost on the way: the same key makes the retry safe, whether or not the first arrived.
-    await new Promise((resolve) => setTimeout(resolve, 1000))
-    answer = await call('POST', '/api/note', { json: note, headers: { 'idempotency-key': key } })
+  let result: { created: Note } | { failure: Failure }
+  try {
+    // The client retries a lost request with the same key: it is never created twice.
+    result = { created: (await client.create(note, { idempotencyKey: key })).note }
+  } catch (err) {
+    result = { failure: failureOf(err) }
   }
   createButton.disabled = false
-  const data = (answer.body as { data?: unknown } | undefined)?.data
-  if (answer.status === 200 && isObject(data)) {
+  if ('created' in result) {
+    const { created } = result
     unanswered = undefined
-    const created = data as Note
     const id = keyOf(created.id)
     if (!items.has(id)) {
-      addItem(created, 'top', etagOf(answer))
+      addItem(created, 'top')
       ownCreates.add(id)
       if (total !== undefined) total += 1
       showCounts()
@@ -343,12 +390,13 @@ async function create(): Promise<void> {
     createTitle.focus()
     return
   }
-  if (answer.status !== 0) unanswered = undefined
-  if (answer.status === 403) context.readOnly()
+  const { failure } = result
+  if (failure.status !== 0) unanswered = undefined
+  if (failure.status === 403) context.readOnly()
   createError.textContent =
-    answer.status === 0
+    failure.status === 0
       ? 'Not created: the service could not be reached. Submit again to retry; the note will not be created twice.'
-      : `Not created. ${describeFailure(answer)}`
+      : `Not created. ${describeFailure(failure)}`
 }
 
 // More notes as the end of the list comes into view, or on the button.
@@ -374,3 +422,36 @@ function nearEnd(): boolean {
 
 showKeyButtons()
 void reload()
+
+/**
+ * The service worker that keeps the page's shell for offline use (sw.ts). Registered through
+ * the one Trusted Types policy the page's CSP allows, which makes a script URL of its address
+ * and of nothing else.
+ */
+function registerServiceWorker(): void {
+  if (!('serviceWorker' in navigator)) return
+  const policy = (window as TrustedTypesWindow).trustedTypes?.createPolicy('notes-service-worker', {
+    createScriptURL: (url: string) => {
+      if (url !== SERVICE_WORKER) throw new TypeError(`not the service worker: ${url}`)
+      return url
+    },
+  })
+  const url = policy?.createScriptURL(SERVICE_WORKER) ?? SERVICE_WORKER
+  navigator.serviceWorker
+    .register(url as string, { scope: '/', type: 'module', updateViaCache: 'none' })
+    .catch(() => {
+      // No offline shell (a private window may refuse workers): the page works online as before.
+    })
+}
+const SERVICE_WORKER = '/ui/sw.js'
+
+/** What the page uses of the Trusted Types API (not in TypeScript's DOM lib). */
+interface TrustedTypesWindow {
+  trustedTypes?: {
+    createPolicy(
+      name: string,
+      rules: { createScriptURL(url: string): string },
+    ): { createScriptURL(url: string): unknown }
+  }
+}
+registerServiceWorker()

@@ -1,4 +1,4 @@
-import { type Answer, call, describeFailure, etagOf, type Note, notePath } from './api.js'
+import { client, describeFailure, type Failure, failureOf, hasPath, type Note } from './api.js'
 import { h, replaceChildren, uniqueId } from './dom.js'
 import { type Fields, isObject, planPatch, sameJson } from './note-patch.js'
 
@@ -121,7 +121,6 @@ export class NoteItem {
     const rest = withoutId(note)
     if (titleKey !== undefined) delete rest[titleKey]
     if (bodyKey !== undefined) delete rest[bodyKey]
-    const path = notePath(note.id)
     const editButton = h('button', { type: 'button', 'aria-describedby': this.#headingId }, 'Edit')
     const deleteButton = h(
       'button',
@@ -133,7 +132,7 @@ export class NoteItem {
     const actions = h(
       'div',
       { class: 'actions' },
-      ...(path === undefined
+      ...(!hasPath(note.id)
         ? [h('span', { class: 'hint' }, 'Its id is not a number, so it cannot be changed here.')]
         : [editButton, deleteButton]),
     )
@@ -159,14 +158,14 @@ export class NoteItem {
   }
 
   /** Fetches the latest version and its ETag: the note as GET answers it, or why not. */
-  async #latest(): Promise<{ note: Note; etag: string | undefined } | { failed: Answer }> {
-    const path = notePath(this.#note.id) as string
-    const answer = await call('GET', path)
-    const data = (answer.body as { data?: unknown } | undefined)?.data
-    if (answer.status === 200 && isObject(data)) {
-      return { note: data as Note, etag: etagOf(answer) }
+  async #latest(): Promise<{ note: Note; etag: string | undefined } | { failed: Failure }> {
+    try {
+      const latest = await client.get(this.#note.id)
+      if (latest === undefined) return { failed: { status: 404, detail: undefined } }
+      return { note: latest.note, etag: latest.etag }
+    } catch (err) {
+      return { failed: failureOf(err) }
     }
-    return { failed: answer }
   }
 
   /** Opens the editor on the latest version (GET), which carries the ETag to send back. */
@@ -288,24 +287,26 @@ export class NoteItem {
         return
       }
       save.disabled = true
-      const answer = await call('PATCH', notePath(on.id) as string, {
-        json: plan.body,
-        contentType: plan.contentType,
-        headers: onEtag === undefined ? {} : { 'if-match': onEtag },
-      })
-      save.disabled = false
-      const data = (answer.body as { data?: unknown } | undefined)?.data
-      if (answer.status === 200 && isObject(data)) {
-        this.#note = data as Note
-        this.#etag = etagOf(answer)
+      let failure: Failure
+      try {
+        const saved = await client.update(on.id, plan.body, {
+          mergePatch: plan.contentType === 'application/merge-patch+json',
+          ifMatch: onEtag ?? false,
+        })
+        save.disabled = false
+        this.#note = saved.note
+        this.#etag = saved.etag
         this.#show()
         this.#say('Saved.')
         this.#focusButton('Edit')
         return
+      } catch (err) {
+        save.disabled = false
+        failure = failureOf(err)
       }
-      if (answer.status === 412) return showConflict()
-      if (answer.status === 403) this.#context.readOnly()
-      error.textContent = `Not saved. ${describeFailure(answer)}`
+      if (failure.status === 412) return showConflict()
+      if (failure.status === 403) this.#context.readOnly()
+      error.textContent = `Not saved. ${describeFailure(failure)}`
     }
 
     /** Someone else's newer version: show it; the person reloads it or overwrites it. */
@@ -381,19 +382,20 @@ export class NoteItem {
       etag = latest.etag
     }
     this.#say('Deleting…')
-    const answer = await call('DELETE', notePath(this.#note.id) as string, {
-      headers: etag === undefined ? {} : { 'if-match': etag },
-    })
-    if (answer.status === 200) {
+    let failure: Failure
+    try {
+      await client.delete(this.#note.id, { ifMatch: etag ?? false })
       this.#context.deleted(this)
       return
+    } catch (err) {
+      failure = failureOf(err)
     }
-    if (answer.status === 412) {
+    if (failure.status === 412) {
       const latest = await this.#latest()
       if ('failed' in latest) return this.#failed(latest.failed)
       return this.#deleteConflict(latest.note, latest.etag)
     }
-    this.#failed(answer, 'Not deleted.')
+    this.#failed(failure, 'Not deleted.')
   }
 
   /** The note changed since it was shown: show the newer version, delete it only if asked. */
@@ -413,14 +415,14 @@ export class NoteItem {
   }
 
   /** Shows why an action failed, where the person acted. */
-  #failed(answer: Answer, prefix = ''): void {
-    if (answer.status === 404) {
+  #failed(failure: Failure, prefix = ''): void {
+    if (failure.status === 404) {
       this.gone()
       this.#context.announce('That note was deleted elsewhere.')
       return
     }
-    if (answer.status === 403) this.#context.readOnly()
-    this.#say(`${prefix} ${describeFailure(answer)}`.trim(), 'error')
+    if (failure.status === 403) this.#context.readOnly()
+    this.#say(`${prefix} ${describeFailure(failure)}`.trim(), 'error')
   }
 
   #focusButton(text: string): void {
