@@ -32,3 +32,17 @@ export type {
   PagesOptions,
   UpdateOptions,
 } from './types.js'
+export { MemoryReplicaStorage } from './replica/memory-storage.js'
+export {
+  Replica,
+  type ReplicaConflict,
+  type ReplicaEntry,
+  type ReplicaEvent,
+  type ReplicaOptions,
+} from './replica/replica.js'
+export type {
+  ReplicaContents,
+  ReplicaStorage,
+  ReplicaTable,
+  ReplicaWrite,
+} from './replica/storage.js'

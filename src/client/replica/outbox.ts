@@ -1,0 +1,72 @@
+/**
+ * The shapes a replica keeps in its storage (storage.ts's four tables), and their keys: the
+ * service's notes with their ETags, the outbox of queued writes, the conflicts, and the meta
+ * values (feed position, id links, echoes awaited from the feed, the sequence counter).
+ */
+import type { JsonObject } from './note-json.js'
+
+/** A note of the service as last seen (table `notes`, key: its id). */
+export interface BaseNote {
+  note: JsonObject
+  /** Its ETag when known (an answer told it); null after a change seen only on the feed. */
+  etag: string | null
+}
+
+/**
+ * A queued write (table `outbox`, key `o:<seq>`, sent in key order). Stored against its entry's
+ * key; the service's id is looked up when it is sent (a local create's id is known only once the
+ * create is acknowledged).
+ */
+export interface OutboxEntry {
+  seq: number
+  /** The entry key: `n:<id>` or `local:<uuid>`. */
+  entry: string
+  op: 'create' | 'update' | 'delete'
+  /** A create's note or an update's patch. */
+  fields?: JsonObject
+  mergePatch?: boolean
+  /** A create's Idempotency-Key, fixed when it was queued: a resend after a crash applies once. */
+  idempotencyKey?: string
+  /**
+   * An update's or delete's basis: the version of the note it was made on (its ETag, when known,
+   * and its content). null: it was queued behind another write to the same note, and its basis
+   * is that write's result, filled in when that write is acknowledged.
+   */
+  basis: { etag: string | null; note: JsonObject } | null
+  /** The note as this write leaves it in the local view (null: deleted). */
+  after: JsonObject | null
+}
+
+/** A write the service refused (table `conflicts`, key `c:<seq>`), with both versions. */
+export interface StoredConflict {
+  key: string
+  entry: string
+  /** The local version: the refused write and every write folded into it (null: deleted). */
+  mine: JsonObject | null
+  /** The service's version when the conflict was found (null: none, deleted there). */
+  theirs: JsonObject | null
+  /** theirs's ETag: the If-Match of the write a resolution makes. */
+  etag: string | null
+  /** The status the service answered (412, 404, or another refusal such as 400 or 507). */
+  status: number
+}
+
+/** An acknowledged write whose change the feed has not brought back yet (meta `echo:<id>`). */
+export interface Echo {
+  note: JsonObject | null
+  etag: string | null
+}
+
+export const META_VERSION = 'version'
+export const META_SEQ = 'seq'
+export const LINK_PREFIX = 'link:'
+export const ECHO_PREFIX = 'echo:'
+
+/** `o:000000000042`: keys sort as the numbers do. */
+export function outboxKey(seq: number): string {
+  return `o:${String(seq).padStart(12, '0')}`
+}
+
+export function conflictKey(seq: number): string {
+  return `c:${String(seq).padStart(12, '0')}`
+}
