@@ -33,6 +33,8 @@ function importsOf(file: string): string[] {
 }
 
 const FILES = sources()
+/** The replica's file storage, its own subpath export (notes-service/client/file-storage). */
+const NODE_ONLY = 'client/replica/file-storage.ts'
 const GRAPH = new Map(FILES.map((file) => [file, importsOf(file)]))
 
 describe('the floors of src/', () => {
@@ -59,7 +61,7 @@ describe('the floors of src/', () => {
     assert.deepEqual(upward, [])
   })
 
-  it('keeps client/ apart: it imports only client/ (and no node: module), and nothing imports it', () => {
+  it('keeps client/ apart: it imports only client/ (and no node: module but in the Node-only file storage), and nothing imports it', () => {
     const crossing = FILES.flatMap((file) =>
       (GRAPH.get(file) ?? [])
         .filter((target) => file.startsWith('client/') !== target.startsWith('client/'))
@@ -69,10 +71,17 @@ describe('the floors of src/', () => {
     const builtIns = FILES.filter(
       (file) =>
         file.startsWith('client/') &&
+        file !== NODE_ONLY &&
         /^(?:import|export)\b[^'"]*?from\s+'node:/m.test(readFileSync(join(SRC, file), 'utf8')),
     )
     assert.ok(FILES.includes('client/index.ts'))
     assert.deepEqual(builtIns, [])
+  })
+
+  it('lets no client module import the file storage, so a browser never loads node:fs', () => {
+    assert.ok(FILES.includes(NODE_ONLY))
+    const importers = FILES.filter((file) => (GRAPH.get(file) ?? []).includes(NODE_ONLY))
+    assert.deepEqual(importers, [])
   })
 
   it('has no import loop', () => {

@@ -12,6 +12,20 @@ export {
 } from './errors.js'
 export { EventStreamParser, type StreamEvent } from './event-stream.js'
 export { NotesClient, type NotesClientOptions } from './notes-client.js'
+export {
+  IndexedDbReplicaStorage,
+  type IndexedDbReplicaStorageOptions,
+} from './replica/indexeddb-storage.js'
+export { MemoryReplicaStorage } from './replica/memory-storage.js'
+export {
+  REPLICA_TABLES,
+  type ReplicaContents,
+  type ReplicaStorage,
+  ReplicaStorageError,
+  type ReplicaStorageErrorCode,
+  type ReplicaTable,
+  type ReplicaWrite,
+} from './replica/storage.js'
 export type { RetryOptions } from './retry-policy.js'
 export type { TokenSource } from './transport.js'
 export type {

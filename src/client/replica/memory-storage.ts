@@ -1,37 +1,48 @@
 import {
-  applyWrites,
+  closedError,
   emptyContents,
+  encodeWrites,
+  REPLICA_TABLES,
   type ReplicaContents,
   type ReplicaStorage,
+  type ReplicaTable,
   type ReplicaWrite,
-  sortedContents,
 } from './storage.js'
 
 /**
  * A replica's storage that lasts as long as the object: for tests, and for a Node script that
- * needs no copy after it exits. Values are copied in and out, as a real storage would.
+ * needs no copy after it exits. Values are kept as JSON text, so they come out as the persistent
+ * storages give them back (copies, with the same refusals of what is not JSON).
  */
 export class MemoryReplicaStorage implements ReplicaStorage {
-  #contents = emptyContents()
+  readonly #tables: Record<ReplicaTable, Map<string, string>> = {
+    notes: new Map(),
+    outbox: new Map(),
+    meta: new Map(),
+    conflicts: new Map(),
+  }
   #closed = false
 
   async load(): Promise<ReplicaContents> {
     this.#check()
-    const copy = sortedContents(this.#contents)
-    for (const table of Object.values(copy)) {
-      for (const [key, value] of table) table.set(key, structuredClone(value))
+    const contents = emptyContents()
+    for (const table of REPLICA_TABLES) {
+      const texts = this.#tables[table]
+      for (const key of [...texts.keys()].sort()) {
+        contents[table].set(key, JSON.parse(texts.get(key) as string))
+      }
     }
-    return copy
+    return contents
   }
 
   async write(changes: readonly ReplicaWrite[]): Promise<void> {
     this.#check()
-    applyWrites(
-      this.#contents,
-      changes.map((change) =>
-        'value' in change ? { ...change, value: structuredClone(change.value) } : change,
-      ),
-    )
+    for (const change of encodeWrites(changes)) {
+      const texts = this.#tables[change.table]
+      if ('clear' in change) texts.clear()
+      else if ('delete' in change) texts.delete(change.key)
+      else texts.set(change.key, change.text)
+    }
   }
 
   async close(): Promise<void> {
@@ -39,6 +50,6 @@ export class MemoryReplicaStorage implements ReplicaStorage {
   }
 
   #check(): void {
-    if (this.#closed) throw new Error('This replica storage is closed.')
+    if (this.#closed) throw closedError()
   }
 }

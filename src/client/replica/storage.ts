@@ -60,3 +60,96 @@ export function sortedContents(contents: ReplicaContents): ReplicaContents {
   }
   return sorted
 }
+
+/**
+ * Why a storage refused: `closed` (used after close), `invalid` (a value that is not JSON),
+ * `quota` (the browser or disk has no room; nothing of the write was kept), `blocked` (another
+ * tab holds an older version of the database open), `unavailable` (no IndexedDB, as in some
+ * private modes), `locked` (another process has the file open), `damaged` (a file damaged before
+ * its end), `io` (the file system refused).
+ */
+export type ReplicaStorageErrorCode =
+  | 'closed'
+  | 'invalid'
+  | 'quota'
+  | 'blocked'
+  | 'unavailable'
+  | 'locked'
+  | 'damaged'
+  | 'io'
+
+/** A storage's refusal, with a one-line message and the cause when there is one. */
+export class ReplicaStorageError extends Error {
+  readonly code: ReplicaStorageErrorCode
+
+  constructor(code: ReplicaStorageErrorCode, message: string, options?: { cause: unknown }) {
+    super(message, options)
+    this.name = 'ReplicaStorageError'
+    this.code = code
+  }
+}
+
+/** The error every storage gives once closed. */
+export function closedError(): ReplicaStorageError {
+  return new ReplicaStorageError('closed', 'This replica storage is closed.')
+}
+
+/**
+ * A value as JSON text, refusing what JSON would silently change or drop: functions, symbols,
+ * bigints, NaN and infinities, undefined outside an object property, cycles. Properties holding
+ * undefined are left out, as JSON.stringify does. { a: [1, 'é'] } -> '{"a":[1,"é"]}';
+ * { a: NaN } -> ReplicaStorageError('invalid', '... at a ...').
+ */
+export function encodeValue(value: unknown, where: string): string {
+  const path: string[] = []
+  let text: string | undefined
+  try {
+    text = JSON.stringify(value, function (this: unknown, key, inner: unknown) {
+      const kind = typeof inner
+      const bad =
+        kind === 'function' ||
+        kind === 'symbol' ||
+        kind === 'bigint' ||
+        (kind === 'number' && !Number.isFinite(inner)) ||
+        (inner === undefined && (key === '' || Array.isArray(this)))
+      if (bad) {
+        path.push(key)
+        throw new TypeError(`${kind === 'number' ? String(inner) : kind} is not a JSON value`)
+      }
+      return inner
+    })
+  } catch (err) {
+    const at = path.length > 0 && path[0] !== '' ? ` at ${JSON.stringify(path[0])}` : ''
+    throw new ReplicaStorageError(
+      'invalid',
+      `The value for ${where}${at} cannot be stored: ${(err as Error).message}.`,
+      { cause: err },
+    )
+  }
+  return text as string
+}
+
+/** Each change with its value as checked JSON text (encodeValue), before anything is written. */
+export type EncodedWrite =
+  | { table: ReplicaTable; key: string; text: string }
+  | { table: ReplicaTable; key: string; delete: true }
+  | { table: ReplicaTable; clear: true }
+
+/** The changes checked and encoded; throws ReplicaStorageError('invalid') naming the first bad one. */
+export function encodeWrites(changes: readonly ReplicaWrite[]): EncodedWrite[] {
+  return changes.map((change) => {
+    if (!REPLICA_TABLES.includes(change.table)) {
+      throw new ReplicaStorageError('invalid', `There is no replica table ${String(change.table)}.`)
+    }
+    if ('clear' in change) return change
+    if (typeof change.key !== 'string') {
+      throw new ReplicaStorageError('invalid', `A ${change.table} key must be a string.`)
+    }
+    if ('delete' in change) return change
+    return {
+      table: change.table,
+      key: change.key,
+      text: encodeValue(change.value, `${change.table} ${JSON.stringify(change.key)}`),
+    }
+  })
+}

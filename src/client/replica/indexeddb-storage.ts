@@ -1,0 +1,321 @@
+import {
+  closedError,
+  emptyContents,
+  encodeWrites,
+  REPLICA_TABLES,
+  type ReplicaContents,
+  type ReplicaStorage,
+  ReplicaStorageError,
+} from './storage.js'
+
+/**
+ * A replica's storage in the browser: one IndexedDB database, one object store per table, the
+ * values kept as JSON text by out-of-line string keys (so they come back exactly as the file and
+ * memory storages give them, and a load is getAllKeys + getAll + JSON.parse per table). Each
+ * write is one readwrite transaction over all four stores, asked for `strict` durability: it
+ * resolves on `complete`, which Chromium then fires only after the data is flushed to disk (its
+ * default since Chrome 121 is `relaxed`, which does not wait). Transactions over the same stores
+ * run in the order they were made, so writes land in call order.
+ */
+
+/** The schema's version: bump it, and add the step to `upgrade`, when the stores change. */
+const VERSION = 1
+
+/**
+ * The parts of IndexedDB this module uses, declared here because the service's own tsconfig has
+ * no DOM library; the browser's objects fit them.
+ */
+interface DomErrorLike {
+  readonly name: string
+  readonly message: string
+}
+interface IdbRequest<T> {
+  readonly result: T
+  readonly error: DomErrorLike | null
+  onsuccess: (() => void) | null
+  onerror: ((event: { preventDefault(): void }) => void) | null
+}
+interface IdbOpenRequest extends IdbRequest<IdbDatabase> {
+  onupgradeneeded: ((event: { oldVersion: number }) => void) | null
+  onblocked: (() => void) | null
+}
+interface IdbStore {
+  put(value: unknown, key: string): unknown
+  delete(key: string): unknown
+  clear(): unknown
+  getAll(): IdbRequest<unknown[]>
+  getAllKeys(): IdbRequest<unknown[]>
+}
+interface IdbTransaction {
+  readonly error: DomErrorLike | null
+  readonly durability?: string
+  objectStore(name: string): IdbStore
+  abort(): void
+  commit?(): void
+  oncomplete: (() => void) | null
+  onabort: (() => void) | null
+}
+interface IdbDatabase {
+  readonly objectStoreNames: { contains(name: string): boolean }
+  createObjectStore(name: string): unknown
+  transaction(
+    stores: string[],
+    mode: 'readonly' | 'readwrite',
+    options?: { durability: 'strict' | 'relaxed' | 'default' },
+  ): IdbTransaction
+  close(): void
+  onversionchange: (() => void) | null
+  onclose: (() => void) | null
+}
+/** window.indexedDB, or a stand-in (fake-indexeddb in Node). */
+export interface IdbFactoryLike {
+  open(name: string, version: number): IdbOpenRequest
+  deleteDatabase(name: string): IdbRequest<unknown>
+}
+
+export interface IndexedDbReplicaStorageOptions {
+  /** The IndexedDB to use; default globalThis.indexedDB. */
+  indexedDB?: IdbFactoryLike
+}
+
+const TABLES = [...REPLICA_TABLES]
+
+export class IndexedDbReplicaStorage implements ReplicaStorage {
+  readonly #db: IdbDatabase
+  readonly #name: string
+  #closed: ReplicaStorageError | undefined
+  #closeCalled = false
+  /** The last write, settled either way: close() waits for it. */
+  #last: Promise<unknown> = Promise.resolve()
+
+  private constructor(db: IdbDatabase, name: string) {
+    this.#db = db
+    this.#name = name
+    // Another tab opens a newer version: step aside so it can upgrade, and say why from now on.
+    db.onversionchange = () => {
+      db.close()
+      this.#closed = new ReplicaStorageError(
+        'closed',
+        `The replica database ${name} was closed for a newer version of the page; reload it.`,
+      )
+    }
+    db.onclose = () => {
+      this.#closed ??= new ReplicaStorageError(
+        'closed',
+        `The browser closed the replica database ${name} (cleared by the user, or a storage failure).`,
+      )
+    }
+  }
+
+  /**
+   * Opens (creating or upgrading) the database `name`.
+   * @throws ReplicaStorageError: `unavailable` (no IndexedDB here, as in some private modes, or
+   * the browser refused it), `blocked` (another tab has an older version open and did not close
+   * it), `io` (any other refusal).
+   */
+  static open(
+    name: string,
+    options: IndexedDbReplicaStorageOptions = {},
+  ): Promise<IndexedDbReplicaStorage> {
+    const factory = options.indexedDB ?? defaultFactory()
+    if (factory === undefined) {
+      return Promise.reject(
+        new ReplicaStorageError(
+          'unavailable',
+          'This browser offers no IndexedDB here (a private window or a sandboxed frame may not); the replica cannot be kept.',
+        ),
+      )
+    }
+    return new Promise((resolve, reject) => {
+      let request: IdbOpenRequest
+      try {
+        request = factory.open(name, VERSION)
+      } catch (err) {
+        reject(openError(name, err as DomErrorLike))
+        return
+      }
+      let settled = false
+      request.onupgradeneeded = () => upgrade(request.result)
+      request.onblocked = () => {
+        settled = true
+        reject(
+          new ReplicaStorageError(
+            'blocked',
+            `The replica database ${name} is held open at an older version by another tab; close the other tabs of this page and reload.`,
+          ),
+        )
+      }
+      request.onsuccess = () => {
+        // Opened after all, once the other tab let go: too late for this caller.
+        if (settled) request.result.close()
+        else resolve(new IndexedDbReplicaStorage(request.result, name))
+      }
+      request.onerror = (event) => {
+        event.preventDefault()
+        if (!settled) reject(openError(name, request.error))
+      }
+    })
+  }
+
+  /** Deletes the database `name` (signing out, a reset); resolves once it is gone. */
+  static delete(name: string, options: IndexedDbReplicaStorageOptions = {}): Promise<void> {
+    const factory = options.indexedDB ?? defaultFactory()
+    if (factory === undefined) return Promise.resolve()
+    return new Promise((resolve, reject) => {
+      const request = factory.deleteDatabase(name)
+      request.onsuccess = () => resolve()
+      request.onerror = () => reject(openError(name, request.error))
+    })
+  }
+
+  load(): Promise<ReplicaContents> {
+    if (this.#closed) return Promise.reject(this.#closed)
+    return new Promise((resolve, reject) => {
+      const tx = this.#transaction('readonly')
+      const reads = TABLES.map((table) => {
+        const store = tx.objectStore(table)
+        return { table, keys: store.getAllKeys(), values: store.getAll() }
+      })
+      tx.oncomplete = () => {
+        const contents = emptyContents()
+        try {
+          for (const { table, keys, values } of reads) {
+            const map = contents[table]
+            const texts = values.result
+            keys.result.forEach((key, i) => {
+              map.set(key as string, JSON.parse(texts[i] as string))
+            })
+          }
+        } catch (err) {
+          reject(
+            new ReplicaStorageError(
+              'damaged',
+              `The replica database ${this.#name} holds a value that is not JSON text.`,
+              { cause: err },
+            ),
+          )
+          return
+        }
+        resolve(contents)
+      }
+      tx.onabort = () => reject(failure(this.#name, tx.error, 'read'))
+    })
+  }
+
+  write(changes: Parameters<ReplicaStorage['write']>[0]): Promise<void> {
+    if (this.#closed) return Promise.reject(this.#closed)
+    let written: Promise<void>
+    try {
+      const encoded = encodeWrites(changes)
+      const tx = this.#transaction('readwrite')
+      written = new Promise<void>((resolve, reject) => {
+        tx.oncomplete = () => resolve()
+        tx.onabort = () => reject(failure(this.#name, tx.error, 'write'))
+      })
+      try {
+        for (const change of encoded) {
+          const store = tx.objectStore(change.table)
+          if ('clear' in change) store.clear()
+          else if ('delete' in change) store.delete(change.key)
+          else store.put(change.text, change.key)
+        }
+        tx.commit?.()
+      } catch (err) {
+        // A request refused as it was made (DataError, a closing database): nothing is kept.
+        tx.abort()
+        written = Promise.reject(failure(this.#name, err as DomErrorLike, 'write'))
+      }
+    } catch (err) {
+      // Refused before any transaction (a value that is not JSON): settled after the writes
+      // called before it all the same, so that writes settle in call order.
+      written = this.#last.then(() => Promise.reject(err))
+    }
+    this.#last = written.catch(() => {})
+    return written
+  }
+
+  /** Waits for the writes called before it, then closes the database. */
+  async close(): Promise<void> {
+    if (this.#closeCalled) return
+    this.#closeCalled = true
+    this.#closed ??= closedError()
+    await this.#last
+    this.#db.close()
+  }
+
+  #transaction(mode: 'readonly' | 'readwrite'): IdbTransaction {
+    try {
+      return mode === 'readonly'
+        ? this.#db.transaction(TABLES, mode)
+        : this.#db.transaction(TABLES, mode, { durability: 'strict' })
+    } catch (err) {
+      // InvalidStateError: the browser closed the connection under us.
+      throw failure(this.#name, err as DomErrorLike, mode === 'readonly' ? 'read' : 'write')
+    }
+  }
+}
+
+function defaultFactory(): IdbFactoryLike | undefined {
+  try {
+    return (globalThis as unknown as { indexedDB?: IdbFactoryLike }).indexedDB ?? undefined
+  } catch {
+    // Some browsers throw SecurityError on the mere access (storage blocked for the site).
+    return undefined
+  }
+}
+
+/** Version 0 -> 1: the four stores. */
+function upgrade(db: IdbDatabase): void {
+  for (const table of TABLES) {
+    if (!db.objectStoreNames.contains(table)) db.createObjectStore(table)
+  }
+}
+
+function openError(name: string, error: DomErrorLike | null): ReplicaStorageError {
+  const reason = error === null ? 'unknown error' : `${error.name}: ${error.message}`
+  if (error?.name === 'VersionError') {
+    return new ReplicaStorageError(
+      'unavailable',
+      `The replica database ${name} was written by a newer version of this page (${reason}); reload.`,
+      { cause: error },
+    )
+  }
+  // InvalidStateError (Firefox's private windows before 115), SecurityError, UnknownError.
+  return new ReplicaStorageError(
+    'unavailable',
+    `The browser refused the replica database ${name} (${reason}); a private window or blocked site data may not allow it.`,
+    { cause: error },
+  )
+}
+
+/** A transaction that aborted: quota, a closed connection, or anything else. */
+function failure(
+  name: string,
+  error: DomErrorLike | null,
+  doing: 'read' | 'write',
+): ReplicaStorageError {
+  const reason = error === null ? 'aborted' : `${error.name}: ${error.message}`
+  if (error?.name === 'QuotaExceededError') {
+    return new ReplicaStorageError(
+      'quota',
+      `The browser has no room left for the replica database ${name}; nothing of this write was kept.`,
+      { cause: error },
+    )
+  }
+  if (error?.name === 'InvalidStateError') {
+    return new ReplicaStorageError(
+      'closed',
+      `The replica database ${name} is closed (${reason}).`,
+      {
+        cause: error,
+      },
+    )
+  }
+  return new ReplicaStorageError(
+    'io',
+    `Could not ${doing} the replica database ${name}: ${reason}`,
+    {
+      cause: error,
+    },
+  )
+}
