@@ -46,7 +46,6 @@ export type {
   PagesOptions,
   UpdateOptions,
 } from './types.js'
-export { MemoryReplicaStorage } from './replica/memory-storage.js'
 export {
   Replica,
   type ReplicaConflict,
@@ -54,9 +53,3 @@ export {
   type ReplicaEvent,
   type ReplicaOptions,
 } from './replica/replica.js'
-export type {
-  ReplicaContents,
-  ReplicaStorage,
-  ReplicaTable,
-  ReplicaWrite,
-} from './replica/storage.js'
