@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import {
   createServer,
   type IncomingMessage,
@@ -13,19 +13,85 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http'
+import { createRequire } from 'node:module'
 import type { AddressInfo, Socket } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { CHROMIUM, launchChromium, MISSING, SKIP } from './chromium.js'
 import { type ServerProcess, startServer } from './hostile/server-process.js'
 
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js')
+
 let browser: Browser | undefined
 const servers: ServerProcess[] = []
 
-async function startService(): Promise<ServerProcess> {
-  const server = await startServer({})
+async function startService(port?: number): Promise<ServerProcess> {
+  const server = await startServer(port === undefined ? {} : { port })
   servers.push(server)
   return server
+}
+
+type Json = Record<string, unknown>
+
+/** The service's notes, asked from outside the browser (as curl would). */
+async function listed(origin: string): Promise<Json[]> {
+  const answer = await fetch(`${origin}/api/note`)
+  return ((await answer.json()) as { data: Json[] }).data
+}
+
+async function create(origin: string, note: Json): Promise<Json> {
+  const answer = await fetch(`${origin}/api/note`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(note),
+  })
+  assert.equal(answer.status, 200)
+  return ((await answer.json()) as { data: Json }).data
+}
+
+/** Polls `check` (every 100 ms, at most `ms`) until it holds. */
+async function eventually(check: () => Promise<boolean>, what: string, ms = 20_000): Promise<void> {
+  for (const started = Date.now(); Date.now() - started < ms; ) {
+    if (await check()) return
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  assert.fail(`never: ${what}`)
+}
+
+const item = (page: Page, text: string) =>
+  page.locator('#notes > li').filter({ has: page.locator('h3', { hasText: text }) })
+
+async function titles(page: Page): Promise<string[]> {
+  return page.locator('#notes h3').allTextContents()
+}
+
+/** axe-core finds nothing serious or critical in the page as it is now. */
+async function axeClean(page: Page, state: string): Promise<void> {
+  if ((await page.evaluate('typeof axe')) !== 'object') {
+    await page.evaluate(readFileSync(AXE, 'utf8'))
+  }
+  const violations = (await page.evaluate(
+    `axe.run({ runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] }).then((result) =>
+      result.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(' ')) })))`,
+  )) as { impact: string }[]
+  assert.deepEqual(
+    violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'),
+    [],
+    `${state}: ${JSON.stringify(violations)}`,
+  )
+}
+
+/** The page has its list from the service and follows the feed. */
+async function synced(page: Page): Promise<void> {
+  await page.locator('#list-status:not(:text("Loading"))').waitFor()
+  await page.locator('#feed-status[data-state="live"]').waitFor()
+}
+
+async function editBody(page: Page, title: string, body: string): Promise<void> {
+  await item(page, title).getByRole('button', { name: 'Edit' }).click()
+  await page.locator('form.editor').getByLabel('Body').fill(body)
+  await page.locator('form.editor').getByRole('button', { name: 'Save' }).click()
+  await item(page, title).locator('.body', { hasText: body }).waitFor()
 }
 
 /**
@@ -101,9 +167,13 @@ class Front {
   }
 }
 
-async function newContext(): Promise<BrowserContext> {
+/** A fresh profile; `axe`: without the page's policy, which refuses axe's own innerHTML. */
+async function newContext(options: { axe?: boolean } = {}): Promise<BrowserContext> {
   assert.ok(browser, `${MISSING}: CI must install it (.ci/run does).`)
-  return browser.newContext({ viewport: { width: 900, height: 900 } })
+  return browser.newContext({
+    viewport: { width: 900, height: 900 },
+    bypassCSP: options.axe === true,
+  })
 }
 
 /**
@@ -219,6 +289,200 @@ describe('the notes page offline, in Chromium', { skip: SKIP, concurrency: false
       kept.filter((path) => !(path === '/' || path.startsWith('/ui/'))),
       [],
     )
+    await context.close()
+  })
+
+  it('keeps the notebook on this device: lists, searches, creates, edits and deletes offline, across reloads, and sends it all on reconnect', {
+    timeout: 90_000,
+  }, async () => {
+    const service = await startService()
+    const origin = `http://127.0.0.1:${service.port}`
+    await create(origin, { title: 'Groceries', body: 'milk' })
+    await create(origin, { title: 'Call Ann', body: 'about the trip' })
+    const context = await newContext({ axe: true })
+    const page = await openControlled(context, origin)
+    await synced(page)
+    assert.deepEqual(await titles(page), ['Call Ann', 'Groceries'])
+
+    await context.setOffline(true)
+    await page.reload()
+    await page.locator('#feed-status[data-state="retrying"]').waitFor()
+    assert.deepEqual(await titles(page), ['Call Ann', 'Groceries'])
+    // Search runs on this device's copy.
+    await page.getByLabel('Search the notes').fill('MILK')
+    await eventually(async () => (await titles(page)).join() === 'Groceries', 'the search')
+    assert.equal(await page.locator('#list-status').textContent(), '1 note matches “MILK”.')
+    await page.getByLabel('Search the notes').fill('')
+
+    await page.locator('#create-title').fill('Offline idea')
+    await page.getByRole('button', { name: 'Create note' }).click()
+    await item(page, 'Offline idea').waitFor()
+    assert.equal(await item(page, 'Offline idea').locator('.meta').textContent(), 'not sent yet')
+    await editBody(page, 'Groceries', 'milk, bread')
+    await item(page, 'Call Ann').getByRole('button', { name: 'Delete' }).click()
+    await item(page, 'Call Ann').getByRole('button', { name: 'Yes, delete it' }).click()
+    await item(page, 'Call Ann').waitFor({ state: 'detached' })
+    const waiting = page.locator('#waiting')
+    assert.equal(await waiting.getAttribute('aria-live'), 'polite')
+    assert.equal(
+      await waiting.textContent(),
+      '3 changes waiting to be sent when the service is back.',
+    )
+    await axeClean(page, 'offline, with changes waiting')
+
+    // The outbox survives a reload with the network still off.
+    await page.reload()
+    await item(page, 'Offline idea').waitFor()
+    assert.deepEqual(await titles(page), ['Offline idea', 'Groceries'])
+    await waiting.filter({ hasText: '3 changes waiting' }).waitFor()
+    // Nothing reached the service meanwhile.
+    assert.deepEqual(
+      (await listed(origin)).map((note) => note.title),
+      ['Groceries', 'Call Ann'],
+    )
+
+    await context.setOffline(false)
+    await eventually(async () => (await waiting.textContent()) === '', 'the outbox sent')
+    const notes = await listed(origin)
+    assert.deepEqual(
+      notes.map(({ id: _id, ...fields }) => fields),
+      [{ title: 'Groceries', body: 'milk, bread' }, { title: 'Offline idea' }],
+    )
+    // The created note now has the service's id.
+    await eventually(
+      async () =>
+        /^id \d+/.test(String(await item(page, 'Offline idea').locator('.meta').textContent())),
+      'the id shown',
+    )
+    await context.close()
+  })
+
+  it('creates nothing twice while the network flaps during the sync', {
+    timeout: 90_000,
+  }, async () => {
+    const service = await startService()
+    const origin = `http://127.0.0.1:${service.port}`
+    const context = await newContext()
+    const page = await openControlled(context, origin)
+    await synced(page)
+    await context.setOffline(true)
+    const names = ['one', 'two', 'three', 'four', 'five', 'six']
+    for (const name of names) {
+      await page.locator('#create-title').fill(name)
+      await page.getByRole('button', { name: 'Create note' }).click()
+      await item(page, name).waitFor()
+    }
+    for (let flap = 0; flap < 8; flap++) {
+      await context.setOffline(flap % 2 === 1)
+      await new Promise((resolve) => setTimeout(resolve, 50 + flap * 40))
+    }
+    await context.setOffline(false)
+    await eventually(async () => (await page.locator('#waiting').textContent()) === '', 'all sent')
+    const sent = (await listed(origin)).map((note) => note.title)
+    assert.deepEqual(sent, names)
+    // And the page shows each once, too.
+    await eventually(async () => (await titles(page)).length === names.length, 'six notes')
+    assert.deepEqual(await titles(page), [...names].reverse())
+    await context.close()
+  })
+
+  it('shows a clash between two browsers with both versions, and resolves it each way', {
+    timeout: 90_000,
+  }, async () => {
+    const service = await startService()
+    const origin = `http://127.0.0.1:${service.port}`
+    const note = await create(origin, { title: 'Plan', body: 'draft' })
+    const mineContext = await newContext({ axe: true })
+    const theirsContext = await newContext()
+    const mine = await openControlled(mineContext, origin)
+    const theirs = await openControlled(theirsContext, origin)
+    await synced(mine)
+    await synced(theirs)
+    const conflicts = mine.locator('#conflicts')
+
+    /** Mine edits offline while theirs edits online; mine comes back and meets theirs. */
+    const clash = async (body: string): Promise<void> => {
+      await mineContext.setOffline(true)
+      await editBody(mine, 'Plan', `${body}, mine`)
+      // The edit could not be sent: the page says so, and keeps it.
+      await mine.locator('#waiting', { hasText: '1 change waiting' }).waitFor()
+      await mine.locator('#feed-status[data-state="retrying"]').waitFor()
+      await editBody(theirs, 'Plan', `${body}, theirs`)
+      await eventually(
+        async () => (await listed(origin))[0]?.body === `${body}, theirs`,
+        'their edit saved',
+      )
+      await mineContext.setOffline(false)
+      await conflicts.locator('li').waitFor()
+    }
+
+    await clash('first')
+    assert.equal(await conflicts.locator('h3').textContent(), 'Your change to “Plan” clashed')
+    assert.deepEqual(
+      (await conflicts.locator('pre').allTextContents()).map((text) => JSON.parse(text)),
+      [
+        { ...note, body: 'first, mine' },
+        { ...note, body: 'first, theirs' },
+      ],
+    )
+    await axeClean(mine, 'a clash shown')
+    await conflicts.getByRole('button', { name: 'Keep mine' }).click()
+    await conflicts.waitFor({ state: 'hidden' })
+    await eventually(
+      async () => (await listed(origin))[0]?.body === 'first, mine',
+      'mine sent over theirs',
+    )
+    await item(theirs, 'Plan').locator('.body', { hasText: 'first, mine' }).waitFor()
+
+    await clash('second')
+    await conflicts.getByRole('button', { name: 'Keep theirs' }).click()
+    await conflicts.waitFor({ state: 'hidden' })
+    await item(mine, 'Plan').locator('.body', { hasText: 'second, theirs' }).waitFor()
+    assert.equal(await mine.locator('#waiting').textContent(), '')
+    assert.equal((await listed(origin))[0]?.body, 'second, theirs')
+
+    await clash('third')
+    await conflicts.getByRole('button', { name: 'Edit a merged note' }).click()
+    await conflicts
+      .getByLabel('The merged note as JSON')
+      .fill('{"title":"Plan","body":"third, merged"}')
+    await conflicts.getByRole('button', { name: 'Save the merged note' }).click()
+    await conflicts.waitFor({ state: 'hidden' })
+    await eventually(
+      async () => (await listed(origin))[0]?.body === 'third, merged',
+      'the merged note sent',
+    )
+    await item(theirs, 'Plan').locator('.body', { hasText: 'third, merged' }).waitFor()
+    await mineContext.close()
+    await theirsContext.close()
+  })
+
+  it('recovers when the service restarts on the same port, sending what waited', {
+    timeout: 90_000,
+  }, async () => {
+    const first = await startService()
+    const origin = `http://127.0.0.1:${first.port}`
+    await create(origin, { title: 'Before the restart' })
+    const context = await newContext()
+    const page = await openControlled(context, origin)
+    await synced(page)
+    await first.stop()
+    await page.locator('#feed-status[data-state="retrying"]').waitFor()
+    await page.locator('#create-title').fill('Written while it was down')
+    await page.getByRole('button', { name: 'Create note' }).click()
+    await page.locator('#waiting', { hasText: '1 change waiting' }).waitFor()
+    // A new app (the memory store starts empty): the page reloads its copy, and sends its note.
+    await startService(first.port)
+    await eventually(async () => (await page.locator('#waiting').textContent()) === '', 'sent')
+    assert.deepEqual(
+      (await listed(origin)).map((note) => note.title),
+      ['Written while it was down'],
+    )
+    await eventually(
+      async () => (await titles(page)).join() === 'Written while it was down',
+      'the page shows the new service',
+    )
+    await page.locator('#feed-status[data-state="live"]').waitFor()
     await context.close()
   })
 })

@@ -1,7 +1,7 @@
 /**
  * The page's link to the service: one NotesClient (notes-service/client, served under
- * /ui/client/) on this origin, with the access key of this tab; and what a failed call means,
- * in words, for the person who asked.
+ * /ui/client/) on this origin, with the access key of this tab, whose answers the page hears
+ * (a 401 asks for a key, a refused write is said); and what a failure means, in words.
  */
 import {
   type Note as ClientNote,
@@ -66,11 +66,50 @@ export function tokenSubject(value: string | null): string | undefined {
 /** The key when sessionStorage refuses to keep it. */
 let memoryKey: string | null = null
 
-/** Called on every 401, so the page can ask for a key. */
-let onUnauthorized: (failure: Failure) => void = () => {}
+/** What the page hears of the answers the replica gets (it retries them itself). */
+export interface AnswerWatcher {
+  /** A 401, on any request: the page asks for a key. */
+  unauthorized(failure: Failure): void
+  /** A write (POST, PATCH, DELETE) refused, or not applied (403, 507, ...). */
+  writeRefused(method: string, failure: Failure): void
+  /** A read of the list failed: unreachable (status 0), or refused. */
+  listFailed(failure: Failure): void
+  /** Any answer from the service: it is reachable. */
+  answered(): void
+}
 
-export function whenUnauthorized(handler: (failure: Failure) => void): void {
-  onUnauthorized = handler
+let answerWatcher: AnswerWatcher | undefined
+
+export function watchAnswers(watcher: AnswerWatcher): void {
+  answerWatcher = watcher
+}
+
+/** The problem's detail of an answer, read from a copy (the client reads the answer itself). */
+async function failureFrom(response: Response): Promise<Failure> {
+  let detail: string | undefined
+  try {
+    const body: unknown = await response.clone().json()
+    const value = (body as { detail?: unknown } | null)?.detail
+    if (typeof value === 'string' && value !== '') detail = value
+  } catch {
+    // No problem document: the status says it.
+  }
+  return { status: response.status, detail }
+}
+
+/** Tells the watcher what an answer means for the page. */
+async function heard(method: string, url: URL, response: Response): Promise<void> {
+  answerWatcher?.answered()
+  if (response.ok) return
+  const list = method === 'GET' && url.pathname === '/api/note'
+  const write = method !== 'GET' && method !== 'HEAD'
+  if (response.status !== 401 && !write && !list) return
+  // A 412 or an empty 404 on a write is the replica's to handle (a conflict).
+  if (write && (response.status === 412 || response.status === 404)) return
+  const failure = await failureFrom(response)
+  if (failure.status === 401) answerWatcher?.unauthorized(failure)
+  else if (write) answerWatcher?.writeRefused(method, failure)
+  else answerWatcher?.listFailed(failure)
 }
 
 /** Told when the feed connects, streams and drops (the client's feed says nothing of it). */
@@ -94,14 +133,21 @@ const pageFetch: typeof fetch = async (input, init) => {
   const url = new URL(input instanceof Request ? input.url : String(input), location.href)
   if (url.origin !== location.origin) throw new TypeError(`not this origin: ${url}`)
   const feed = url.pathname === '/api/events'
+  const method = (init?.method ?? 'GET').toUpperCase()
   if (feed) feedWatcher?.connecting()
   let response: Response
   try {
     response = await fetch(url, { ...init, cache: 'no-store', credentials: 'omit' })
   } catch (err) {
-    if (feed && init?.signal?.aborted !== true) feedWatcher?.dropped()
+    if (init?.signal?.aborted !== true) {
+      if (feed) feedWatcher?.dropped()
+      if (method === 'GET' && url.pathname === '/api/note') {
+        answerWatcher?.listFailed({ status: 0, detail: undefined })
+      }
+    }
     throw err
   }
+  await heard(method, url, response)
   if (!feed || response.status !== 200 || response.body === null) {
     if (feed && response.status >= 500) feedWatcher?.dropped()
     return response
@@ -147,15 +193,13 @@ export const client = new NotesClient({
 
 /**
  * What an error thrown by the client means: its status and detail; status 0 when the service
- * could not be reached. A 401 also asks for a key. Anything else is a bug, thrown again.
+ * could not be reached. Anything else is a bug, thrown again.
  */
 export function failureOf(err: unknown): Failure {
   if (err instanceof NotesNetworkError) return { status: 0, detail: undefined }
   if (err instanceof NoteNotFoundError) return { status: 404, detail: undefined }
   if (err instanceof NotesProblem) {
-    const failure = { status: err.status, detail: err.detail === '' ? undefined : err.detail }
-    if (failure.status === 401) onUnauthorized(failure)
-    return failure
+    return { status: err.status, detail: err.detail === '' ? undefined : err.detail }
   }
   throw err
 }

@@ -1,23 +1,32 @@
+/**
+ * The notes page: the notebook kept in a Replica (notes-service/client) over IndexedDB, so that
+ * it opens, lists, searches, creates, edits and deletes with the network off; the replica sends
+ * the queued changes when the service is back, and a change that clashed with one made
+ * elsewhere is shown with both versions, for the person to choose.
+ */
 import {
   accessKey,
   client,
   describeFailure,
   type Failure,
-  failureOf,
-  type Note,
-  randomKey,
   setAccessKey,
   tokenSubject,
+  watchAnswers,
   watchFeed,
-  whenUnauthorized,
 } from './api.js'
-import type { ChangeEvent, NotePage } from './client/index.js'
-import { NotesProblem } from './client/index.js'
+import {
+  IndexedDbReplicaStorage,
+  MemoryReplicaStorage,
+  Replica,
+  type ReplicaEntry,
+  type ReplicaStorage,
+} from './client/index.js'
+import { ConflictList } from './conflicts.js'
 import { byId } from './dom.js'
 import { type ItemContext, NoteItem } from './note-item.js'
-import { isObject } from './note-patch.js'
+import { isObject, sameJson } from './note-patch.js'
 
-/** Notes per page: small enough to show at once, large enough to scroll through few pages. */
+/** Notes shown at first, and added by each "Load more notes". */
 const PAGE_SIZE = 50
 
 const list = byId('notes', HTMLOListElement)
@@ -46,37 +55,41 @@ const createJsonPart = byId('create-json-part', HTMLElement)
 const createError = byId('create-error', HTMLElement)
 const createButton = byId('create-button', HTMLButtonElement)
 
-/** Notes shown, by id as JSON text (7 and "7" are different notes). */
-const items = new Map<string, NoteItem>()
-/** Notes this page created or deleted, whose feed event must not count them again. */
-const ownCreates = new Set<string>()
-const ownDeletes = new Set<string>()
-let total: number | undefined
-/** The pages after the ones shown, while there are more. */
-let next: AsyncGenerator<NotePage, undefined> | undefined
-let loading = false
-/** Bumped by every reload, so that an older load's answer is dropped. */
-let generation = 0
+const searchInput = byId('search', HTMLInputElement)
+const waitingText = byId('waiting', HTMLElement)
+const syncError = byId('sync-error', HTMLElement)
+const conflicts = new ConflictList(byId('conflicts', HTMLElement), {
+  announce,
+  replica: () => replica,
+})
 
-const keyOf = (id: unknown): string => JSON.stringify(id) ?? 'undefined'
+/** The notebook on this device, while one is open. */
+let replica: Replica | undefined
+let unsubscribe: () => void = () => {}
+/** Notes shown, by entry key. */
+const items = new Map<string, NoteItem>()
+/** How many of the (matching) notes are shown, newest first. */
+let shown = PAGE_SIZE
+/** The search typed, or ''. */
+let query = ''
+/** The replica has the notebook (from a load, or from this device's copy). */
+let loaded = false
+/** Why the list could not be loaded, while it could not. */
+let loadFailure: Failure | undefined
+/** Bumped by every notebook opened, so that an older open is dropped. */
+let generation = 0
+/** A 401 stopped the replica: it waits for a key (the requests still under way say it again). */
+let waitingForKey = false
+
 const count = (n: number, one: string, many: string): string =>
   `${n.toLocaleString('en')} ${n === 1 ? one : many}`
 
 const context: ItemContext = {
   announce,
-  deleted(item) {
-    const key = keyOf(item.note.id)
-    if (items.get(key) === item) {
-      removeItem(key)
-      ownDeletes.add(key)
-      if (total !== undefined) total -= 1
-      showCounts()
-    }
+  replica: () => replica,
+  deleted() {
     announce('Note deleted.')
     createTitle.focus()
-  },
-  readOnly() {
-    readOnlyNote.hidden = false
   },
 }
 
@@ -84,134 +97,149 @@ function announce(text: string): void {
   announcer.textContent = text
 }
 
-function showCounts(): void {
-  totalText.textContent = total === undefined ? '' : count(total, 'note', 'notes')
-  if (loading) return
-  if (next === undefined) {
+/** The notes to show, newest first: all, or those matching the search (the service's q rule). */
+function matching(open: Replica): ReplicaEntry[] {
+  const entries = query === '' ? open.notes() : open.search(query)
+  // A create on its way: the feed may bring the service's note before the replica has linked
+  // it to the local one. Shown once, as the local one, until it has.
+  const sending = entries.filter((entry) => entry.id === undefined)
+  const shown =
+    sending.length === 0
+      ? entries
+      : entries.filter(
+          (entry) =>
+            entry.id === undefined ||
+            !sending.some((local) => sameJson(local.note, withoutId(entry.note))),
+        )
+  return [...shown].reverse()
+}
+
+function withoutId(note: Record<string, unknown>): Record<string, unknown> {
+  const { id: _id, ...fields } = note
+  return fields
+}
+
+/** Shows the replica's view: the first `shown` notes, items kept (an open editor stays). */
+function render(): void {
+  const open = replica
+  if (open === undefined) return
+  const view = matching(open)
+  const visible = view.slice(0, shown)
+  const keep = new Set(visible.map((entry) => entry.key))
+  for (const [key, item] of items) {
+    if (keep.has(key)) continue
+    items.delete(key)
+    // Someone editing a note deleted elsewhere is told, rather than losing the editor.
+    if (item.editing && open.get(key) === undefined) item.gone()
+    else item.element.remove()
+  }
+  let previous: Element | null = null
+  for (const entry of visible) {
+    let item = items.get(entry.key)
+    if (item === undefined) {
+      item = new NoteItem(entry, context)
+      items.set(entry.key, item)
+    } else {
+      item.replace(entry)
+    }
+    const at: Element | null =
+      previous === null ? list.firstElementChild : previous.nextElementSibling
+    if (at !== item.element) list.insertBefore(item.element, at)
+    previous = item.element
+  }
+  showCounts(view.length, open.notes().length)
+}
+
+function showCounts(matches: number, total: number): void {
+  totalText.textContent = loaded ? count(total, 'note', 'notes') : ''
+  moreButton.hidden = !loaded || matches <= shown
+  if (!loaded) {
     listStatus.textContent =
-      items.size === 0 ? 'No notes yet.' : `All ${count(items.size, 'note', 'notes')} shown.`
-  } else {
-    listStatus.textContent = `Showing ${items.size.toLocaleString('en')} of ${count(total ?? items.size, 'note', 'notes')}.`
-  }
-  moreButton.hidden = next === undefined
-}
-
-function addItem(note: Note, where: 'top' | 'bottom', etag?: string): NoteItem {
-  const item = new NoteItem(note, context, etag)
-  items.set(keyOf(note.id), item)
-  if (where === 'top') list.prepend(item.element)
-  else list.append(item.element)
-  return item
-}
-
-function removeItem(key: string): void {
-  items.get(key)?.element.remove()
-  items.delete(key)
-}
-
-/** The next page, or why not. */
-async function nextPage(
-  pages: AsyncGenerator<NotePage, undefined>,
-): Promise<{ page: NotePage | undefined } | { failure: Failure }> {
-  try {
-    const page = await pages.next()
-    return { page: page.done ? undefined : page.value }
-  } catch (err) {
-    return { failure: failureOf(err) }
-  }
-}
-
-/** Loads the newest page again, and follows the feed from the version it shows. */
-async function reload(): Promise<void> {
-  const run = ++generation
-  stopFeed()
-  loading = true
-  listStatus.textContent = 'Loading notes…'
-  const pages = client.pages({ limit: PAGE_SIZE, order: 'desc' })
-  const answer = await nextPage(pages)
-  if (run !== generation) return
-  loading = false
-  const page = 'page' in answer ? answer.page : undefined
-  if (page === undefined) {
-    const failure = 'failure' in answer ? answer.failure : { status: 0, detail: undefined }
-    listStatus.textContent = `The notes could not be loaded. ${describeFailure(failure)}`
-    moreButton.hidden = true
-    next = undefined
-    feedState({ state: 'unavailable', why: 'Not following changes.' })
+      loadFailure === undefined
+        ? 'Loading notes…'
+        : `The notes could not be loaded. ${describeFailure(loadFailure)}`
     return
   }
+  if (query !== '') {
+    listStatus.textContent =
+      matches === 0
+        ? `No note matches “${query}”.`
+        : matches <= shown
+          ? `${count(matches, 'note matches', 'notes match')} “${query}”.`
+          : `Showing ${Math.min(shown, matches).toLocaleString('en')} of ${count(matches, 'note', 'notes')} matching “${query}”.`
+  } else if (matches <= shown) {
+    listStatus.textContent =
+      matches === 0 ? 'No notes yet.' : `All ${count(matches, 'note', 'notes')} shown.`
+  } else {
+    listStatus.textContent = `Showing ${shown.toLocaleString('en')} of ${count(total, 'note', 'notes')}.`
+  }
+}
+
+function showWaiting(): void {
+  const waiting = replica?.waiting ?? 0
+  const text =
+    waiting === 0
+      ? ''
+      : `${count(waiting, 'change', 'changes')} waiting to be sent${replica?.online ? '…' : ' when the service is back.'}`
+  if (waitingText.textContent !== text) waitingText.textContent = text
+  if (waiting === 0) syncError.textContent = ''
+}
+
+/** The name of this notebook's copy on this device: one per user, one for the shared notebook. */
+function notebookName(): string {
+  const user = tokenSubject(accessKey())
+  return user === undefined ? 'notes-service.notebook' : `notes-service.notebook.user.${user}`
+}
+
+/** Opens this tab's notebook (its copy on this device first), then starts syncing it. */
+async function openNotebook(): Promise<void> {
+  const run = ++generation
+  const old = replica
+  replica = undefined
+  unsubscribe()
+  await old?.close()
   items.clear()
   list.replaceChildren()
-  for (const note of page.notes) addItem(note, 'bottom')
-  next = page.next === undefined ? undefined : pages
-  total = page.total ?? page.notes.length
-  showCounts()
-  startFeed(page.version ?? '')
-  if (nearEnd()) void loadMore()
-}
-
-async function loadMore(): Promise<void> {
-  if (loading || next === undefined) return
-  const run = generation
-  const pages = next
-  loading = true
-  moreButton.disabled = true
-  listStatus.textContent = 'Loading more notes…'
-  const answer = await nextPage(pages)
-  moreButton.disabled = false
-  if (run !== generation) return
-  loading = false
-  const page = 'page' in answer ? answer.page : undefined
-  if (page === undefined) {
-    // The walk ended with the failure: the list as shown is what there is until a reload.
-    next = undefined
-    moreButton.hidden = true
-    const failure = 'failure' in answer ? answer.failure : { status: 0, detail: undefined }
-    listStatus.textContent = `More notes could not be loaded. ${describeFailure(failure)}`
+  loaded = false
+  loadFailure = undefined
+  waitingForKey = false
+  shown = PAGE_SIZE
+  showCounts(0, 0)
+  let storage: ReplicaStorage
+  try {
+    storage = await IndexedDbReplicaStorage.open(notebookName())
+  } catch (err) {
+    // No IndexedDB here (a private window): the page works, but keeps nothing when closed.
+    storage = new MemoryReplicaStorage()
+    syncError.textContent = `This browser keeps no copy of the notes here, so they are not available offline. (${(err as Error).message})`
+  }
+  const opened = await Replica.open({ client, storage, maxDelayMs: 5_000 })
+  if (run !== generation) {
+    await opened.close()
     return
   }
-  // A note may already be here when the feed brought it first.
-  for (const note of page.notes) if (!items.has(keyOf(note.id))) addItem(note, 'bottom')
-  if (page.next === undefined) next = undefined
-  if (page.total !== undefined) total = page.total
-  showCounts()
-  // A tall window may still show the end: fill it.
-  if (nearEnd()) void loadMore()
-}
-
-function onEvent(event: ChangeEvent): void {
-  if (event.type === 'reset') {
-    void reload()
-    return
-  }
-  if (event.type === 'deleted') {
-    const key = keyOf(event.id)
-    const item = items.get(key)
-    if (ownDeletes.delete(key)) return
-    // Someone editing it is told, rather than losing the editor under the cursor.
-    if (item?.editing) {
-      item.gone()
-      items.delete(key)
-    } else if (item !== undefined) {
-      removeItem(key)
+  replica = opened
+  loaded = opened.notes().length > 0 || opened.waiting > 0 || opened.conflicts.length > 0
+  unsubscribe = opened.subscribe((event) => {
+    if (replica !== opened) return
+    // A load, or the service reached with this device's copy current (kept from a visit).
+    if (event.type === 'reset' || (event.type === 'online' && opened.online)) {
+      loaded = true
+      loadFailure = undefined
+      render()
     }
-    if (total !== undefined) total = Math.max(0, total - 1)
-    showCounts()
-    return
-  }
-  const note = event.note
-  if (!isObject(note) || !('id' in note)) return
-  const key = keyOf(note.id)
-  const item = items.get(key)
-  if (event.type === 'created') {
-    if (ownCreates.delete(key)) return
-    if (item === undefined) addItem(note, 'top')
-    else item.replace(note)
-    if (total !== undefined) total += 1
-    showCounts()
-  } else {
-    item?.replace(note)
-  }
+    // A write that could not be sent says the service is out of reach, even while the feed's
+    // connection has not noticed yet.
+    if (event.type === 'online' && !opened.online) feedState({ state: 'retrying' })
+    if (event.type === 'change' || event.type === 'reset') render()
+    if (event.type === 'waiting' || event.type === 'online') showWaiting()
+    if (event.type === 'conflict' || event.type === 'change') conflicts.show(opened.conflicts)
+  })
+  render()
+  showWaiting()
+  conflicts.show(opened.conflicts)
+  opened.start()
+  if (nearEnd()) showMore()
 }
 
 type FeedState =
@@ -228,47 +256,49 @@ function feedState(state: FeedState): void {
       : state.state === 'connecting'
         ? 'Connecting to live changes…'
         : state.state === 'retrying'
-          ? 'Live changes interrupted; reconnecting…'
+          ? 'Offline: the notes shown are this device’s copy; changes are kept and sent when the service is back.'
           : state.why
 }
 
 watchFeed({
-  connecting: () => feedState({ state: 'connecting' }),
+  connecting: () => {
+    if (feedStatus.dataset.state !== 'retrying') feedState({ state: 'connecting' })
+  },
   live: () => feedState({ state: 'live' }),
   dropped: () => feedState({ state: 'retrying' }),
 })
 
-/** Ends the feed being followed. */
-let stopFeed: () => void = () => {}
-
-/** Follows the change feed after `since` (the client resumes it across drops and restarts). */
-function startFeed(since: string): void {
-  stopFeed()
-  const controller = new AbortController()
-  stopFeed = () => controller.abort()
-  void (async () => {
-    try {
-      for await (const event of client.events({ since, signal: controller.signal })) {
-        if (controller.signal.aborted) return
-        onEvent(event)
-      }
-    } catch (err) {
-      if (controller.signal.aborted || !(err instanceof NotesProblem)) return
-      if (err.status === 401) {
-        feedState({ state: 'unavailable', why: 'Not following changes: a key is needed.' })
-        askForKey()
-      } else {
-        feedState({
-          state: 'unavailable',
-          why:
-            err.status === 404
-              ? 'This service has no change feed: reload the page to see changes made elsewhere.'
-              : `Not following changes. ${err.detail}`,
-        })
-      }
+watchAnswers({
+  unauthorized(failure) {
+    if (waitingForKey) return
+    waitingForKey = true
+    // The replica would ask again and again: it waits for a key instead.
+    void replica?.stop()
+    if (!loaded) {
+      loadFailure = failure
+      showCounts(0, 0)
     }
-  })()
-}
+    feedState({ state: 'unavailable', why: 'Not following changes: a key is needed.' })
+    askForKey(failure)
+  },
+  writeRefused(method, failure) {
+    if (failure.status === 403) readOnlyNote.hidden = false
+    const why = describeFailure(failure)
+    if (method === 'POST') createError.textContent = `Not created. ${why}`
+    else syncError.textContent = `A change could not be sent. ${why}`
+  },
+  listFailed(failure) {
+    if (loaded) return
+    loadFailure = failure
+    showCounts(0, 0)
+  },
+  answered() {
+    if (!loaded && loadFailure?.status === 0) {
+      loadFailure = undefined
+      showCounts(0, 0)
+    }
+  },
+})
 
 // The access key: asked for on the first 401, kept in sessionStorage for this tab only.
 function askForKey(failure?: Failure): void {
@@ -281,8 +311,6 @@ function askForKey(failure?: Failure): void {
   }
 }
 
-whenUnauthorized((failure) => askForKey(failure))
-
 keyForm.addEventListener('submit', (event) => {
   event.preventDefault()
   const key = keyInput.value.trim()
@@ -292,14 +320,14 @@ keyForm.addEventListener('submit', (event) => {
   keyDialog.close()
   readOnlyNote.hidden = true
   showKeyButtons()
-  void reload()
+  void openNotebook()
 })
 keyCancel.addEventListener('click', () => keyDialog.close())
 keyButton.addEventListener('click', () => askForKey())
 forgetButton.addEventListener('click', () => {
   setAccessKey(null)
   showKeyButtons()
-  void reload()
+  void openNotebook()
 })
 function showKeyButtons(): void {
   const key = accessKey()
@@ -313,10 +341,7 @@ function showKeyButtons(): void {
   forgetButton.textContent = user === undefined ? 'Forget the key' : 'Sign out'
 }
 
-// Creating: a small form (title, body) or raw JSON, sent with an Idempotency-Key.
-/** The last submit that got no answer: resubmitting the same body reuses its key. */
-let unanswered: { body: string; key: string } | undefined
-
+// Creating: a small form (title, body) or raw JSON, kept on this device and sent from there.
 function switchCreateMode(): void {
   const json = createJsonMode.checked
   createFieldsPart.hidden = json
@@ -361,46 +386,49 @@ async function create(): Promise<void> {
     createError.textContent = note
     return
   }
-  const body = JSON.stringify(note)
-  const key = unanswered?.body === body ? unanswered.key : randomKey()
-  unanswered = { body, key }
-  createButton.disabled = true
-  let result: { created: Note } | { failure: Failure }
-  try {
-    // The client retries a lost request with the same key: it is never created twice.
-    result = { created: (await client.create(note, { idempotencyKey: key })).note }
-  } catch (err) {
-    result = { failure: failureOf(err) }
-  }
-  createButton.disabled = false
-  if ('created' in result) {
-    const { created } = result
-    unanswered = undefined
-    const id = keyOf(created.id)
-    if (!items.has(id)) {
-      addItem(created, 'top')
-      ownCreates.add(id)
-      if (total !== undefined) total += 1
-      showCounts()
-    }
-    createForm.reset()
-    createJson.value = ''
-    switchCreateMode()
-    announce('Note created.')
-    createTitle.focus()
+  const open = replica
+  if (open === undefined) {
+    createError.textContent = 'Not created: the notes are still being opened. Try again.'
     return
   }
-  const { failure } = result
-  if (failure.status !== 0) unanswered = undefined
-  if (failure.status === 403) context.readOnly()
-  createError.textContent =
-    failure.status === 0
-      ? 'Not created: the service could not be reached. Submit again to retry; the note will not be created twice.'
-      : `Not created. ${describeFailure(failure)}`
+  createButton.disabled = true
+  try {
+    // Kept on this device at once (durably), sent with an Idempotency-Key: never twice.
+    await open.create(note)
+  } catch (err) {
+    createError.textContent = `Not created. ${(err as Error).message}`
+    return
+  } finally {
+    createButton.disabled = false
+  }
+  if (query !== '') {
+    query = ''
+    searchInput.value = ''
+    render()
+  }
+  createForm.reset()
+  createJson.value = ''
+  switchCreateMode()
+  announce(
+    open.online ? 'Note created.' : 'Note created; it will be sent when the service is back.',
+  )
+  createTitle.focus()
 }
 
+// Search: the service's q rule, on this device's copy (so it works offline too).
+searchInput.addEventListener('input', () => {
+  query = searchInput.value.trim()
+  shown = PAGE_SIZE
+  render()
+})
+
 // More notes as the end of the list comes into view, or on the button.
-moreButton.addEventListener('click', () => void loadMore())
+function showMore(): void {
+  if (moreButton.hidden) return
+  shown += PAGE_SIZE
+  render()
+}
+moreButton.addEventListener('click', () => showMore())
 let scrollCheck = false
 addEventListener(
   'scroll',
@@ -409,7 +437,7 @@ addEventListener(
     scrollCheck = true
     requestAnimationFrame(() => {
       scrollCheck = false
-      if (nearEnd()) void loadMore()
+      if (nearEnd()) showMore()
     })
   },
   { passive: true },
@@ -421,7 +449,7 @@ function nearEnd(): boolean {
 }
 
 showKeyButtons()
-void reload()
+void openNotebook()
 
 /**
  * The service worker that keeps the page's shell for offline use (sw.ts). Registered through
