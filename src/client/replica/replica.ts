@@ -137,8 +137,7 @@ export class Replica {
     for (const [key, value] of contents.meta) {
       if (key === META_VERSION) this.#version = value as string
       else if (key === META_SEQ) this.#seq = value as number
-      else if (key.startsWith(LINK_PREFIX))
-        this.#link(key.slice(LINK_PREFIX.length), value as number)
+      else if (key.startsWith(LINK_PREFIX)) this.#link(key.slice(LINK_PREFIX.length), value as number)
       else if (key.startsWith(ECHO_PREFIX)) {
         this.#echoes.set(Number(key.slice(ECHO_PREFIX.length)), value as Echo)
       }
@@ -368,7 +367,8 @@ export class Replica {
     const writes: OutboxEntry[] = []
     const key = conflict.entry
     if (target !== undefined) {
-      const basis = conflict.theirs === null ? null : { etag: conflict.etag, note: conflict.theirs }
+      const basis =
+        conflict.theirs === null ? null : { etag: conflict.etag, note: conflict.theirs }
       if (conflict.theirs === null && target !== null) {
         // Deleted there: written again as a new note, under the same entry key.
         const note = withoutId(target)
@@ -742,8 +742,7 @@ export class Replica {
       (change) => change.id === id && sameJson(change.note, note),
     )
     const base = this.#base.get(id)
-    const sameAsBase =
-      note === null ? base === undefined : base !== undefined && sameJson(base.note, note)
+    const sameAsBase = note === null ? base === undefined : base !== undefined && sameJson(base.note, note)
     if (sameAsBase) {
       if (base !== undefined && note !== null) {
         base.etag = etag
