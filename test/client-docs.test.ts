@@ -127,6 +127,8 @@ describe(DOC, () => {
         'Keys and user tokens',
         'Errors',
         'Retries and aborts',
+        'Replica (offline)',
+        'Replica (offline)',
       ],
     )
   })

@@ -5,8 +5,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import {
   MemoryReplicaStorage,
-  NotesClient,
   type NoteResult,
+  NotesClient,
   type NotesClientOptions,
   Replica,
   type ReplicaEvent,
@@ -86,236 +86,269 @@ async function until(check: () => boolean, what: string): Promise<void> {
 
 const timeout = (): { signal: AbortSignal } => ({ signal: AbortSignal.timeout(10_000) })
 
-describeEachStore('Replica', (suite) => {
-  it('takes writes at once, keeps its keys, and sends them when started', async (t) => {
-    const { direct, open } = await setup(t, suite)
-    await direct.create({ title: 'from the service' })
-    const replica = await open()
-    const events: ReplicaEvent['type'][] = []
-    const unsubscribe = replica.subscribe((event) => events.push(event.type))
-    assert.deepEqual(replica.notes(), [])
-    const a = await replica.create({ title: 'Milk', id: 5 })
-    assert.match(a.key, /^local:/)
-    assert.equal(a.id, undefined)
-    assert.deepEqual(a.note, { title: 'Milk' })
-    assert.equal(a.pending, true)
-    const b = await replica.create({ title: 'Bread', tags: ['x'] })
-    await replica.update(a.key, { title: 'Oat milk' })
-    await replica.update(b.key, { tags: null, more: { a: 1 } }, { mergePatch: true })
-    assert.deepEqual(view(replica), [{ title: 'Oat milk' }, { title: 'Bread', more: { a: 1 } }])
-    assert.equal(replica.waiting, 4)
-    assert.deepEqual(
-      replica.search('MILK').map((entry) => entry.key),
-      [a.key],
-    )
-    assert.deepEqual(replica.search('title'), [], 'keys are not searched')
-    await assert.rejects(replica.update(a.key, { id: 3 }), TypeError)
-    await assert.rejects(replica.update('n:1', { x: 1 }), RangeError)
-    assert.ok(events.includes('change') && events.includes('waiting'))
+describeEachStore(
+  'Replica',
+  (suite) => {
+    it('takes writes at once, keeps its keys, and sends them when started', async (t) => {
+      const { direct, open } = await setup(t, suite)
+      await direct.create({ title: 'from the service' })
+      const replica = await open()
+      const events: ReplicaEvent['type'][] = []
+      const unsubscribe = replica.subscribe((event) => events.push(event.type))
+      assert.deepEqual(replica.notes(), [])
+      const a = await replica.create({ title: 'Milk', id: 5 })
+      assert.match(a.key, /^local:/)
+      assert.equal(a.id, undefined)
+      assert.deepEqual(a.note, { title: 'Milk' })
+      assert.equal(a.pending, true)
+      const b = await replica.create({ title: 'Bread', tags: ['x'] })
+      await replica.update(a.key, { title: 'Oat milk' })
+      await replica.update(b.key, { tags: null, more: { a: 1 } }, { mergePatch: true })
+      assert.deepEqual(view(replica), [{ title: 'Oat milk' }, { title: 'Bread', more: { a: 1 } }])
+      assert.equal(replica.waiting, 4)
+      assert.deepEqual(
+        replica.search('MILK').map((entry) => entry.key),
+        [a.key],
+      )
+      assert.deepEqual(replica.search('title'), [], 'keys are not searched')
+      await assert.rejects(replica.update(a.key, { id: 3 }), TypeError)
+      await assert.rejects(replica.update('n:1', { x: 1 }), RangeError)
+      assert.ok(events.includes('change') && events.includes('waiting'))
 
-    await replica.sync(timeout())
-    assert.equal(replica.waiting, 0)
-    assert.equal(replica.online, true)
-    assert.ok(events.includes('online'))
-    const service = await serviceNotes(direct)
-    assert.equal(service.length, 3)
-    assert.deepEqual(view(replica), service)
-    const after = replica.get(a.key)
-    assert.equal(after?.key, a.key, 'a local create keeps its key')
-    assert.equal(typeof after?.id, 'number')
-    assert.equal(after?.pending, false)
-    const first = replica.notes()[0]
-    assert.match(first?.key ?? '', /^n:\d+$/)
+      await replica.sync(timeout())
+      assert.equal(replica.waiting, 0)
+      assert.equal(replica.online, true)
+      assert.ok(events.includes('online'))
+      const service = await serviceNotes(direct)
+      assert.equal(service.length, 3)
+      assert.deepEqual(view(replica), service)
+      const after = replica.get(a.key)
+      assert.equal(after?.key, a.key, 'a local create keeps its key')
+      assert.equal(typeof after?.id, 'number')
+      assert.equal(after?.pending, false)
+      const first = replica.notes()[0]
+      assert.match(first?.key ?? '', /^n:\d+$/)
 
-    await replica.delete(a.key)
-    assert.equal(replica.get(a.key), undefined)
-    await replica.sync(timeout())
-    assert.deepEqual(view(replica), await serviceNotes(direct))
-    assert.equal((await serviceNotes(direct)).length, 2)
+      await replica.delete(a.key)
+      assert.equal(replica.get(a.key), undefined)
+      await replica.sync(timeout())
+      assert.deepEqual(view(replica), await serviceNotes(direct))
+      assert.equal((await serviceNotes(direct)).length, 2)
 
-    // Another writer's change reaches the view through the feed.
-    const other = await direct.create({ title: 'elsewhere' })
-    await until(() => replica.get(`n:${other.note.id}`) !== undefined, 'the feed brings it')
-    unsubscribe()
-    await replica.stop()
-  })
-
-  it('queues while the service cannot be reached, and sends when it can', async (t) => {
-    const { direct, relay, open } = await setup(t, suite)
-    const target = relay.target
-    relay.target = NOWHERE
-    const replica = await open()
-    replica.start()
-    await replica.create({ n: 1 })
-    const b = await replica.create({ n: 2 })
-    await replica.update(b.key, { n: 3 })
-    await sleep(300)
-    assert.equal(replica.online, false)
-    assert.equal(replica.waiting, 3)
-    assert.deepEqual(await serviceNotes(direct), [])
-    relay.target = target
-    await replica.sync(timeout())
-    assert.equal(replica.online, true)
-    const service = await serviceNotes(direct)
-    assert.deepEqual(
-      service.map((note) => (note as { n: number }).n),
-      [1, 3],
-    )
-    assert.deepEqual(view(replica), service)
-  })
-
-  it('applies a create whose answer was lost once', async (t) => {
-    const { direct, relay, open } = await setup(t, suite)
-    const replica = await open()
-    await replica.sync(timeout())
-    relay.plan.push('lose-answer')
-    await replica.create({ title: 'once' })
-    await replica.sync(timeout())
-    const service = await serviceNotes(direct)
-    assert.equal(service.length, 1)
-    assert.deepEqual(view(replica), service)
-  })
-
-  it('sends each write once across a restart in the middle of the outbox', async (t) => {
-    const { direct, open } = await setup(t, suite)
-    const storage = new MemoryReplicaStorage()
-    // Every create reaches the service, and its answer is lost: the replica then stops (a crash)
-    // with all three writes still queued.
-    let applied = 0
-    const losing: typeof fetch = async (input, init) => {
-      const response = await fetch(input, init)
-      if (init?.method !== 'POST') return response
-      await response.arrayBuffer()
-      applied++
-      throw new TypeError('fetch failed')
-    }
-    const first = await open(storage, { retries: { limit: 0 }, fetch: losing })
-    await first.sync(timeout())
-    const seeded = await direct.create({ title: 'seeded' })
-    await until(() => first.notes().length === 1, 'the feed brings the seeded note')
-    const created = await first.create({ title: 'new' })
-    await first.update(`n:${seeded.note.id}`, { title: 'seeded, edited' })
-    await first.update(created.key, { title: 'new, edited' })
-    await until(() => applied >= 1, 'the create is sent')
-    await first.stop()
-    assert.equal(first.waiting, 3)
-
-    const second = await open(storage)
-    assert.equal(second.waiting, 3)
-    assert.deepEqual(view(second), view(first))
-    await second.sync(timeout())
-    assert.deepEqual(second.conflicts, [])
-    const service = await serviceNotes(direct)
-    assert.deepEqual(
-      service.map((note) => (note as { title: string }).title),
-      ['seeded, edited', 'new, edited'],
-    )
-    assert.deepEqual(view(second), service)
-    assert.equal(second.get(created.key)?.note.title, 'new, edited', 'the key survives')
-  })
-
-  it('keeps a conflict with both versions, and resolves it each of three ways', async (t) => {
-    const { direct, open } = await setup(t, suite)
-    const replica = await open()
-    const made: NoteResult[] = []
-    for (const title of ['mine', 'theirs', 'merged', 'deleted']) {
-      made.push(await direct.create({ title, body: 'v1' }))
-    }
-    await replica.sync(timeout())
-    await replica.stop()
-    const key = (i: number) => `n:${made[i]?.note.id}`
-    for (const [i, result] of made.slice(0, 3).entries()) {
-      await direct.update(result.note.id, { body: 'their edit' }, { ifMatch: false })
-      await replica.update(key(i), { body: 'my edit', extra: true })
-    }
-    await direct.delete(made[3]?.note.id as number, { ifMatch: false })
-    await replica.update(key(3), { body: 'my edit' })
-    const conflicts: string[] = []
-    replica.subscribe((event) => {
-      if (event.type === 'conflict') conflicts.push(event.type)
+      // Another writer's change reaches the view through the feed.
+      const other = await direct.create({ title: 'elsewhere' })
+      await until(() => replica.get(`n:${other.note.id}`) !== undefined, 'the feed brings it')
+      unsubscribe()
+      await replica.stop()
     })
-    await replica.sync(timeout())
-    assert.ok(conflicts.length > 0)
-    assert.equal(replica.waiting, 0)
-    const byEntry = new Map(replica.conflicts.map((conflict) => [conflict.entry, conflict]))
-    assert.equal(byEntry.size, 4)
-    const first = byEntry.get(key(0))
-    assert.equal(first?.status, 412)
-    assert.deepEqual(first?.mine, {
-      title: 'mine',
-      body: 'my edit',
-      extra: true,
-      id: made[0]?.note.id,
+
+    it('shows its own writes without flicker while they go and come back', async (t) => {
+      const { direct, open } = await setup(t, suite)
+      const seeded = await direct.create({ title: 'v1' })
+      const replica = await open()
+      await replica.sync(timeout())
+      const key = `n:${seeded.note.id}`
+      const shown: unknown[] = []
+      let localKey = ''
+      replica.subscribe((event) => {
+        if (event.type !== 'change') return
+        shown.push(replica.get(key)?.note.title)
+        if (localKey !== '') shown.push(replica.get(localKey)?.note.title)
+      })
+      await replica.update(key, { title: 'v2' })
+      await replica.update(key, { title: 'v3' })
+      localKey = (await replica.create({ title: 'made here' })).key
+      await replica.sync(timeout())
+      assert.ok(shown.length > 4)
+      const titles = shown.filter((title) => title !== 'made here')
+      assert.deepEqual([...new Set(titles)], ['v2', 'v3'], 'v1 never comes back')
+      assert.ok(
+        shown.slice(shown.indexOf('made here')).every((title) => title !== undefined),
+        'the local create never vanishes',
+      )
+      assert.deepEqual(view(replica), await serviceNotes(direct))
     })
-    assert.deepEqual(first?.theirs, { title: 'mine', body: 'their edit', id: made[0]?.note.id })
-    const gone = byEntry.get(key(3))
-    assert.equal(gone?.status, 404)
-    assert.equal(gone?.theirs, null)
-    // The view keeps my version until resolved; writes to it wait (folded into the conflict).
-    assert.equal(replica.get(key(0))?.note.body, 'my edit')
-    assert.equal(replica.get(key(0))?.pending, true)
-    await replica.update(key(0), { later: 1 })
-    assert.equal(replica.conflicts.find((c) => c.entry === key(0))?.mine?.later, 1)
-    assert.equal(replica.waiting, 0)
 
-    await replica.resolve(first?.key as string, 'mine')
-    await replica.resolve(byEntry.get(key(1))?.key as string, 'theirs')
-    await replica.resolve(byEntry.get(key(2))?.key as string, {
-      note: { title: 'merged', body: 'their edit + my edit' },
+    it('queues while the service cannot be reached, and sends when it can', async (t) => {
+      const { direct, relay, open } = await setup(t, suite)
+      const target = relay.target
+      relay.target = NOWHERE
+      const replica = await open()
+      replica.start()
+      await replica.create({ n: 1 })
+      const b = await replica.create({ n: 2 })
+      await replica.update(b.key, { n: 3 })
+      await sleep(300)
+      assert.equal(replica.online, false)
+      assert.equal(replica.waiting, 3)
+      assert.deepEqual(await serviceNotes(direct), [])
+      relay.target = target
+      await replica.sync(timeout())
+      assert.equal(replica.online, true)
+      const service = await serviceNotes(direct)
+      assert.deepEqual(
+        service.map((note) => (note as { n: number }).n),
+        [1, 3],
+      )
+      assert.deepEqual(view(replica), service)
     })
-    await replica.resolve(gone?.key as string, 'mine')
-    await assert.rejects(replica.resolve('c:nothing', 'mine'), RangeError)
-    await replica.sync(timeout())
-    assert.deepEqual(replica.conflicts, [])
-    const service = (await serviceNotes(direct)) as Record<string, unknown>[]
-    assert.deepEqual(view(replica), service)
-    assert.deepEqual(
-      service.map(({ id: _, ...fields }) => fields),
-      [
-        { title: 'mine', body: 'my edit', extra: true, later: 1 },
-        { title: 'theirs', body: 'their edit' },
-        { title: 'merged', body: 'their edit + my edit' },
-        { title: 'deleted', body: 'my edit' },
-      ],
-    )
-    assert.equal(replica.get(key(3))?.note.title, 'deleted', 're-created under the same key')
-  })
 
-  it('reloads on a reset without losing the outbox', async (t) => {
-    const { direct, open } = await setup(t, suite, { changeHistory: 2 })
-    const storage = new MemoryReplicaStorage()
-    const first = await open(storage)
-    const kept = await direct.create({ title: 'kept' })
-    const doomed = await direct.create({ title: 'doomed' })
-    await first.sync(timeout())
-    await first.stop()
-    await first.update(`n:${kept.note.id}`, { title: 'kept, edited offline' })
-    await first.create({ title: 'offline create' })
-    for (let i = 0; i < 4; i++) await direct.create({ title: `more ${i}` })
-    await direct.delete(doomed.note.id, { ifMatch: false })
-    const second = await open(storage)
-    const events: string[] = []
-    second.subscribe((event) => events.push(event.type))
-    await second.sync(timeout())
-    assert.ok(events.includes('reset'))
-    const service = await serviceNotes(direct)
-    assert.equal(service.length, 6)
-    assert.deepEqual(view(second), service)
-    assert.ok(service.some((note) => (note as { title: string }).title === 'kept, edited offline'))
-    assert.ok(service.some((note) => (note as { title: string }).title === 'offline create'))
-  })
+    it('applies a create whose answer was lost once', async (t) => {
+      const { direct, relay, open } = await setup(t, suite)
+      const replica = await open()
+      await replica.sync(timeout())
+      relay.plan.push('lose-answer')
+      await replica.create({ title: 'once' })
+      await replica.sync(timeout())
+      const service = await serviceNotes(direct)
+      assert.equal(service.length, 1)
+      assert.deepEqual(view(replica), service)
+    })
 
-  it('stops and closes: no timers, later calls refused, sync aborts', async (t) => {
-    const { relay, open } = await setup(t, suite)
-    relay.target = NOWHERE
-    const replica = await open()
-    await replica.create({ x: 1 })
-    const controller = new AbortController()
-    const syncing = replica.sync({ signal: controller.signal })
-    await sleep(50)
-    controller.abort(new Error('gave up'))
-    await assert.rejects(syncing, /gave up/)
-    await replica.close()
-    await assert.rejects(replica.create({ y: 1 }), /closed/)
-  })
-}, { lanes: false, notebook: false })
+    it('sends each write once across a restart in the middle of the outbox', async (t) => {
+      const { direct, open } = await setup(t, suite)
+      const storage = new MemoryReplicaStorage()
+      // Every create reaches the service, and its answer is lost: the replica then stops (a crash)
+      // with all three writes still queued.
+      let applied = 0
+      const losing: typeof fetch = async (input, init) => {
+        const response = await fetch(input, init)
+        if (init?.method !== 'POST') return response
+        await response.arrayBuffer()
+        applied++
+        throw new TypeError('fetch failed')
+      }
+      const first = await open(storage, { retries: { limit: 0 }, fetch: losing })
+      await first.sync(timeout())
+      const seeded = await direct.create({ title: 'seeded' })
+      await until(() => first.notes().length === 1, 'the feed brings the seeded note')
+      const created = await first.create({ title: 'new' })
+      await first.update(`n:${seeded.note.id}`, { title: 'seeded, edited' })
+      await first.update(created.key, { title: 'new, edited' })
+      await until(() => applied >= 1, 'the create is sent')
+      await first.stop()
+      assert.equal(first.waiting, 3)
+
+      const second = await open(storage)
+      assert.equal(second.waiting, 3)
+      assert.deepEqual(view(second), view(first))
+      await second.sync(timeout())
+      assert.deepEqual(second.conflicts, [])
+      const service = await serviceNotes(direct)
+      assert.deepEqual(
+        service.map((note) => (note as { title: string }).title),
+        ['seeded, edited', 'new, edited'],
+      )
+      assert.deepEqual(view(second), service)
+      assert.equal(second.get(created.key)?.note.title, 'new, edited', 'the key survives')
+    })
+
+    it('keeps a conflict with both versions, and resolves it each of three ways', async (t) => {
+      const { direct, open } = await setup(t, suite)
+      const replica = await open()
+      const made: NoteResult[] = []
+      for (const title of ['mine', 'theirs', 'merged', 'deleted']) {
+        made.push(await direct.create({ title, body: 'v1' }))
+      }
+      await replica.sync(timeout())
+      await replica.stop()
+      const key = (i: number) => `n:${made[i]?.note.id}`
+      for (const [i, result] of made.slice(0, 3).entries()) {
+        await direct.update(result.note.id, { body: 'their edit' }, { ifMatch: false })
+        await replica.update(key(i), { body: 'my edit', extra: true })
+      }
+      await direct.delete(made[3]?.note.id as number, { ifMatch: false })
+      await replica.update(key(3), { body: 'my edit' })
+      const conflicts: string[] = []
+      replica.subscribe((event) => {
+        if (event.type === 'conflict') conflicts.push(event.type)
+      })
+      await replica.sync(timeout())
+      assert.ok(conflicts.length > 0)
+      assert.equal(replica.waiting, 0)
+      const byEntry = new Map(replica.conflicts.map((conflict) => [conflict.entry, conflict]))
+      assert.equal(byEntry.size, 4)
+      const first = byEntry.get(key(0))
+      assert.equal(first?.status, 412)
+      assert.deepEqual(first?.mine, {
+        title: 'mine',
+        body: 'my edit',
+        extra: true,
+        id: made[0]?.note.id,
+      })
+      assert.deepEqual(first?.theirs, { title: 'mine', body: 'their edit', id: made[0]?.note.id })
+      const gone = byEntry.get(key(3))
+      assert.equal(gone?.status, 404)
+      assert.equal(gone?.theirs, null)
+      // The view keeps my version until resolved; writes to it wait (folded into the conflict).
+      assert.equal(replica.get(key(0))?.note.body, 'my edit')
+      assert.equal(replica.get(key(0))?.pending, true)
+      await replica.update(key(0), { later: 1 })
+      assert.equal(replica.conflicts.find((c) => c.entry === key(0))?.mine?.later, 1)
+      assert.equal(replica.waiting, 0)
+
+      await replica.resolve(first?.key as string, 'mine')
+      await replica.resolve(byEntry.get(key(1))?.key as string, 'theirs')
+      await replica.resolve(byEntry.get(key(2))?.key as string, {
+        note: { title: 'merged', body: 'their edit + my edit' },
+      })
+      await replica.resolve(gone?.key as string, 'mine')
+      await assert.rejects(replica.resolve('c:nothing', 'mine'), RangeError)
+      await replica.sync(timeout())
+      assert.deepEqual(replica.conflicts, [])
+      const service = (await serviceNotes(direct)) as Record<string, unknown>[]
+      assert.deepEqual(view(replica), service)
+      assert.deepEqual(
+        service.map(({ id: _, ...fields }) => fields),
+        [
+          { title: 'mine', body: 'my edit', extra: true, later: 1 },
+          { title: 'theirs', body: 'their edit' },
+          { title: 'merged', body: 'their edit + my edit' },
+          { title: 'deleted', body: 'my edit' },
+        ],
+      )
+      assert.equal(replica.get(key(3))?.note.title, 'deleted', 're-created under the same key')
+    })
+
+    it('reloads on a reset without losing the outbox', async (t) => {
+      const { direct, open } = await setup(t, suite, { changeHistory: 2 })
+      const storage = new MemoryReplicaStorage()
+      const first = await open(storage)
+      const kept = await direct.create({ title: 'kept' })
+      const doomed = await direct.create({ title: 'doomed' })
+      await first.sync(timeout())
+      await first.stop()
+      await first.update(`n:${kept.note.id}`, { title: 'kept, edited offline' })
+      await first.create({ title: 'offline create' })
+      for (let i = 0; i < 4; i++) await direct.create({ title: `more ${i}` })
+      await direct.delete(doomed.note.id, { ifMatch: false })
+      const second = await open(storage)
+      const events: string[] = []
+      second.subscribe((event) => events.push(event.type))
+      await second.sync(timeout())
+      assert.ok(events.includes('reset'))
+      const service = await serviceNotes(direct)
+      assert.equal(service.length, 6)
+      assert.deepEqual(view(second), service)
+      assert.ok(
+        service.some((note) => (note as { title: string }).title === 'kept, edited offline'),
+      )
+      assert.ok(service.some((note) => (note as { title: string }).title === 'offline create'))
+    })
+
+    it('stops and closes: no timers, later calls refused, sync aborts', async (t) => {
+      const { relay, open } = await setup(t, suite)
+      relay.target = NOWHERE
+      const replica = await open()
+      await replica.create({ x: 1 })
+      const controller = new AbortController()
+      const syncing = replica.sync({ signal: controller.signal })
+      await sleep(50)
+      controller.abort(new Error('gave up'))
+      await assert.rejects(syncing, /gave up/)
+      await replica.close()
+      await assert.rejects(replica.create({ y: 1 }), /closed/)
+    })
+  },
+  { lanes: false, notebook: false },
+)

@@ -18,6 +18,13 @@ export {
 } from './replica/indexeddb-storage.js'
 export { MemoryReplicaStorage } from './replica/memory-storage.js'
 export {
+  Replica,
+  type ReplicaConflict,
+  type ReplicaEntry,
+  type ReplicaEvent,
+  type ReplicaOptions,
+} from './replica/replica.js'
+export {
   REPLICA_TABLES,
   type ReplicaContents,
   type ReplicaStorage,
@@ -46,10 +53,3 @@ export type {
   PagesOptions,
   UpdateOptions,
 } from './types.js'
-export {
-  Replica,
-  type ReplicaConflict,
-  type ReplicaEntry,
-  type ReplicaEvent,
-  type ReplicaOptions,
-} from './replica/replica.js'

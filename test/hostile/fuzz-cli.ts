@@ -9,6 +9,9 @@
  * --instances N starts N instances on the one database and spreads the requests over them.
  * --users N runs the isolation run instead (isolation-run.ts): user tokens on, N users and a
  * service key, each checked against a model of its own notebook, and none ever shown another's.
+ * --replicas N runs the replica's sync run instead (replica-run.ts): N offline replicas (2-4) and
+ * a direct writer against the service, with drops, offline periods and restarts; --requests is
+ * then the number of random steps per run (default 400), --runs how many seeds follow --seed.
  */
 
 import { checkLogFlood } from './checks.js'
@@ -22,12 +25,24 @@ import {
   runIsolation,
 } from './isolation-run.js'
 import { randomSeed } from './prng.js'
+import { runReplicaFuzz } from './replica-run.js'
 import { errorLogs, logLinesByLevel, type ServerProcess, startServer } from './server-process.js'
 import { openStore, storeKind } from './store-option.js'
 
-const flags = parseFlags(process.argv.slice(2), ['seed', 'requests', 'store', 'instances', 'users'])
+const flags = parseFlags(process.argv.slice(2), [
+  'seed',
+  'requests',
+  'store',
+  'instances',
+  'users',
+  'replicas',
+  'runs',
+])
 const seed = integerFlag(flags, 'seed', randomSeed())
-const requests = integerFlag(flags, 'requests', 100_000)
+const replicas = integerFlag(flags, 'replicas', 0)
+const runs = integerFlag(flags, 'runs', 1)
+const requests = integerFlag(flags, 'requests', replicas > 0 ? 400 : 100_000)
+if (replicas !== 0 && (replicas < 2 || replicas > 4)) throw new Error('--replicas must be 2 to 4')
 const kind = storeKind(flags.store)
 const instances = integerFlag(flags, 'instances', 1)
 const users = integerFlag(flags, 'users', 0)
@@ -46,19 +61,22 @@ try {
         env: {
           ...store.env,
           // The isolation run keeps the shipped limits: its model knows no caps.
-          ...(users === 0
-            ? {
-                BODY_LIMIT: String(FUZZ_LIMITS.bodyLimit),
-                MAX_DEPTH: String(FUZZ_LIMITS.maxDepth),
-                MAX_NOTES: String(FUZZ_LIMITS.maxNotes),
-                MAX_STORE_BYTES: String(FUZZ_LIMITS.maxStoreBytes),
-              }
-            : { AUTH_JWT_SECRET: ISOLATION_SECRET, API_KEYS: ISOLATION_SERVICE_KEY }),
+          ...(replicas > 0
+            ? { CHANGE_HISTORY: '64' }
+            : users === 0
+              ? {
+                  BODY_LIMIT: String(FUZZ_LIMITS.bodyLimit),
+                  MAX_DEPTH: String(FUZZ_LIMITS.maxDepth),
+                  MAX_NOTES: String(FUZZ_LIMITS.maxNotes),
+                  MAX_STORE_BYTES: String(FUZZ_LIMITS.maxStoreBytes),
+                }
+              : { AUTH_JWT_SECRET: ISOLATION_SECRET, API_KEYS: ISOLATION_SERVICE_KEY }),
         },
       }),
     )
   }
-  if (users === 0) await fuzz(servers)
+  if (replicas > 0) await replicaRuns(servers[0] as ServerProcess)
+  else if (users === 0) await fuzz(servers)
   else await isolation(servers)
 } finally {
   await Promise.all(servers.map((server) => server.stop('SIGTERM')))
@@ -171,4 +189,40 @@ async function isolation(all: ServerProcess[]): Promise<void> {
     if (exit.code !== 0 || errors.length > 0) failed = true
   }
   if (failed) process.exitCode = 1
+}
+
+async function replicaRuns(server: ServerProcess): Promise<void> {
+  const store = kind === 'memory' ? '' : ` --store ${kind}`
+  console.log(
+    `replica sync runs (store: ${kind}) on 127.0.0.1:${server.port}: ${runs} run(s) from seed ${seed}, ${replicas} replicas, ${requests} steps each`,
+  )
+  let failed = false
+  for (let run = 0; run < runs && !failed; run++) {
+    const runSeed = (seed + run) >>> 0
+    const started = Date.now()
+    try {
+      const stats = await runReplicaFuzz({
+        port: server.port,
+        seed: runSeed,
+        replicas,
+        steps: requests,
+      })
+      console.log(
+        `seed ${runSeed}: ${stats.steps} steps in ${((Date.now() - started) / 1000).toFixed(1)} s; conflicts ${stats.conflicts}; changes ${stats.changesLogged}; notes at the end ${stats.notesAtEnd}; by kind: ${counts(stats.byKind)}`,
+      )
+    } catch (err) {
+      failed = true
+      console.error(err instanceof Error ? err.message : err)
+      console.error(
+        `\nREPLICA RUN FAILED with seed ${runSeed}. Replay: npm run fuzz -- --replicas ${replicas} --seed ${runSeed} --requests ${requests}${store}`,
+      )
+    }
+  }
+  const exit = await server.stop('SIGTERM')
+  const errors = errorLogs(server.logs)
+  console.log(
+    `  SIGTERM -> exit code ${exit.code ?? exit.signal}; error log lines: ${errors.length}`,
+  )
+  for (const entry of errors.slice(0, 5)) console.error(`  ${JSON.stringify(entry)}`)
+  if (failed || exit.code !== 0 || errors.length > 0) process.exitCode = 1
 }

@@ -48,7 +48,12 @@ function mergeInto(target: JsonObject, patch: JsonObject): void {
 
 /** Sets a field as plain data ('__proto__' included). */
 function setField(target: JsonObject, key: string, value: unknown): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true })
+  Object.defineProperty(target, key, {
+    value,
+    enumerable: true,
+    writable: true,
+    configurable: true,
+  })
 }
 
 /** Whether two JSON values are equal (object keys in any order). */

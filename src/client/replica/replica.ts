@@ -137,7 +137,8 @@ export class Replica {
     for (const [key, value] of contents.meta) {
       if (key === META_VERSION) this.#version = value as string
       else if (key === META_SEQ) this.#seq = value as number
-      else if (key.startsWith(LINK_PREFIX)) this.#link(key.slice(LINK_PREFIX.length), value as number)
+      else if (key.startsWith(LINK_PREFIX))
+        this.#link(key.slice(LINK_PREFIX.length), value as number)
       else if (key.startsWith(ECHO_PREFIX)) {
         this.#echoes.set(Number(key.slice(ECHO_PREFIX.length)), value as Echo)
       }
@@ -367,8 +368,7 @@ export class Replica {
     const writes: OutboxEntry[] = []
     const key = conflict.entry
     if (target !== undefined) {
-      const basis =
-        conflict.theirs === null ? null : { etag: conflict.etag, note: conflict.theirs }
+      const basis = conflict.theirs === null ? null : { etag: conflict.etag, note: conflict.theirs }
       if (conflict.theirs === null && target !== null) {
         // Deleted there: written again as a new note, under the same entry key.
         const note = withoutId(target)
@@ -421,6 +421,7 @@ export class Replica {
       changes.push({ table: 'outbox', key: outboxKey(write.seq), value: write })
     }
     changes.push({ table: 'meta', key: META_SEQ, value: this.#seq })
+    this.#sweepLinks(changes)
     this.#changed('change', 'conflict', 'waiting')
     this.#wakePush?.()
     await this.#storage.write(changes)
@@ -557,6 +558,7 @@ export class Replica {
     if (this.#version !== undefined) {
       changes.push({ table: 'meta', key: META_VERSION, value: this.#version })
     }
+    this.#sweepLinks(changes)
     for (const seen of this.#watchers) seen.add('')
     this.#changed('change', 'reset')
     await this.#storage.write(changes)
@@ -742,7 +744,8 @@ export class Replica {
       (change) => change.id === id && sameJson(change.note, note),
     )
     const base = this.#base.get(id)
-    const sameAsBase = note === null ? base === undefined : base !== undefined && sameJson(base.note, note)
+    const sameAsBase =
+      note === null ? base === undefined : base !== undefined && sameJson(base.note, note)
     if (sameAsBase) {
       if (base !== undefined && note !== null) {
         base.etag = etag
@@ -793,6 +796,11 @@ export class Replica {
     if (this.#outbox.some((entry) => entry.entry === key)) return
     if (this.#conflictOn(key) !== undefined) return
     this.#unlink(key, id, changes)
+  }
+
+  /** Forgets every link to a note that nothing refers to any more (after a reload, a resolve). */
+  #sweepLinks(changes: ReplicaWrite[]): void {
+    for (const id of [...this.#keyById.keys()]) this.#dropLinkIfUnused(id, changes)
   }
 
   #unlink(key: string, id: number, changes: ReplicaWrite[]): void {
