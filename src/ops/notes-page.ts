@@ -50,6 +50,9 @@ const STATIC_FILES = {
  */
 export const SERVICE_WORKER = 'sw.js'
 
+/** The folders under /ui/ that hold files: the page's own, and the client library's. */
+export const PAGE_FOLDERS = ['', 'client/', 'client/replica/'] as const
+
 const JAVASCRIPT = 'text/javascript; charset=utf-8'
 
 /** One file of the page, as sent: identity, brotli and gzip, each with its strong ETag. */
@@ -174,13 +177,20 @@ export function registerNotesPage(app: FastifyInstance): void {
       reply.header('content-security-policy', PAGE_CSP).header('referrer-policy', 'no-referrer')
       return sendPageFile(request, reply, index)
     })
-    page.get<{ Params: { '*': string } }>('/ui/*', { logLevel: 'warn' }, (request, reply) => {
-      const name = request.params['*']
-      const file = name === 'index.html' ? undefined : files.get(name)
-      if (file === undefined) return sendProblem(reply, 404, NO_SUCH_PAGE_FILE)
-      if (name === SERVICE_WORKER) reply.header('service-worker-allowed', '/')
-      return sendPageFile(request, reply, file)
-    })
+    // The client library's modules are in client/ and client/replica/ (their own imports).
+    for (const folder of PAGE_FOLDERS) {
+      page.get<{ Params: { file: string } }>(
+        `/ui/${folder}:file`,
+        { logLevel: 'warn' },
+        (request, reply) => {
+          const name = `${folder}${request.params.file}`
+          const file = name === 'index.html' ? undefined : files.get(name)
+          if (file === undefined) return sendProblem(reply, 404, NO_SUCH_PAGE_FILE)
+          if (name === SERVICE_WORKER) reply.header('service-worker-allowed', '/')
+          return sendPageFile(request, reply, file)
+        },
+      )
+    }
   })
 }
 

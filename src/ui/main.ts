@@ -177,10 +177,7 @@ function showCounts(matches: number, total: number): void {
 
 function showWaiting(): void {
   const waiting = replica?.waiting ?? 0
-  const text =
-    waiting === 0
-      ? ''
-      : `${count(waiting, 'change', 'changes')} waiting to be sent${replica?.online ? '…' : ' when the service is back.'}`
+  const text = waiting === 0 ? '' : `${count(waiting, 'change', 'changes')} waiting to be sent.`
   if (waitingText.textContent !== text) waitingText.textContent = text
   if (waiting === 0) syncError.textContent = ''
 }

@@ -97,7 +97,12 @@ export class NoteItem {
       return
     }
     if (!changed) {
+      // Only whether it is sent changed: an open question stays, and so does what was said.
+      if (this.#confirming) return
+      const said = { text: this.#message.textContent ?? '', kind: this.#message.className }
       this.#show()
+      this.#message.textContent = said.text
+      this.#message.className = said.kind
       return
     }
     const confirming = this.#confirming
