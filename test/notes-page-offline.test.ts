@@ -367,7 +367,14 @@ describe('the notes page offline, in Chromium', { skip: SKIP, concurrency: false
     for (const name of names) {
       await page.locator('#create-title').fill(name)
       await page.getByRole('button', { name: 'Create note' }).click()
-      await item(page, name).waitFor()
+      await item(page, name)
+        .waitFor({ timeout: 10_000 })
+        .catch(async (err: unknown) => {
+          const said = await page.evaluate(
+            `[document.getElementById('create-error').textContent, document.getElementById('sync-error').textContent, document.getElementById('list-status').textContent, document.getElementById('create-title').value, [...document.querySelectorAll('#notes h3')].map((h) => h.textContent).join()]`,
+          )
+          throw new Error(`${name}: ${JSON.stringify(said)}`, { cause: err })
+        })
     }
     for (let flap = 0; flap < 8; flap++) {
       await context.setOffline(flap % 2 === 1)
