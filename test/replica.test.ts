@@ -193,6 +193,50 @@ describeEachStore(
       assert.deepEqual(view(replica), service)
     })
 
+    it('sends a run of queued writes as one batch, and a refused batch write by write', async (t) => {
+      const { direct, open } = await setup(t, suite)
+      const paths: string[] = []
+      const recording: typeof fetch = (input, init) => {
+        paths.push(`${init?.method ?? 'GET'} ${new URL(String(input)).pathname}`)
+        return fetch(input, init)
+      }
+      const old = await direct.create({ title: 'old' })
+      const replica = await open(undefined, { fetch: recording })
+      await replica.sync(timeout())
+      await replica.stop()
+      await replica.create({ title: 'a' })
+      await replica.create({ title: 'b' })
+      await replica.update(`n:${old.note.id}`, { title: 'old, edited' })
+      paths.length = 0
+      await replica.sync(timeout())
+      // The two creates go as one batch; the update of a note known from the list only (which
+      // carries no ETag) reads the note for its ETag first, and goes alone.
+      assert.deepEqual(
+        paths.filter((path) => !path.startsWith('GET')),
+        ['POST /api/batch', `PATCH /api/note/${old.note.id}`],
+      )
+      assert.deepEqual(view(replica), await serviceNotes(direct))
+      await replica.stop()
+
+      // Changed there: the batch is refused whole (412), the update then goes alone and is a
+      // conflict, and the create after it is sent.
+      await direct.update(old.note.id, { title: 'theirs' }, { ifMatch: false })
+      await replica.update(`n:${old.note.id}`, { title: 'mine' })
+      await replica.create({ title: 'c' })
+      paths.length = 0
+      await replica.sync(timeout())
+      const writes = paths.filter((path) => !path.startsWith('GET'))
+      assert.deepEqual(writes, [
+        'POST /api/batch',
+        `PATCH /api/note/${old.note.id}`,
+        'POST /api/note',
+      ])
+      assert.equal(replica.conflicts.length, 1)
+      assert.equal(replica.conflicts[0]?.theirs?.title, 'theirs')
+      const titles = (await serviceNotes(direct)).map((note) => (note as { title: string }).title)
+      assert.deepEqual(titles, ['theirs', 'a', 'b', 'c'])
+    })
+
     it('applies a create whose answer was lost once', async (t) => {
       const { direct, relay, open } = await setup(t, suite)
       const replica = await open()

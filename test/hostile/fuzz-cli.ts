@@ -208,7 +208,7 @@ async function replicaRuns(server: ServerProcess): Promise<void> {
         steps: requests,
       })
       console.log(
-        `seed ${runSeed}: ${stats.steps} steps in ${((Date.now() - started) / 1000).toFixed(1)} s; conflicts ${stats.conflicts}; changes ${stats.changesLogged}; notes at the end ${stats.notesAtEnd}; by kind: ${counts(stats.byKind)}`,
+        `seed ${runSeed}: ${stats.steps} steps in ${((Date.now() - started) / 1000).toFixed(1)} s; conflicts ${stats.conflicts}; reloads ${stats.resets}; changes ${stats.changesLogged}; notes at the end ${stats.notesAtEnd}; by kind: ${counts(stats.byKind)}`,
       )
     } catch (err) {
       failed = true

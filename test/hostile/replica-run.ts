@@ -35,6 +35,8 @@ export interface ReplicaRunStats {
   steps: number
   byKind: Record<string, number>
   conflicts: number
+  /** Replicas that met a reset of the feed (and loaded the list again). */
+  resets: number
   notesAtEnd: number
   changesLogged: number
 }
@@ -90,6 +92,7 @@ export async function runReplicaFuzz(options: ReplicaRunOptions): Promise<Replic
   const written: Written[] = []
   const byKind: Record<string, number> = {}
   let conflicts = 0
+  let resets = 0
   const resolved = new Set<string>()
   const resolve = async (
     replica: Replica,
@@ -109,6 +112,7 @@ export async function runReplicaFuzz(options: ReplicaRunOptions): Promise<Replic
     const client = new NotesClient({ baseUrl: member.relay.url, ...RETRIES })
     const replica = await Replica.open({ client, storage: member.storage, maxDelayMs: 200 })
     replica.subscribe((event) => {
+      if (event.type === 'reset') resets++
       if (event.type !== 'conflict') return
       for (const conflict of replica.conflicts) {
         if (!member.conflicted.has(conflict.entry)) conflicts++
@@ -311,6 +315,7 @@ export async function runReplicaFuzz(options: ReplicaRunOptions): Promise<Replic
       steps: options.steps,
       byKind,
       conflicts,
+      resets,
       notesAtEnd: final.notes.length,
       changesLogged: log.length,
     }

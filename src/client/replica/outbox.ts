@@ -3,6 +3,7 @@
  * service's notes with their ETags, the outbox of queued writes, the conflicts, and the meta
  * values (feed position, id links, echoes awaited from the feed, the sequence counter).
  */
+import type { BatchRequest } from '../types.js'
 import type { JsonObject } from './note-json.js'
 
 /** A note of the service as last seen (table `notes`, key: its id). */
@@ -35,6 +36,25 @@ export interface OutboxEntry {
   basis: { etag: string | null; note: JsonObject } | null
   /** The note as this write leaves it in the local view (null: deleted). */
   after: JsonObject | null
+  /**
+   * Set on the first entry of a run sent as one POST /api/batch: the batch's Idempotency-Key and
+   * its requests, stored before it is sent, so that a resend (after a lost answer or a restart)
+   * is the same batch and is applied once. Cleared when the service refuses the batch (then
+   * nothing was applied, and the first write is sent alone).
+   */
+  batch?: SentBatch
+  /**
+   * Sent alone at least once (stored before that send): never put in a batch afterwards, since
+   * the batch's Idempotency-Key would not be the one the service may have applied it under.
+   */
+  single?: true
+}
+
+/** A run of queued writes sent as one batch: `seqs[i]` is the entry of `requests[i]`. */
+export interface SentBatch {
+  idempotencyKey: string
+  seqs: number[]
+  requests: BatchRequest[]
 }
 
 /** A write the service refused (table `conflicts`, key `c:<seq>`), with both versions. */

@@ -11,7 +11,7 @@
 import { ConflictError, NoteNotFoundError, NotesProblem } from '../errors.js'
 import { newIdempotencyKey } from '../idempotency-key.js'
 import type { NotesClient } from '../notes-client.js'
-import type { ChangeEvent, NoteFields, NoteResult } from '../types.js'
+import type { BatchRequest, BatchResult, ChangeEvent, NoteFields, NoteResult } from '../types.js'
 import {
   copyJson,
   isObject,
@@ -41,6 +41,11 @@ export interface ReplicaOptions {
   storage: ReplicaStorage
   /** The longest wait between attempts while the service cannot be reached (default 30 s). */
   maxDelayMs?: number | undefined
+  /**
+   * The most queued writes sent as one POST /api/batch (default 100; 1 sends each write alone,
+   * for a service without batches).
+   */
+  batchLimit?: number | undefined
 }
 
 export interface ReplicaEntry {
@@ -91,6 +96,7 @@ export class Replica {
   readonly #client: NotesClient
   readonly #storage: ReplicaStorage
   readonly #maxDelayMs: number
+  readonly #batchLimit: number
   readonly #base = new Map<number, BaseNote>()
   readonly #echoes = new Map<number, Echo>()
   #outbox: OutboxEntry[] = []
@@ -116,6 +122,7 @@ export class Replica {
     this.#client = options.client
     this.#storage = options.storage
     this.#maxDelayMs = options.maxDelayMs ?? 30_000
+    this.#batchLimit = Math.min(Math.max(options.batchLimit ?? 100, 1), 1000)
   }
 
   /** Opens a replica over its storage (no network until start() or sync()). */
@@ -198,13 +205,25 @@ export class Replica {
     for (const id of this.#echoes.keys()) keys.add(this.#keyOf(id))
     for (const entry of this.#outbox) keys.add(entry.entry)
     for (const conflict of this.#conflicts.values()) keys.add(conflict.entry)
+    // Each entry's queued writes, in order, and its conflict: one pass over each.
+    const queued = new Map<string, OutboxEntry[]>()
+    for (const entry of this.#outbox) {
+      const list = queued.get(entry.entry)
+      if (list === undefined) queued.set(entry.entry, [entry])
+      else list.push(entry)
+    }
+    const conflicted = new Map<string, StoredConflict>()
+    for (const conflict of this.#conflicts.values()) conflicted.set(conflict.entry, conflict)
     const order = new Map<string, number>()
-    for (const entry of this.#outbox) if (!order.has(entry.entry)) order.set(entry.entry, entry.seq)
+    for (const [key, list] of queued) order.set(key, (list[0] as OutboxEntry).seq)
     const view: ReplicaEntry[] = []
     for (const key of keys) {
-      const note = this.#stateOf(key)
+      const conflict = conflicted.get(key)
+      let note = conflict === undefined ? this.#serviceState(key) : conflict.mine
+      if (conflict === undefined)
+        for (const entry of queued.get(key) ?? []) note = applied(note, entry)
       if (note === null) continue
-      const pending = order.has(key) || this.#conflictOn(key) !== undefined
+      const pending = queued.has(key) || conflict !== undefined
       view.push({ key, id: this.#idOf(key), note, pending })
     }
     const rank = (entry: ReplicaEntry): number => order.get(entry.key) ?? Number.MAX_SAFE_INTEGER
@@ -215,6 +234,11 @@ export class Replica {
       return rank(a) - rank(b)
     })
     return view
+  }
+
+  /** One entry of the view, without building the whole view (it was just written). */
+  #entryOf(key: string): ReplicaEntry {
+    return { key, id: this.#idOf(key), note: this.#stateOf(key) ?? {}, pending: true }
   }
 
   /** An entry's note in the local view (null: none, or deleted). */
@@ -280,7 +304,7 @@ export class Replica {
       after: note,
     }
     await this.#queue(entry)
-    return this.get(key) as ReplicaEntry
+    return this.#entryOf(key)
   }
 
   /**
@@ -310,7 +334,7 @@ export class Replica {
       after,
     }
     await this.#queue(entry)
-    return this.get(key) as ReplicaEntry
+    return this.#entryOf(key)
   }
 
   /** Removes the entry from the local view and queues the delete. */
@@ -532,7 +556,6 @@ export class Replica {
 
   /** Loads the whole list (pages), keeping the outbox and conflicts; `version`: a reset's. */
   async #reload(signal: AbortSignal, version?: string): Promise<void> {
-    const echoed = [...this.#echoes.keys()]
     const notes = new Map<number, JsonObject>()
     let first: string | undefined
     for await (const page of this.#client.pages({ limit: 1000, signal })) {
@@ -549,8 +572,10 @@ export class Replica {
       this.#base.set(id, { note, etag })
       changes.push({ table: 'notes', key: String(id), value: { note, etag } })
     }
-    // Acknowledged before the load began: the load shows them.
-    for (const id of echoed) {
+    // The load shows the writes acknowledged before it; one acknowledged while it ran may come
+    // before the version the feed goes on from, and would never be echoed: the feed brings the
+    // others again.
+    for (const id of [...this.#echoes.keys()]) {
       this.#echoes.delete(id)
       changes.push({ table: 'meta', key: `${ECHO_PREFIX}${id}`, delete: true })
     }
@@ -560,7 +585,8 @@ export class Replica {
     }
     this.#sweepLinks(changes)
     for (const seen of this.#watchers) seen.add('')
-    this.#changed('change', 'reset')
+    if (version === undefined) this.#changed('change')
+    else this.#changed('change', 'reset')
     await this.#storage.write(changes)
   }
 
@@ -611,7 +637,7 @@ export class Replica {
             await this.#currentVersion(signal)
           }
         } else {
-          await this.#send(entry, signal)
+          await this.#sendNext(entry, signal)
           this.#setOnline(true)
         }
         failures = 0
@@ -638,6 +664,103 @@ export class Replica {
       this.#wakePush = done
       signal.addEventListener('abort', done, { once: true })
     })
+  }
+
+  /**
+   * Sends the first queued write alone, or it and the writes after it as one batch when they
+   * need nothing the batch itself would answer: creates, and updates and deletes of notes whose
+   * id and ETag are known, each note once.
+   */
+  async #sendNext(first: OutboxEntry, signal: AbortSignal): Promise<void> {
+    if (first.batch === undefined && this.#batchLimit > 1 && first.single !== true) {
+      const run = this.#run()
+      if (run.length > 1) {
+        first.batch = {
+          idempotencyKey: newIdempotencyKey(),
+          seqs: run.map(([entry]) => entry.seq),
+          requests: run.map(([, request]) => request),
+        }
+        await this.#storage.write([{ table: 'outbox', key: outboxKey(first.seq), value: first }])
+      }
+    }
+    if (first.batch === undefined) {
+      if (first.single !== true && this.#batchLimit > 1) {
+        first.single = true
+        await this.#storage.write([{ table: 'outbox', key: outboxKey(first.seq), value: first }])
+      }
+      await this.#send(first, signal)
+      return
+    }
+    const batch = first.batch
+    this.#flight = []
+    try {
+      let result: BatchResult
+      try {
+        result = await this.#client.batch(batch.requests, {
+          idempotencyKey: batch.idempotencyKey,
+          ifMatch: false,
+          signal,
+        })
+      } catch (err) {
+        if (!refused(err)) throw err
+        // Nothing was applied: the first write goes alone, and meets its conflict if it has one.
+        delete first.batch
+        first.single = true
+        await this.#storage.write([{ table: 'outbox', key: outboxKey(first.seq), value: first }])
+        return
+      }
+      for (const [i, seq] of batch.seqs.entries()) {
+        const entry = this.#outbox.find((queued) => queued.seq === seq)
+        const answer = result.answers[i]
+        if (entry === undefined || answer === undefined) continue
+        const request = batch.requests[i] as BatchRequest
+        const data = (answer.body as { data?: unknown } | null)?.data
+        const acknowledgement: Acknowledged =
+          request.method === 'DELETE'
+            ? {
+                id: Number(request.url.slice('/api/note/'.length)),
+                note: null,
+                etag: null,
+                again: result.replayed,
+              }
+            : {
+                id: (data as JsonObject).id as number,
+                note: data as JsonObject,
+                etag: answer.headers.etag ?? null,
+                again: result.replayed,
+              }
+        await this.#acknowledge(entry, acknowledgement)
+      }
+    } finally {
+      this.#flight = undefined
+    }
+  }
+
+  /** The writes at the head of the outbox that can go as one batch, with their requests. */
+  #run(): [OutboxEntry, BatchRequest][] {
+    const run: [OutboxEntry, BatchRequest][] = []
+    const notes = new Set<string>()
+    for (const entry of this.#outbox) {
+      if (run.length >= this.#batchLimit || notes.has(entry.entry)) break
+      let request: BatchRequest
+      if (entry.op === 'create') {
+        request = { method: 'POST', url: '/api/note', body: entry.fields ?? {} }
+      } else {
+        const id = this.#idOf(entry.entry)
+        const etag = entry.basis?.etag
+        if (id === undefined || etag === undefined || etag === null) break
+        const headers: Record<string, string> = { 'if-match': etag }
+        if (entry.op === 'delete') request = { method: 'DELETE', url: `/api/note/${id}`, headers }
+        else {
+          headers['content-type'] =
+            entry.mergePatch === true ? 'application/merge-patch+json' : 'application/json'
+          request = { method: 'PATCH', url: `/api/note/${id}`, headers, body: entry.fields ?? {} }
+        }
+      }
+      notes.add(entry.entry)
+      run.push([entry, request])
+    }
+    return run
   }
 
   /** Sends the first queued write; acknowledges it, or turns it into a conflict. */
@@ -756,7 +879,8 @@ export class Replica {
       this.#echoes.set(id, echo)
       changes.push({ table: 'meta', key: `${ECHO_PREFIX}${id}`, value: echo })
     }
-    if (note === null) this.#dropLinkIfUnused(id, changes)
+    // The feed may have brought its note's deletion already.
+    this.#dropLinkIfUnused(id, changes)
     this.#changed('change', 'waiting')
     await this.#storage.write(changes)
   }
