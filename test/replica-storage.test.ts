@@ -2,21 +2,22 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import type { Server } from 'node:http'
 import { tmpdir } from 'node:os'
-import { dirname, extname, join, normalize } from 'node:path'
+import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { fileURLToPath } from 'node:url'
 import type { Browser, Page } from 'playwright-core'
 import { FileReplicaStorage } from '../src/client/replica/file-storage.js'
+import {
+  type IdbFactoryLike,
+  IndexedDbReplicaStorage,
+} from '../src/client/replica/indexeddb-storage.js'
 import { MemoryReplicaStorage } from '../src/client/replica/memory-storage.js'
 import type { ReplicaStorage } from '../src/client/replica/storage.js'
 import { launchChromium, SKIP } from './chromium.js'
+import { DIST, serveDist } from './dist-server.js'
 import { CASES, contentsOf, type StorageUnderTest } from './replica-storage.contract.js'
 
-/** dist/, where the compiled modules are: the page imports them from a static server over it. */
-const DIST = join(dirname(fileURLToPath(import.meta.url)), '..')
 const CHILD = join(DIST, 'test/replica-storage-child.js')
 
 function temporaryFolder(): string {
@@ -236,29 +237,57 @@ describe('FileReplicaStorage (the file)', () => {
   })
 })
 
-/** A static server over dist/ on 127.0.0.1: the page imports the compiled modules from it. */
-async function serveDist(): Promise<Server> {
-  const types: Record<string, string> = { '.js': 'text/javascript', '.html': 'text/html' }
-  const server = createServer((request, response) => {
-    const path = normalize(new URL(request.url ?? '/', 'http://x').pathname)
-    if (path === '/') {
-      response
-        .writeHead(200, { 'content-type': 'text/html' })
-        .end('<!doctype html><title>t</title>')
-      return
-    }
-    const file = join(DIST, path)
-    const type = types[extname(file)]
-    if (!file.startsWith(DIST) || type === undefined || !existsSync(file)) {
-      response.writeHead(404).end()
-      return
-    }
-    response.writeHead(200, { 'content-type': type }).end(readFileSync(file))
-  })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  return server
+/** An IndexedDB whose open() does one thing: fires `event` (with `error`) or throws `error`. */
+function refusingIndexedDb(event: 'error' | 'blocked' | 'throw', name: string): IdbFactoryLike {
+  const error = { name, message: `${name} (a stand-in)` }
+  return {
+    open() {
+      if (event === 'throw') throw error
+      const request = {
+        result: undefined as never,
+        error,
+        onsuccess: null,
+        onerror: null as ((e: { preventDefault(): void }) => void) | null,
+        onupgradeneeded: null,
+        onblocked: null as (() => void) | null,
+      }
+      setTimeout(() => {
+        if (event === 'blocked') request.onblocked?.()
+        else request.onerror?.({ preventDefault() {} })
+      })
+      return request
+    },
+    deleteDatabase() {
+      throw new Error('not used')
+    },
+  }
 }
+
+describe('IndexedDbReplicaStorage where IndexedDB is missing or refuses', () => {
+  it('says unavailable where there is no IndexedDB (Node here; some private windows)', async () => {
+    await assert.rejects(IndexedDbReplicaStorage.open('x'), {
+      name: 'ReplicaStorageError',
+      code: 'unavailable',
+      message:
+        'This browser offers no IndexedDB here (a private window or a sandboxed frame may not); the replica cannot be kept.',
+    })
+  })
+
+  const cases = [
+    ['error', 'InvalidStateError', 'unavailable', /private window/],
+    ['throw', 'SecurityError', 'unavailable', /SecurityError/],
+    ['error', 'VersionError', 'unavailable', /newer version of this page/],
+    ['blocked', 'unused', 'blocked', /held open at an older version by another tab/],
+  ] as const
+  for (const [event, errorName, code, message] of cases) {
+    it(`says ${code} when opening ${event === 'blocked' ? 'is blocked' : `fails with ${errorName}`}`, async () => {
+      await assert.rejects(
+        IndexedDbReplicaStorage.open('x', { indexedDB: refusingIndexedDb(event, errorName) }),
+        { name: 'ReplicaStorageError', code, message },
+      )
+    })
+  }
+})
 
 describe('IndexedDbReplicaStorage in Chromium (the storage contract)', { skip: SKIP }, () => {
   let browser: Browser | undefined
@@ -266,12 +295,13 @@ describe('IndexedDbReplicaStorage in Chromium (the storage contract)', { skip: S
   let page: Page
 
   before(async () => {
-    server = await serveDist()
+    const served = await serveDist()
+    server = served.server
     browser = await launchChromium()
     page = await browser.newPage()
     const errors: string[] = []
     page.on('pageerror', (error) => errors.push(error.message))
-    await page.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`)
+    await page.goto(`${served.origin}/`)
     assert.deepEqual(errors, [])
   })
 
@@ -302,6 +332,32 @@ describe('IndexedDbReplicaStorage in Chromium (the storage contract)', { skip: S
       )
     })
   }
+
+  it('loses nothing when two connections (two tabs) write the same buckets at once', async () => {
+    const answer = await page.evaluate(async () => {
+      const module = '/src/client/replica/indexeddb-storage.js'
+      const { IndexedDbReplicaStorage } = await import(module)
+      const [one, two] = await Promise.all([
+        IndexedDbReplicaStorage.open('two-tabs'),
+        IndexedDbReplicaStorage.open('two-tabs'),
+      ])
+      await Promise.all(
+        Array.from({ length: 400 }, (_, i) =>
+          (i % 2 === 0 ? one : two).write([{ table: 'notes', key: `n:${i}`, value: i }]),
+        ),
+      )
+      await one.close()
+      await two.close()
+      const third = await IndexedDbReplicaStorage.open('two-tabs')
+      const { notes } = await third.load()
+      await third.close()
+      return [...notes.values()].sort((a, b) => (a as number) - (b as number))
+    })
+    assert.deepEqual(
+      answer,
+      Array.from({ length: 400 }, (_, i) => i),
+    )
+  })
 
   it('steps aside for a newer version opened in another tab, and refuses to open an older one after', async () => {
     const answer = await page.evaluate(async () => {

@@ -31,7 +31,7 @@ import {
  * A replica's storage in one file, for Node only (notes-service/client/file-storage, so that a
  * browser never meets node:fs). The file is a journal after LevelDB's log: a header line, then one
  * record per write, `[u32 BE length][u32 BE crc32][payload]`, the payload the write's changes as
- * JSON: [["notes","n:1",{"id":1}],["outbox","0001"],["conflicts"]] puts, deletes, clears. A write
+ * a line per change: 'P\tnotes\t"n:1"\t{"id":1}' puts, 'D\toutbox\t"0001"' deletes, 'C\tmeta' clears. A write
  * resolves after its record is fsynced; writes made meanwhile share the next fsync (group
  * commit). A torn last record (a crash mid-write) is dropped on open; damage before the end is an
  * error naming its byte offset. Once the file passes twice the live data it is rewritten as
@@ -58,7 +58,7 @@ export interface FileReplicaStorageOptions {
 
 interface Pending {
   readonly changes: readonly EncodedWrite[]
-  /** EMPTY for a refused write. */
+  /** EMPTY for a refused or empty write. */
   readonly frame: Buffer
   readonly refused?: unknown
   resolve(): void
@@ -77,6 +77,8 @@ export class FileReplicaStorage implements ReplicaStorage {
   #live: number
   /** The file's length up to its last durable record. */
   #size: number
+  /** No compaction before the file is this long (raised after a failed one, so as not to retry each write). */
+  #compactAt = 0
   #queue: Pending[] = []
   #busy = false
   #idle: (() => void)[] = []
@@ -144,7 +146,16 @@ export class FileReplicaStorage implements ReplicaStorage {
     for (const table of REPLICA_TABLES) {
       const texts = this.#texts[table]
       for (const key of [...texts.keys()].sort()) {
-        contents[table].set(key, JSON.parse(texts.get(key) as string))
+        const text = texts.get(key) as string
+        try {
+          contents[table].set(key, JSON.parse(text))
+        } catch (err) {
+          throw new ReplicaStorageError(
+            'damaged',
+            `${this.#path} holds a ${table} value for ${JSON.stringify(key)} that is not JSON.`,
+            { cause: err },
+          )
+        }
       }
     }
     return contents
@@ -164,7 +175,13 @@ export class FileReplicaStorage implements ReplicaStorage {
       this.#queue.push(
         encoded === undefined
           ? { changes: [], frame: EMPTY, refused, resolve, reject }
-          : { changes: encoded, frame: encodeRecord(payloadOf(encoded)), resolve, reject },
+          : {
+              changes: encoded,
+              // An empty write has nothing to write, and settles in its turn.
+              frame: encoded.length === 0 ? EMPTY : encodeRecord(payloadOf(encoded)),
+              resolve,
+              reject,
+            },
       )
       if (!this.#busy) void this.#pump()
     })
@@ -191,17 +208,21 @@ export class FileReplicaStorage implements ReplicaStorage {
       } catch (err) {
         this.#recover()
         const error = asStorageError(err, this.#path)
-        for (const pending of batch)
-          pending.reject(pending.frame === EMPTY ? pending.refused : error)
+        for (const pending of batch) pending.reject(pending.refused ?? error)
         continue
       }
       for (const pending of batch) this.#live += applyTo(this.#texts, pending.changes)
-      if (this.#size > Math.max(this.#compactMinBytes, 2 * this.#live)) {
-        // A failed compaction leaves the old file in place, which holds every write.
-        await this.#compact().catch(() => {})
+      if (
+        this.#size >= this.#compactAt &&
+        this.#size > Math.max(this.#compactMinBytes, 2 * this.#live)
+      ) {
+        // A failed compaction (no room for the copy) leaves the old file, which holds every write.
+        await this.#compact().catch(() => {
+          this.#compactAt = Math.ceil(this.#size * 1.5)
+        })
       }
       for (const pending of batch) {
-        if (pending.frame === EMPTY) pending.reject(pending.refused)
+        if (pending.refused !== undefined) pending.reject(pending.refused)
         else pending.resolve()
       }
     }
@@ -252,12 +273,13 @@ export class FileReplicaStorage implements ReplicaStorage {
 
 /** A write's changes as one record's payload: puts [t, k, v], deletes [t, k], clears [t]. */
 function payloadOf(changes: readonly EncodedWrite[]): string {
-  const parts = changes.map((change) => {
-    if ('clear' in change) return `[${JSON.stringify(change.table)}]`
-    const head = `${JSON.stringify(change.table)},${JSON.stringify(change.key)}`
-    return 'delete' in change ? `[${head}]` : `[${head},${change.text}]`
-  })
-  return `[${parts.join(',')}]`
+  return changes
+    .map((change) => {
+      if ('clear' in change) return `C\t${change.table}`
+      const head = `${change.table}\t${JSON.stringify(change.key)}`
+      return 'delete' in change ? `D\t${head}` : `P\t${head}\t${change.text}`
+    })
+    .join('\n')
 }
 
 function snapshotRecords(texts: Texts): Buffer[] {
@@ -338,7 +360,11 @@ function zerosFrom(bytes: Buffer, offset: number): boolean {
   return true
 }
 
-/** A checksummed payload that is not a list of changes was written by something else. */
+/**
+ * A record's changes. Values stay JSON text, parsed only by load(): JSON text holds no raw tab
+ * or newline, so the fields split without parsing it. A checksummed payload that is not a list
+ * of changes was written by something else.
+ */
 function decodePayload(payload: string, path: string, offset: number): EncodedWrite[] {
   const refuse = (): never => {
     throw new ReplicaStorageError(
@@ -346,27 +372,26 @@ function decodePayload(payload: string, path: string, offset: number): EncodedWr
       `${path} is damaged at byte ${offset}: a record that is not a list of changes.`,
     )
   }
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(payload)
-  } catch {
-    return refuse()
-  }
-  if (!Array.isArray(parsed)) return refuse()
-  return parsed.map((change: unknown): EncodedWrite => {
-    if (!Array.isArray(change)) return refuse()
-    const [table, key] = change as unknown[]
-    if (!REPLICA_TABLES.includes(table as ReplicaTable)) return refuse()
-    const t = table as ReplicaTable
-    if (change.length === 1) return { table: t, clear: true }
-    if (typeof key !== 'string') return refuse()
-    if (change.length === 2) return { table: t, key, delete: true }
-    // Parsed and encoded again: the text is the value's JSON, as write() gave it.
-    return { table: t, key, text: JSON.stringify(change[2]) }
+  return payload.split('\n').map((line): EncodedWrite => {
+    const op = line.slice(0, 2)
+    const tableEnd = line.indexOf('\t', 2)
+    const table = line.slice(2, tableEnd === -1 ? undefined : tableEnd) as ReplicaTable
+    if (!REPLICA_TABLES.includes(table)) return refuse()
+    if (op === 'C\t' && tableEnd === -1) return { table, clear: true }
+    const keyEnd = op === 'P\t' ? line.indexOf('\t', tableEnd + 1) : line.length
+    let key: unknown
+    try {
+      key = JSON.parse(line.slice(tableEnd + 1, keyEnd))
+    } catch {
+      return refuse()
+    }
+    if (typeof key !== 'string' || keyEnd === -1) return refuse()
+    if (op === 'D\t') return { table, key, delete: true }
+    if (op !== 'P\t') return refuse()
+    return { table, key, text: line.slice(keyEnd + 1) }
   })
 }
 
-/** Applies the changes; answers how many bytes of live data that added (or took away). */
 function applyTo(texts: Texts, changes: readonly EncodedWrite[]): number {
   let delta = 0
   for (const change of changes) {
