@@ -106,7 +106,7 @@ describe('the packed package', () => {
       const health = await fetch(`${base}/healthz`)
       assert.equal(health.status, 200)
       assert.equal(await health.text(), '{"status":"ok"}')
-      // The notes page ships too: its HTML and style from src/ui/, its scripts from dist/src/ui/.
+      // The notes page ships too: its HTML and style from src/ui/, its scripts (and the client's) from dist/src/page/.
       for (const [path, type] of [
         ['/', 'text/html; charset=utf-8'],
         ['/ui/style.css', 'text/css; charset=utf-8'],

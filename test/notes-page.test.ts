@@ -3,13 +3,13 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import { parseAcceptEncoding } from '../src/api/compression.js'
-import { PAGE_CSP } from '../src/ops/notes-page.js'
+import { PAGE_CSP, SERVICE_WORKER } from '../src/ops/notes-page.js'
 import { type PatchPlan, planPatch } from '../src/ui/note-patch.js'
-import { type SseEvent, SseParser } from '../src/ui/sse.js'
 import { buildOpsApp } from './ops-app.js'
 
 const SOURCES = new URL('../../src/ui/', import.meta.url)
-const COMPILED = new URL('../src/ui/', import.meta.url)
+const COMPILED = new URL('../src/page/ui/', import.meta.url)
+const CLIENT = new URL('../src/page/client/', import.meta.url)
 const NOT_FOUND = {
   type: 'about:blank',
   title: 'Not Found',
@@ -22,9 +22,22 @@ function builtFiles(): Map<string, [string, Buffer]> {
   const files = new Map<string, [string, Buffer]>([
     ['style.css', ['text/css; charset=utf-8', readFileSync(new URL('style.css', SOURCES))]],
     ['icon.svg', ['image/svg+xml', readFileSync(new URL('icon.svg', SOURCES))]],
+    ['icon-maskable.svg', ['image/svg+xml', readFileSync(new URL('icon-maskable.svg', SOURCES))]],
+    [
+      'manifest.webmanifest',
+      ['application/manifest+json', readFileSync(new URL('manifest.webmanifest', SOURCES))],
+    ],
   ])
   for (const name of readdirSync(COMPILED).filter((n) => n.endsWith('.js'))) {
     files.set(name, ['text/javascript; charset=utf-8', readFileSync(new URL(name, COMPILED))])
+  }
+  const client = readdirSync(CLIENT, { recursive: true, encoding: 'utf8' })
+  for (const name of client.filter((n) => n.endsWith('.js'))) {
+    const path = name.replaceAll('\\', '/')
+    files.set(`client/${path}`, [
+      'text/javascript; charset=utf-8',
+      readFileSync(new URL(path, CLIENT)),
+    ])
   }
   return files
 }
@@ -51,8 +64,10 @@ describe('GET / (the notes page) and its files under /ui/', () => {
     assert.doesNotMatch(page.body, /<script>|<style|\sstyle=|\son\w+=|https?:\/\//)
     const linked = [...page.body.matchAll(/(?:href|src)="\/ui\/([^"]+)"/g)].map((m) => m[1])
     const built = builtFiles()
-    // Every module is preloaded (no import waterfall), and nothing else is linked.
-    assert.deepEqual([...linked].sort(), [...built.keys()].sort())
+    // Every module is preloaded (no import waterfall), and nothing else is linked; the service
+    // worker is registered by main.js, not linked.
+    assert.deepEqual([...linked, SERVICE_WORKER].sort(), [...built.keys()].sort())
+    assert.ok(built.has('client/notes-client.js'), 'the client library is served under /ui/client/')
     for (const [name, [contentType, bytes]] of built) {
       const file = await app.inject({ method: 'GET', url: `/ui/${name}` })
       assert.equal(file.statusCode, 200, name)
@@ -119,7 +134,15 @@ describe('GET / (the notes page) and its files under /ui/', () => {
 
   it('answers 404 problem JSON for a file the page does not have', async () => {
     const { app } = buildOpsApp()
-    for (const name of ['index.html', 'main.ts', 'main.js.map', 'nope.js', '..%2Fpackage.json']) {
+    for (const name of [
+      'index.html',
+      'main.ts',
+      'main.js.map',
+      'nope.js',
+      '..%2Fpackage.json',
+      'client/index.ts',
+      'client/index.d.ts',
+    ]) {
       const response = await app.inject({ method: 'GET', url: `/ui/${name}` })
       assert.equal(response.statusCode, 404, name)
       assert.equal(response.headers['content-type'], 'application/problem+json')
@@ -130,6 +153,67 @@ describe('GET / (the notes page) and its files under /ui/', () => {
         detail: 'The notes page has no such file; open / itself.',
       })
     }
+  })
+
+  it('serves the service worker for the whole origin, and a manifest an installer accepts', async () => {
+    const { app } = buildOpsApp()
+    const worker = await app.inject({ method: 'GET', url: `/ui/${SERVICE_WORKER}` })
+    assert.equal(worker.statusCode, 200)
+    assert.equal(worker.headers['content-type'], 'text/javascript; charset=utf-8')
+    assert.equal(worker.headers['service-worker-allowed'], '/')
+    assert.equal(worker.headers['cache-control'], 'no-cache')
+    // Only the worker may widen its scope.
+    const main = await app.inject({ method: 'GET', url: '/ui/main.js' })
+    assert.equal(main.headers['service-worker-allowed'], undefined)
+
+    const answer = await app.inject({ method: 'GET', url: '/ui/manifest.webmanifest' })
+    assert.equal(answer.statusCode, 200)
+    assert.equal(answer.headers['content-type'], 'application/manifest+json')
+    const manifest = answer.json() as {
+      start_url: string
+      display: string
+      theme_color: string
+      icons: { src: string; sizes: string; type: string; purpose: string }[]
+    }
+    assert.equal(manifest.start_url, '/')
+    assert.equal(manifest.display, 'standalone')
+    assert.match(manifest.theme_color, /^#[0-9a-f]{6}$/)
+    for (const size of ['192x192', '512x512']) {
+      assert.ok(
+        manifest.icons.some((icon) => icon.sizes.split(' ').includes(size)),
+        `an icon of ${size}`,
+      )
+    }
+    assert.deepEqual(manifest.icons.map((icon) => icon.purpose).sort(), ['any', 'maskable'])
+    for (const icon of manifest.icons) {
+      const file = await app.inject({ method: 'GET', url: icon.src })
+      assert.equal(file.statusCode, 200, icon.src)
+      assert.equal(file.headers['content-type'], icon.type, icon.src)
+    }
+    // The page links the manifest, and its policy lets the worker and the manifest load.
+    const page = await app.inject({ method: 'GET', url: '/' })
+    assert.match(page.body, /<link rel="manifest" href="\/ui\/manifest.webmanifest">/)
+    assert.match(PAGE_CSP, /worker-src 'self'/)
+    assert.match(PAGE_CSP, /manifest-src 'self'/)
+    assert.match(PAGE_CSP, /require-trusted-types-for 'script'/)
+  })
+
+  it('weighs under 80 KB in brotli, everything it loads counted (HTML, CSS, JS, manifest, icons, worker)', async (t) => {
+    const { app } = buildOpsApp()
+    const br = { 'accept-encoding': 'br' }
+    const page = await app.inject({ method: 'GET', url: '/', headers: br })
+    const names = [...builtFiles().keys()]
+    let total = page.rawPayload.length
+    const sizes: Record<string, number> = { '/': page.rawPayload.length }
+    for (const name of names) {
+      const file = await app.inject({ method: 'GET', url: `/ui/${name}`, headers: br })
+      assert.equal(file.statusCode, 200, name)
+      sizes[name] = file.rawPayload.length
+      total += file.rawPayload.length
+    }
+    t.diagnostic(`the page's files in brotli: ${total} bytes in all; ${JSON.stringify(sizes)}`)
+    assert.ok(names.includes(SERVICE_WORKER) && names.includes('manifest.webmanifest'))
+    assert.ok(total < 80 * 1024, `${total} bytes`)
   })
 
   it('serves neither the page nor its files with UI=false: / is the 404 problem it was', async () => {
@@ -250,70 +334,6 @@ describe("the page's Accept-Encoding and If-None-Match: the API's rules", () => 
       assert.equal(answer.headers.etag, headers === br ? brEtag : etag, label)
     }
   })
-})
-
-describe('SseParser (the page reads /api/events with it)', () => {
-  const event = (type: string, lastEventId: string, data: string): SseEvent => ({
-    type,
-    lastEventId,
-    data,
-  })
-  const cases: { name: string; chunks: string[]; events: SseEvent[]; start?: string }[] = [
-    {
-      name: 'one event',
-      chunks: ['event: created\nid: a.1\ndata: {"id":1}\n\n'],
-      events: [event('created', 'a.1', '{"id":1}')],
-    },
-    {
-      name: 'split anywhere, even inside a CRLF',
-      chunks: ['event: upd', 'ated\r', '\nid: a.2\r\ndata: {"id"', ':2}\r', '\n\r', '\n'],
-      events: [event('updated', 'a.2', '{"id":2}')],
-    },
-    {
-      name: 'CR alone ends lines',
-      chunks: ['event: deleted\rid: a.3\rdata: {"id":3}\r\r'],
-      events: [event('deleted', 'a.3', '{"id":3}')],
-    },
-    {
-      name: 'comments and unknown fields are skipped; data lines join with LF',
-      chunks: [': keep-alive\n\nretry: 10\nfoo: bar\ndata: a\ndata:b\ndata\n\n'],
-      events: [event('message', '', 'a\nb\n')],
-    },
-    {
-      name: 'an event without data is not dispatched, but its id counts',
-      chunks: ['event: created\nid: a.4\n\ndata: x\n\n'],
-      events: [event('message', 'a.4', 'x')],
-    },
-    {
-      name: 'the id lasts across events; an id holding NUL is ignored',
-      chunks: ['id: a.5\ndata: 1\n\ndata: 2\n\nid: a\u00006\ndata: 3\n\n'],
-      events: [
-        event('message', 'a.5', '1'),
-        event('message', 'a.5', '2'),
-        event('message', 'a.5', '3'),
-      ],
-    },
-    {
-      name: 'starts from the id it resumes from; an unfinished event waits',
-      start: 'a.9',
-      chunks: ['event: reset\ndata: {"version":"b.0"}\n\nevent: created\ndata: 1\n'],
-      events: [event('reset', 'a.9', '{"version":"b.0"}')],
-    },
-    {
-      name: 'one space after the colon is dropped, no more',
-      chunks: ['data:  two spaces\n\n'],
-      events: [event('message', '', ' two spaces')],
-    },
-  ]
-  for (const { name, chunks, events, start } of cases) {
-    it(name, () => {
-      const parser = new SseParser(start)
-      assert.deepEqual(
-        chunks.flatMap((chunk) => parser.push(chunk)),
-        events,
-      )
-    })
-  }
 })
 
 describe('planPatch (what the page sends for an edit)', () => {

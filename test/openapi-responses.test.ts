@@ -405,6 +405,10 @@ async function opsExchanges(app: FastifyInstance): Promise<Exchange['request'][]
     { method: 'GET', url: '/ui/icon.svg', headers: { 'accept-encoding': 'gzip, identity;q=0' } },
     { method: 'GET', url: '/ui/style.css' },
     { method: 'GET', url: '/ui/nope.js' },
+    { method: 'GET', url: '/ui/client/index.js', headers: { 'accept-encoding': 'br' } },
+    { method: 'GET', url: '/ui/client/replica/nope.js' },
+    { method: 'GET', url: '/ui/sw.js' },
+    { method: 'GET', url: '/ui/manifest.webmanifest' },
     { method: 'GET', url: '/metrics' },
     { method: 'OPTIONS', url: '/api/note/1/' },
   ]
@@ -425,7 +429,7 @@ describe('real answers, checked against the OpenAPI document the app serves', ()
     const created = await app.inject({ method: 'POST', url: '/api/note', headers: JSON_TYPE })
     const id = String((created.json() as { data: { id: number } }).data.id)
     const requests = everyPathAndMethod(document as OpenApiDocument, id)
-    assert.equal(requests.length, 12 * 8)
+    assert.equal(requests.length, 14 * 8)
     assert.deepEqual(await check(app, requests), {
       problems: [],
       statuses: [200, 204, 400, 404, 405, 503],

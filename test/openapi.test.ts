@@ -237,6 +237,8 @@ describe('the OpenAPI document', () => {
       ['/metrics', gets],
       ['/', gets],
       ['/ui/{file}', gets],
+      ['/ui/client/{file}', gets],
+      ['/ui/client/replica/{file}', gets],
     ])
     // HEAD answers what GET answers, without the body; OPTIONS 204 with Allow.
     for (const path of Object.keys(document.paths)) {
@@ -415,6 +417,8 @@ describe('the OpenAPI document', () => {
       ['GET /metrics', ['401', '429'], undefined],
       ['GET /', ['429'], []],
       ['GET /ui/{file}', ['429'], []],
+      ['GET /ui/client/{file}', ['429'], []],
+      ['GET /ui/client/replica/{file}', ['429'], []],
     ])
     // HEAD as GET; OPTIONS open (a preflight carries no key); a 405 still needs a key first.
     for (const path of Object.keys(document.paths)) {

@@ -62,32 +62,61 @@ export function notesPagePaths(): Paths {
         },
       },
     },
-    '/ui/{file}': {
-      get: {
-        tags: ['operations'],
-        operationId: 'getNotesPageFile',
-        summary: 'A file of the notes page',
-        description:
-          'The scripts, style and icon of the notes page, brotli- or gzip-compressed when the client accepts it.',
-        parameters: [
-          pathParameter('file', 'The name of the file, as the page links it.', [
-            'main.js',
-            'style.css',
-          ]),
-        ],
-        responses: {
-          '200': fixedFileResponse(
-            'The file.',
-            {
-              'text/css': { schema: { type: 'string' } },
-              'text/javascript': { schema: { type: 'string' } },
-              'image/svg+xml': { schema: { type: 'string' } },
+    '/ui/{file}': pageFileOperation(
+      'getNotesPageFile',
+      'A file of the notes page',
+      'The scripts, style, icons, web app manifest and service worker of the notes page, brotli- or gzip-compressed when the client accepts it. The service worker (`sw.js`) is sent with `Service-Worker-Allowed: /`, so that it may keep the page for offline use; it never answers for the API.',
+      ['main.js', 'style.css'],
+    ),
+    '/ui/client/{file}': pageFileOperation(
+      'getNotesPageClientModule',
+      'A module of the client library, as the notes page loads it',
+      'The modules of `notes-service/client` the page is built on, compiled for browsers.',
+      ['index.js', 'notes-client.js'],
+    ),
+    '/ui/client/replica/{file}': pageFileOperation(
+      'getNotesPageReplicaModule',
+      "A module of the client library's replica, as the notes page loads it",
+      'The replica and its IndexedDB storage, which keep the notes on the device.',
+      ['replica.js'],
+    ),
+  }
+}
+
+/** GET of one of the page's files, in a folder of /ui/. */
+function pageFileOperation(
+  operationId: string,
+  summary: string,
+  description: string,
+  examples: string[],
+) {
+  return {
+    get: {
+      tags: ['operations'],
+      operationId,
+      summary,
+      description,
+      parameters: [pathParameter('file', 'The name of the file, as the page links it.', examples)],
+      responses: {
+        '200': fixedFileResponse(
+          'The file.',
+          {
+            'text/css': { schema: { type: 'string' } },
+            'text/javascript': { schema: { type: 'string' } },
+            'image/svg+xml': { schema: { type: 'string' } },
+            'application/manifest+json': { schema: { type: 'object' } },
+          },
+          {
+            ...FILE_HEADERS,
+            'Service-Worker-Allowed': {
+              description: '`/`, on the service worker (`sw.js`) only.',
+              required: false,
+              schema: { type: 'string', const: '/' },
             },
-            FILE_HEADERS,
-          ),
-          '304': NOT_MODIFIED,
-          '404': problemResponse('The page has no file of this name.', 404, NO_SUCH_PAGE_FILE),
-        },
+          },
+        ),
+        '304': NOT_MODIFIED,
+        '404': problemResponse('The page has no file of this name.', 404, NO_SUCH_PAGE_FILE),
       },
     },
   }

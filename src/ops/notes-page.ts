@@ -1,10 +1,14 @@
 import { createHash } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
+import { sep } from 'node:path'
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { type Coding, encodedEtag, parseAcceptEncoding } from '../api/compression.js'
 import { noneMatch } from '../api/conditional.js'
 import { sendProblem } from '../api/problem.js'
+
+/** The Trusted Types policy the page registers its service worker through (src/ui/main.ts). */
+export const SERVICE_WORKER_POLICY = 'notes-service-worker'
 
 /**
  * The page's policy: everything from this origin only, no inline script or style, no plugins, no
@@ -17,12 +21,15 @@ export const PAGE_CSP = [
   "style-src 'self'",
   "img-src 'self'",
   "connect-src 'self'",
+  "worker-src 'self'",
+  "manifest-src 'self'",
   "object-src 'none'",
   "base-uri 'none'",
   "form-action 'self'",
   "frame-ancestors 'none'",
   "require-trusted-types-for 'script'",
-  "trusted-types 'none'",
+  // One policy, which makes a script URL of the service worker's address and of nothing else.
+  `trusted-types ${SERVICE_WORKER_POLICY}`,
 ].join('; ')
 
 /** The detail of the 404 for a name under /ui/ that is not one of the page's files. */
@@ -33,7 +40,18 @@ const STATIC_FILES = {
   'index.html': 'text/html; charset=utf-8',
   'style.css': 'text/css; charset=utf-8',
   'icon.svg': 'image/svg+xml',
+  'icon-maskable.svg': 'image/svg+xml',
+  'manifest.webmanifest': 'application/manifest+json',
 } as const
+
+/**
+ * The service worker, served at /ui/sw.js with `Service-Worker-Allowed: /`, so that it may
+ * control the whole origin's page (it leaves /api/ alone).
+ */
+export const SERVICE_WORKER = 'sw.js'
+
+/** The folders under /ui/ that hold files: the page's own, and the client library's. */
+export const PAGE_FOLDERS = ['', 'client/', 'client/replica/'] as const
 
 const JAVASCRIPT = 'text/javascript; charset=utf-8'
 
@@ -45,14 +63,19 @@ export interface PageFile {
 
 export type Encoding = 'identity' | Coding
 
-/** The page's files by name: 'index.html' (served at /), 'main.js', 'style.css' ... */
+/**
+ * The page's files by name: 'index.html' (served at /), 'main.js', 'style.css', the client
+ * library's modules as 'client/index.js' ...
+ */
 export type PageFiles = ReadonlyMap<string, PageFile>
 
 /**
- * Where the page's files are: the compiled modules in dist/src/ui/ (tsconfig.ui.json), the
- * HTML, CSS and icon in src/ui/ (package.json's `files` ships both). From dist/src/ops/ here.
+ * Where the page's files are: its compiled modules in dist/src/page/ui/ and the client
+ * library's, compiled with them, in dist/src/page/client/ (tsconfig.ui.json); the HTML, CSS,
+ * icons and manifest in src/ui/ (package.json's `files` ships both). From dist/src/ops/ here.
  */
-const COMPILED = new URL('../ui/', import.meta.url)
+const COMPILED = new URL('../page/ui/', import.meta.url)
+const CLIENT = new URL('../page/client/', import.meta.url)
 const SOURCES = new URL('../../../src/ui/', import.meta.url)
 
 let loaded: PageFiles | undefined
@@ -92,11 +115,30 @@ function readPageFiles(): PageFiles {
       new URL(name, SOURCES),
     ]),
     ...modules.map((name): [string, string, URL] => [name, JAVASCRIPT, new URL(name, COMPILED)]),
+    ...modulesUnder(CLIENT).map((name): [string, string, URL] => [
+      `client/${name}`,
+      JAVASCRIPT,
+      new URL(name, CLIENT),
+    ]),
   ]
   for (const [name, contentType, url] of sources) {
     files.set(name, pageFile(contentType, readFileSync(url)))
   }
   return files
+}
+
+/** The .js files under `folder`, at any depth, by their relative path: 'replica/replica.js'. */
+function modulesUnder(folder: URL): string[] {
+  let names: string[]
+  try {
+    names = readdirSync(folder, { recursive: true, encoding: 'utf8' })
+  } catch {
+    return []
+  }
+  return names
+    .map((name) => name.split(sep).join('/'))
+    .filter((name) => name.endsWith('.js'))
+    .sort()
 }
 
 function pageFile(contentType: string, body: Buffer): PageFile {
@@ -120,8 +162,8 @@ function pageFile(contentType: string, body: Buffer): PageFile {
 }
 
 /**
- * `GET /` serves the notes page and `GET /ui/{file}` its scripts, style and icon, read and
- * compressed once at start-up. Each answer carries a strong ETag (one per encoding) and
+ * `GET /` serves the notes page and `GET /ui/{file}` its scripts (the client library's under
+ * /ui/client/), style, icons, manifest and service worker, read and compressed once at start-up. Each answer carries a strong ETag (one per encoding) and
  * `Cache-Control: no-cache`: a browser revalidates and gets a 304 instead of the file again.
  * Nothing here touches the note routes or the fast lane, which never sees `/` or `/ui/`; the
  * page holds no notes, so it stays open when access keys are on (it asks for a key when the API
@@ -135,12 +177,20 @@ export function registerNotesPage(app: FastifyInstance): void {
       reply.header('content-security-policy', PAGE_CSP).header('referrer-policy', 'no-referrer')
       return sendPageFile(request, reply, index)
     })
-    page.get<{ Params: { file: string } }>('/ui/:file', { logLevel: 'warn' }, (request, reply) => {
-      const name = request.params.file
-      const file = name === 'index.html' ? undefined : files.get(name)
-      if (file === undefined) return sendProblem(reply, 404, NO_SUCH_PAGE_FILE)
-      return sendPageFile(request, reply, file)
-    })
+    // The client library's modules are in client/ and client/replica/ (their own imports).
+    for (const folder of PAGE_FOLDERS) {
+      page.get<{ Params: { file: string } }>(
+        `/ui/${folder}:file`,
+        { logLevel: 'warn' },
+        (request, reply) => {
+          const name = `${folder}${request.params.file}`
+          const file = name === 'index.html' ? undefined : files.get(name)
+          if (file === undefined) return sendProblem(reply, 404, NO_SUCH_PAGE_FILE)
+          if (name === SERVICE_WORKER) reply.header('service-worker-allowed', '/')
+          return sendPageFile(request, reply, file)
+        },
+      )
+    }
   })
 }
 

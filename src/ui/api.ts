@@ -1,12 +1,24 @@
-/** A note as the API answers it: any JSON object with an `id`. */
-export type Note = { id: unknown } & Record<string, unknown>
+/**
+ * The page's link to the service: one NotesClient (notes-service/client, served under
+ * /ui/client/) on this origin, with the access key of this tab, whose answers the page hears
+ * (a 401 asks for a key, a refused write is said); and what a failure means, in words.
+ */
+import {
+  type Note as ClientNote,
+  NoteNotFoundError,
+  NotesClient,
+  NotesNetworkError,
+  NotesProblem,
+} from './client/index.js'
 
-/** What one call to the API answered. Status 0: no answer (the network failed). */
-export interface Answer {
+/** A note as the API answers it: any JSON object with an `id`. */
+export type Note = ClientNote
+
+/** What a failed call answered. Status 0: no answer (the network failed). */
+export interface Failure {
   status: number
-  headers: Headers
-  /** The body parsed as JSON, or undefined when it was empty or not JSON. */
-  body: unknown
+  /** The problem's `detail`, when the service sent one. */
+  detail: string | undefined
 }
 
 const KEY_STORAGE = 'notes-service.access-key'
@@ -54,116 +66,161 @@ export function tokenSubject(value: string | null): string | undefined {
 /** The key when sessionStorage refuses to keep it. */
 let memoryKey: string | null = null
 
-/** Called on every 401, so the page can ask for a key. */
-let onUnauthorized: (answer: Answer) => void = () => {}
-
-export function whenUnauthorized(handler: (answer: Answer) => void): void {
-  onUnauthorized = handler
+/** What the page hears of the answers the replica gets (it retries them itself). */
+export interface AnswerWatcher {
+  /** A 401, on any request: the page asks for a key. */
+  unauthorized(failure: Failure): void
+  /** A write (POST, PATCH, DELETE) refused, or not applied (403, 507, ...). */
+  writeRefused(method: string, failure: Failure): void
+  /** A read of the list failed: unreachable (status 0), or refused. */
+  listFailed(failure: Failure): void
+  /** Any answer from the service: it is reachable. */
+  answered(): void
 }
 
-export interface CallOptions {
-  /** A JSON value, sent as the body. */
-  json?: unknown
-  contentType?: string
-  headers?: Record<string, string>
-  signal?: AbortSignal
+let answerWatcher: AnswerWatcher | undefined
+
+export function watchAnswers(watcher: AnswerWatcher): void {
+  answerWatcher = watcher
 }
 
-/** The headers every call sends: Authorization when a key is set. */
-export function authorizationHeaders(): Record<string, string> {
-  const key = accessKey() ?? memoryKey
-  return key === null ? {} : { authorization: `Bearer ${key}` }
+/** The problem's detail of an answer, read from a copy (the client reads the answer itself). */
+async function failureFrom(response: Response): Promise<Failure> {
+  let detail: string | undefined
+  try {
+    const body: unknown = await response.clone().json()
+    const value = (body as { detail?: unknown } | null)?.detail
+    if (typeof value === 'string' && value !== '') detail = value
+  } catch {
+    // No problem document: the status says it.
+  }
+  return { status: response.status, detail }
+}
+
+/** Tells the watcher what an answer means for the page. */
+async function heard(method: string, url: URL, response: Response): Promise<void> {
+  answerWatcher?.answered()
+  if (response.ok) return
+  const list = method === 'GET' && url.pathname === '/api/note'
+  const write = method !== 'GET' && method !== 'HEAD'
+  if (response.status !== 401 && !write && !list) return
+  // A 412 or an empty 404 on a write is the replica's to handle (a conflict).
+  if (write && (response.status === 412 || response.status === 404)) return
+  const failure = await failureFrom(response)
+  if (failure.status === 401) answerWatcher?.unauthorized(failure)
+  else if (write) answerWatcher?.writeRefused(method, failure)
+  else answerWatcher?.listFailed(failure)
+}
+
+/** Told when the feed connects, streams and drops (the client's feed says nothing of it). */
+export interface FeedWatcher {
+  connecting(): void
+  live(): void
+  dropped(): void
+}
+
+let feedWatcher: FeedWatcher | undefined
+
+export function watchFeed(watcher: FeedWatcher): void {
+  feedWatcher = watcher
 }
 
 /**
- * Calls the API on this origin (a relative URL only: the page never talks to another host).
- * Never throws for an HTTP status or a network failure: the answer says what happened.
+ * The fetch the client calls: this origin only, no cookies, no HTTP cache (answers depend on the
+ * key), and the change feed's connection watched, so the page can say whether it is live.
  */
-export async function call(
-  method: string,
-  url: string,
-  options: CallOptions = {},
-): Promise<Answer> {
-  const headers: Record<string, string> = {
-    accept: 'application/json',
-    ...authorizationHeaders(),
-    ...options.headers,
-  }
-  const init: RequestInit = { method, headers, cache: 'no-store', credentials: 'omit' }
-  if (options.json !== undefined) {
-    headers['content-type'] = options.contentType ?? 'application/json'
-    init.body = JSON.stringify(options.json)
-  }
-  if (options.signal !== undefined) init.signal = options.signal
+const pageFetch: typeof fetch = async (input, init) => {
+  const url = new URL(input instanceof Request ? input.url : String(input), location.href)
+  if (url.origin !== location.origin) throw new TypeError(`not this origin: ${url}`)
+  const feed = url.pathname === '/api/events'
+  const method = (init?.method ?? 'GET').toUpperCase()
+  if (feed) feedWatcher?.connecting()
   let response: Response
   try {
-    response = await fetch(sameOrigin(url), init)
-  } catch {
-    return { status: 0, headers: new Headers(), body: undefined }
+    response = await fetch(url, { ...init, cache: 'no-store', credentials: 'omit' })
+  } catch (err) {
+    if (init?.signal?.aborted !== true) {
+      if (feed) feedWatcher?.dropped()
+      if (method === 'GET' && url.pathname === '/api/note') {
+        answerWatcher?.listFailed({ status: 0, detail: undefined })
+      }
+    }
+    throw err
   }
-  let body: unknown
-  try {
-    const text = await response.text()
-    body = text === '' ? undefined : JSON.parse(text)
-  } catch {
-    body = undefined
+  await heard(method, url, response)
+  if (!feed || response.status !== 200 || response.body === null) {
+    if (feed && response.status >= 500) feedWatcher?.dropped()
+    return response
   }
-  const answer = { status: response.status, headers: response.headers, body }
-  if (answer.status === 401) onUnauthorized(answer)
-  return answer
+  feedWatcher?.live()
+  const signal = init?.signal
+  const dropped = (): void => {
+    if (signal?.aborted !== true) feedWatcher?.dropped()
+  }
+  const reader = response.body.getReader()
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read()
+        if (done) {
+          dropped()
+          controller.close()
+        } else {
+          controller.enqueue(value)
+        }
+      } catch (err) {
+        dropped()
+        controller.error(err)
+      }
+    },
+    cancel: (reason) => reader.cancel(reason),
+  })
+  return new Response(body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  })
 }
 
-/** '/api/note?x' -> the same URL on this origin; 'https://elsewhere/...' -> an error. */
-export function sameOrigin(url: string): string {
-  const resolved = new URL(url, location.href)
-  if (resolved.origin !== location.origin) throw new Error(`not this origin: ${url}`)
-  return resolved.pathname + resolved.search
-}
+/** The client of this origin's API, with this tab's key. */
+export const client = new NotesClient({
+  baseUrl: location.origin,
+  token: () => accessKey() ?? memoryKey ?? '',
+  fetch: pageFetch,
+  // The page says which version each write is made on: never an ETag remembered elsewhere.
+  rememberEtags: 0,
+})
 
-/** The `detail` of a problem answer, when it has one. */
-export function problemDetail(answer: Answer): string | undefined {
-  const body = answer.body
-  if (typeof body === 'object' && body !== null && 'detail' in body) {
-    const detail = (body as { detail: unknown }).detail
-    if (typeof detail === 'string' && detail !== '') return detail
+/**
+ * What an error thrown by the client means: its status and detail; status 0 when the service
+ * could not be reached. Anything else is a bug, thrown again.
+ */
+export function failureOf(err: unknown): Failure {
+  if (err instanceof NotesNetworkError) return { status: 0, detail: undefined }
+  if (err instanceof NoteNotFoundError) return { status: 404, detail: undefined }
+  if (err instanceof NotesProblem) {
+    return { status: err.status, detail: err.detail === '' ? undefined : err.detail }
   }
-  return undefined
+  throw err
 }
 
 /**
  * What went wrong, in words, for the person who asked: the problem's own `detail` when it has
  * one, else a sentence for the status.
  */
-export function describeFailure(answer: Answer): string {
-  if (answer.status === 0) {
+export function describeFailure(failure: Failure): string {
+  if (failure.status === 0) {
     return 'The service could not be reached. Check the connection, then try again.'
   }
-  if (answer.status === 403) {
-    return `Your access key may only read: it cannot create, change or delete notes. Use a key that may write. (${problemDetail(answer) ?? 'Forbidden.'})`
+  if (failure.status === 403) {
+    return `Your access key may only read: it cannot create, change or delete notes. Use a key that may write. (${failure.detail ?? 'Forbidden.'})`
   }
-  const detail = problemDetail(answer)
+  const detail = failure.detail
   // The service's 401 detail already says that a key is needed (and how to send it).
-  if (answer.status === 401) return detail ?? 'This service needs an access key.'
+  if (failure.status === 401) return detail ?? 'This service needs an access key.'
   if (detail !== undefined) return detail
-  if (answer.status === 404) return 'This note no longer exists: it was deleted elsewhere.'
-  return `The service answered with status ${answer.status}, and no explanation.`
-}
-
-/** The ETag of an answer, as sent, or undefined. */
-export function etagOf(answer: Answer): string | undefined {
-  return answer.headers.get('etag') ?? undefined
-}
-
-/** The `next` URL of a Link header: '</api/note?after=x>; rel="next"' -> '/api/note?after=x'. */
-export function nextLink(link: string | null): string | undefined {
-  if (link === null) return undefined
-  for (const part of link.split(/,(?=\s*<)/)) {
-    const match = /^\s*<([^>]*)>(.*)$/.exec(part)
-    if (match === null) continue
-    const rel = /;\s*rel\s*=\s*"?([^";]*)"?/i.exec(match[2] ?? '')?.[1] ?? ''
-    if (rel.split(/\s+/).includes('next')) return sameOrigin(match[1] ?? '')
-  }
-  return undefined
+  if (failure.status === 404) return 'This note no longer exists: it was deleted elsewhere.'
+  return `The service answered with status ${failure.status}, and no explanation.`
 }
 
 /** 24 random hex digits for an Idempotency-Key (crypto.randomUUID needs a secure context). */
@@ -172,8 +229,7 @@ export function randomKey(): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
 }
 
-/** The path of a note, when its id can name it in a URL (DECISION 2): 7 -> '/api/note/7'. */
-export function notePath(id: unknown): string | undefined {
-  if (typeof id !== 'number' || !Number.isSafeInteger(id)) return undefined
-  return `/api/note/${id}`
+/** Whether a note's id can name it in a URL (DECISION 2): 7 -> true, "7" -> false. */
+export function hasPath(id: unknown): id is number {
+  return typeof id === 'number' && Number.isSafeInteger(id)
 }

@@ -1,26 +1,33 @@
+/**
+ * The notes page: the notebook kept in a Replica (notes-service/client) over IndexedDB, so that
+ * it opens, lists, searches, creates, edits and deletes with the network off; the replica sends
+ * the queued changes when the service is back, and a change that clashed with one made
+ * elsewhere is shown with both versions, for the person to choose.
+ */
 import {
-  type Answer,
   accessKey,
-  call,
+  client,
   describeFailure,
-  etagOf,
-  type Note,
-  nextLink,
-  problemDetail,
-  randomKey,
+  type Failure,
   setAccessKey,
   tokenSubject,
-  whenUnauthorized,
+  watchAnswers,
+  watchFeed,
 } from './api.js'
+import {
+  IndexedDbReplicaStorage,
+  MemoryReplicaStorage,
+  Replica,
+  type ReplicaEntry,
+  type ReplicaStorage,
+} from './client/index.js'
+import { ConflictList } from './conflicts.js'
 import { byId } from './dom.js'
-import { ChangeFeed, type FeedState } from './feed.js'
 import { type ItemContext, NoteItem } from './note-item.js'
-import { isObject } from './note-patch.js'
-import type { SseEvent } from './sse.js'
+import { isObject, sameJson } from './note-patch.js'
 
-/** Notes per page: small enough to show at once, large enough to scroll through few pages. */
+/** Notes shown at first, and added by each "Load more notes". */
 const PAGE_SIZE = 50
-const FIRST_PAGE = `/api/note?limit=${PAGE_SIZE}&order=desc`
 
 const list = byId('notes', HTMLOListElement)
 const totalText = byId('total', HTMLElement)
@@ -48,36 +55,41 @@ const createJsonPart = byId('create-json-part', HTMLElement)
 const createError = byId('create-error', HTMLElement)
 const createButton = byId('create-button', HTMLButtonElement)
 
-/** Notes shown, by id as JSON text (7 and "7" are different notes). */
-const items = new Map<string, NoteItem>()
-/** Notes this page created or deleted, whose feed event must not count them again. */
-const ownCreates = new Set<string>()
-const ownDeletes = new Set<string>()
-let total: number | undefined
-let next: string | undefined
-let loading = false
-/** Bumped by every reload, so that an older load's answer is dropped. */
-let generation = 0
+const searchInput = byId('search', HTMLInputElement)
+const waitingText = byId('waiting', HTMLElement)
+const syncError = byId('sync-error', HTMLElement)
+const conflicts = new ConflictList(byId('conflicts', HTMLElement), {
+  announce,
+  replica: () => replica,
+})
 
-const keyOf = (id: unknown): string => JSON.stringify(id) ?? 'undefined'
+/** The notebook on this device, while one is open. */
+let replica: Replica | undefined
+let unsubscribe: () => void = () => {}
+/** Notes shown, by entry key. */
+const items = new Map<string, NoteItem>()
+/** How many of the (matching) notes are shown, newest first. */
+let shown = PAGE_SIZE
+/** The search typed, or ''. */
+let query = ''
+/** The replica has the notebook (from a load, or from this device's copy). */
+let loaded = false
+/** Why the list could not be loaded, while it could not. */
+let loadFailure: Failure | undefined
+/** Bumped by every notebook opened, so that an older open is dropped. */
+let generation = 0
+/** A 401 stopped the replica: it waits for a key (the requests still under way say it again). */
+let waitingForKey = false
+
 const count = (n: number, one: string, many: string): string =>
   `${n.toLocaleString('en')} ${n === 1 ? one : many}`
 
 const context: ItemContext = {
   announce,
-  deleted(item) {
-    const key = keyOf(item.note.id)
-    if (items.get(key) === item) {
-      removeItem(key)
-      ownDeletes.add(key)
-      if (total !== undefined) total -= 1
-      showCounts()
-    }
+  replica: () => replica,
+  deleted() {
     announce('Note deleted.')
     createTitle.focus()
-  },
-  readOnly() {
-    readOnlyNote.hidden = false
   },
 }
 
@@ -85,124 +97,153 @@ function announce(text: string): void {
   announcer.textContent = text
 }
 
-function showCounts(): void {
-  totalText.textContent = total === undefined ? '' : count(total, 'note', 'notes')
-  if (loading) return
-  if (next === undefined) {
-    listStatus.textContent =
-      items.size === 0 ? 'No notes yet.' : `All ${count(items.size, 'note', 'notes')} shown.`
-  } else {
-    listStatus.textContent = `Showing ${items.size.toLocaleString('en')} of ${count(total ?? items.size, 'note', 'notes')}.`
+/** The notes to show, newest first: all, or those matching the search (the service's q rule). */
+function matching(open: Replica): ReplicaEntry[] {
+  const entries = query === '' ? open.notes() : open.search(query)
+  // A create on its way: the feed may bring the service's note before the replica has linked
+  // it to the local one. Shown once, as the local one, until it has.
+  const sending = entries.filter((entry) => entry.id === undefined)
+  const shown =
+    sending.length === 0
+      ? entries
+      : entries.filter(
+          (entry) =>
+            entry.id === undefined ||
+            !sending.some((local) => sameJson(local.note, withoutId(entry.note))),
+        )
+  return [...shown].reverse()
+}
+
+function withoutId(note: Record<string, unknown>): Record<string, unknown> {
+  const { id: _id, ...fields } = note
+  return fields
+}
+
+/** Shows the replica's view: the first `shown` notes, items kept (an open editor stays). */
+function render(): void {
+  const open = replica
+  if (open === undefined) return
+  const view = matching(open)
+  const visible = view.slice(0, shown)
+  const keep = new Set(visible.map((entry) => entry.key))
+  for (const [key, item] of items) {
+    if (keep.has(key)) continue
+    items.delete(key)
+    // Someone editing a note deleted elsewhere is told, rather than losing the editor.
+    if (item.editing && open.get(key) === undefined) item.gone()
+    else item.element.remove()
   }
-  moreButton.hidden = next === undefined
+  let previous: Element | null = null
+  for (const entry of visible) {
+    let item = items.get(entry.key)
+    if (item === undefined) {
+      item = new NoteItem(entry, context)
+      items.set(entry.key, item)
+    } else {
+      item.replace(entry)
+    }
+    const at: Element | null =
+      previous === null ? list.firstElementChild : previous.nextElementSibling
+    if (at !== item.element) list.insertBefore(item.element, at)
+    previous = item.element
+  }
+  showCounts(view.length, open.notes().length)
 }
 
-function addItem(note: Note, where: 'top' | 'bottom', etag?: string): NoteItem {
-  const item = new NoteItem(note, context, etag)
-  items.set(keyOf(note.id), item)
-  if (where === 'top') list.prepend(item.element)
-  else list.append(item.element)
-  return item
-}
-
-function removeItem(key: string): void {
-  items.get(key)?.element.remove()
-  items.delete(key)
-}
-
-/** The notes of a page answer, or undefined when it is not one. */
-function notesOf(answer: Answer): Note[] | undefined {
-  const data = (answer.body as { data?: unknown } | undefined)?.data
-  return Array.isArray(data) && data.every(isObject) ? (data as Note[]) : undefined
-}
-
-/** Loads the newest page again, and follows the feed from the version it shows. */
-async function reload(): Promise<void> {
-  const run = ++generation
-  feed.stop()
-  loading = true
-  listStatus.textContent = 'Loading notes…'
-  const answer = await call('GET', FIRST_PAGE)
-  if (run !== generation) return
-  loading = false
-  const notes = notesOf(answer)
-  if (answer.status !== 200 || notes === undefined) {
-    listStatus.textContent = `The notes could not be loaded. ${describeFailure(answer)}`
-    moreButton.hidden = true
-    feedState({ state: 'unavailable', why: 'Not following changes.' })
+function showCounts(matches: number, total: number): void {
+  totalText.textContent = loaded ? count(total, 'note', 'notes') : ''
+  moreButton.hidden = !loaded || matches <= shown
+  if (!loaded) {
+    listStatus.textContent =
+      loadFailure === undefined
+        ? 'Loading notes…'
+        : `The notes could not be loaded. ${describeFailure(loadFailure)}`
     return
   }
+  if (query !== '') {
+    listStatus.textContent =
+      matches === 0
+        ? `No note matches “${query}”.`
+        : matches <= shown
+          ? `${count(matches, 'note matches', 'notes match')} “${query}”.`
+          : `Showing ${Math.min(shown, matches).toLocaleString('en')} of ${count(matches, 'note', 'notes')} matching “${query}”.`
+  } else if (matches <= shown) {
+    listStatus.textContent =
+      matches === 0 ? 'No notes yet.' : `All ${count(matches, 'note', 'notes')} shown.`
+  } else {
+    listStatus.textContent = `Showing ${shown.toLocaleString('en')} of ${count(total, 'note', 'notes')}.`
+  }
+}
+
+function showWaiting(): void {
+  const waiting = replica?.waiting ?? 0
+  const text = waiting === 0 ? '' : `${count(waiting, 'change', 'changes')} waiting to be sent.`
+  if (waitingText.textContent !== text) waitingText.textContent = text
+  if (waiting === 0) syncError.textContent = ''
+}
+
+/** The name of this notebook's copy on this device: one per user, one for the shared notebook. */
+function notebookName(): string {
+  const user = tokenSubject(accessKey())
+  return user === undefined ? 'notes-service.notebook' : `notes-service.notebook.user.${user}`
+}
+
+/** Opens this tab's notebook (its copy on this device first), then starts syncing it. */
+async function openNotebook(): Promise<void> {
+  const run = ++generation
+  const old = replica
+  replica = undefined
+  unsubscribe()
+  await old?.close()
   items.clear()
   list.replaceChildren()
-  for (const note of notes) addItem(note, 'bottom')
-  next = nextLink(answer.headers.get('link'))
-  total = Number(answer.headers.get('x-total-count') ?? notes.length)
-  showCounts()
-  feed.start(answer.headers.get('notes-version') ?? '')
-  if (nearEnd()) void loadMore()
-}
-
-async function loadMore(): Promise<void> {
-  if (loading || next === undefined) return
-  const run = generation
-  loading = true
-  moreButton.disabled = true
-  listStatus.textContent = 'Loading more notes…'
-  const answer = await call('GET', next)
-  moreButton.disabled = false
-  if (run !== generation) return
-  loading = false
-  const notes = notesOf(answer)
-  if (answer.status !== 200 || notes === undefined) {
-    listStatus.textContent = `More notes could not be loaded. ${describeFailure(answer)}`
-    return
-  }
-  // A note may already be here when the feed brought it first.
-  for (const note of notes) if (!items.has(keyOf(note.id))) addItem(note, 'bottom')
-  next = nextLink(answer.headers.get('link'))
-  const counted = Number(answer.headers.get('x-total-count'))
-  if (Number.isSafeInteger(counted)) total = counted
-  showCounts()
-  // A tall window may still show the end: fill it.
-  if (nearEnd()) void loadMore()
-}
-
-function onEvent(event: SseEvent): void {
-  if (event.type === 'reset') {
-    void reload()
-    return
-  }
-  let data: unknown
+  loaded = false
+  loadFailure = undefined
+  waitingForKey = false
+  shown = PAGE_SIZE
+  showCounts(0, 0)
+  let storage: ReplicaStorage
   try {
-    data = JSON.parse(event.data)
-  } catch {
+    storage = await IndexedDbReplicaStorage.open(notebookName())
+  } catch (err) {
+    // No IndexedDB here (a private window): the page works, but keeps nothing when closed.
+    storage = new MemoryReplicaStorage()
+    syncError.textContent = `This browser keeps no copy of the notes here, so they are not available offline. (${(err as Error).message})`
+  }
+  const opened = await Replica.open({ client, storage, maxDelayMs: 5_000 })
+  if (run !== generation) {
+    await opened.close()
     return
   }
-  if (!isObject(data) || !('id' in data)) return
-  const note = data as Note
-  const key = keyOf(note.id)
-  const item = items.get(key)
-  if (event.type === 'created') {
-    if (ownCreates.delete(key)) return
-    if (item === undefined) addItem(note, 'top')
-    else item.replace(note)
-    if (total !== undefined) total += 1
-    showCounts()
-  } else if (event.type === 'updated') {
-    item?.replace(note)
-  } else if (event.type === 'deleted') {
-    if (ownDeletes.delete(key)) return
-    // Someone editing it is told, rather than losing the editor under the cursor.
-    if (item?.editing) {
-      item.gone()
-      items.delete(key)
-    } else if (item !== undefined) {
-      removeItem(key)
+  replica = opened
+  loaded = opened.notes().length > 0 || opened.waiting > 0 || opened.conflicts.length > 0
+  unsubscribe = opened.subscribe((event) => {
+    if (replica !== opened) return
+    // A load, or the service reached with this device's copy current (kept from a visit).
+    if (event.type === 'reset' || (event.type === 'online' && opened.online)) {
+      loaded = true
+      loadFailure = undefined
+      render()
     }
-    if (total !== undefined) total = Math.max(0, total - 1)
-    showCounts()
-  }
+    // A write that could not be sent says the service is out of reach, even while the feed's
+    // connection has not noticed yet.
+    if (event.type === 'online' && !opened.online) feedState({ state: 'retrying' })
+    if (event.type === 'change' || event.type === 'reset') render()
+    if (event.type === 'waiting' || event.type === 'online') showWaiting()
+    if (event.type === 'conflict' || event.type === 'change') conflicts.show(opened.conflicts)
+  })
+  render()
+  showWaiting()
+  conflicts.show(opened.conflicts)
+  opened.start()
+  if (nearEnd()) showMore()
 }
+
+type FeedState =
+  | { state: 'connecting' }
+  | { state: 'live' }
+  | { state: 'retrying' }
+  | { state: 'unavailable'; why: string }
 
 function feedState(state: FeedState): void {
   feedStatus.dataset.state = state.state
@@ -212,29 +253,60 @@ function feedState(state: FeedState): void {
       : state.state === 'connecting'
         ? 'Connecting to live changes…'
         : state.state === 'retrying'
-          ? `Live changes interrupted; reconnecting in ${Math.ceil(state.inMs / 1000)} s…`
+          ? 'Offline: the notes shown are this device’s copy; changes are kept and sent when the service is back.'
           : state.why
 }
 
-const feed = new ChangeFeed({
-  onEvent,
-  onState: feedState,
-  onUnauthorized: () => askForKey(),
+watchFeed({
+  connecting: () => {
+    if (feedStatus.dataset.state !== 'retrying') feedState({ state: 'connecting' })
+  },
+  live: () => feedState({ state: 'live' }),
+  dropped: () => feedState({ state: 'retrying' }),
+})
+
+watchAnswers({
+  unauthorized(failure) {
+    if (waitingForKey) return
+    waitingForKey = true
+    // The replica would ask again and again: it waits for a key instead.
+    void replica?.stop()
+    if (!loaded) {
+      loadFailure = failure
+      showCounts(0, 0)
+    }
+    feedState({ state: 'unavailable', why: 'Not following changes: a key is needed.' })
+    askForKey(failure)
+  },
+  writeRefused(method, failure) {
+    if (failure.status === 403) readOnlyNote.hidden = false
+    const why = describeFailure(failure)
+    if (method === 'POST') createError.textContent = `Not created. ${why}`
+    else syncError.textContent = `A change could not be sent. ${why}`
+  },
+  listFailed(failure) {
+    if (loaded) return
+    loadFailure = failure
+    showCounts(0, 0)
+  },
+  answered() {
+    if (!loaded && loadFailure?.status === 0) {
+      loadFailure = undefined
+      showCounts(0, 0)
+    }
+  },
 })
 
 // The access key: asked for on the first 401, kept in sessionStorage for this tab only.
-function askForKey(answer?: Answer): void {
+function askForKey(failure?: Failure): void {
   keyReason.textContent =
-    (answer && problemDetail(answer)) ??
-    'This service needs an access key. Ask whoever runs it for one.'
+    failure?.detail ?? 'This service needs an access key. Ask whoever runs it for one.'
   keyButton.hidden = false
   if (!keyDialog.open) {
     keyInput.value = ''
     keyDialog.showModal()
   }
 }
-
-whenUnauthorized((answer) => askForKey(answer))
 
 keyForm.addEventListener('submit', (event) => {
   event.preventDefault()
@@ -245,14 +317,14 @@ keyForm.addEventListener('submit', (event) => {
   keyDialog.close()
   readOnlyNote.hidden = true
   showKeyButtons()
-  void reload()
+  void openNotebook()
 })
 keyCancel.addEventListener('click', () => keyDialog.close())
 keyButton.addEventListener('click', () => askForKey())
 forgetButton.addEventListener('click', () => {
   setAccessKey(null)
   showKeyButtons()
-  void reload()
+  void openNotebook()
 })
 function showKeyButtons(): void {
   const key = accessKey()
@@ -266,10 +338,7 @@ function showKeyButtons(): void {
   forgetButton.textContent = user === undefined ? 'Forget the key' : 'Sign out'
 }
 
-// Creating: a small form (title, body) or raw JSON, sent with an Idempotency-Key.
-/** The last submit that got no answer: resubmitting the same body reuses its key. */
-let unanswered: { body: string; key: string } | undefined
-
+// Creating: a small form (title, body) or raw JSON, kept on this device and sent from there.
 function switchCreateMode(): void {
   const json = createJsonMode.checked
   createFieldsPart.hidden = json
@@ -314,45 +383,49 @@ async function create(): Promise<void> {
     createError.textContent = note
     return
   }
-  const body = JSON.stringify(note)
-  const key = unanswered?.body === body ? unanswered.key : randomKey()
-  unanswered = { body, key }
-  createButton.disabled = true
-  let answer = await call('POST', '/api/note', { json: note, headers: { 'idempotency-key': key } })
-  if (answer.status === 0) {
-    // Lost on the way: the same key makes the retry safe, whether or not the first arrived.
-    await new Promise((resolve) => setTimeout(resolve, 1000))
-    answer = await call('POST', '/api/note', { json: note, headers: { 'idempotency-key': key } })
-  }
-  createButton.disabled = false
-  const data = (answer.body as { data?: unknown } | undefined)?.data
-  if (answer.status === 200 && isObject(data)) {
-    unanswered = undefined
-    const created = data as Note
-    const id = keyOf(created.id)
-    if (!items.has(id)) {
-      addItem(created, 'top', etagOf(answer))
-      ownCreates.add(id)
-      if (total !== undefined) total += 1
-      showCounts()
-    }
-    createForm.reset()
-    createJson.value = ''
-    switchCreateMode()
-    announce('Note created.')
-    createTitle.focus()
+  const open = replica
+  if (open === undefined) {
+    createError.textContent = 'Not created: the notes are still being opened. Try again.'
     return
   }
-  if (answer.status !== 0) unanswered = undefined
-  if (answer.status === 403) context.readOnly()
-  createError.textContent =
-    answer.status === 0
-      ? 'Not created: the service could not be reached. Submit again to retry; the note will not be created twice.'
-      : `Not created. ${describeFailure(answer)}`
+  createButton.disabled = true
+  try {
+    // Kept on this device at once (durably), sent with an Idempotency-Key: never twice.
+    await open.create(note)
+  } catch (err) {
+    createError.textContent = `Not created. ${(err as Error).message}`
+    return
+  } finally {
+    createButton.disabled = false
+  }
+  if (query !== '') {
+    query = ''
+    searchInput.value = ''
+    render()
+  }
+  createForm.reset()
+  createJson.value = ''
+  switchCreateMode()
+  announce(
+    open.online ? 'Note created.' : 'Note created; it will be sent when the service is back.',
+  )
+  createTitle.focus()
 }
 
+// Search: the service's q rule, on this device's copy (so it works offline too).
+searchInput.addEventListener('input', () => {
+  query = searchInput.value.trim()
+  shown = PAGE_SIZE
+  render()
+})
+
 // More notes as the end of the list comes into view, or on the button.
-moreButton.addEventListener('click', () => void loadMore())
+function showMore(): void {
+  if (moreButton.hidden) return
+  shown += PAGE_SIZE
+  render()
+}
+moreButton.addEventListener('click', () => showMore())
 let scrollCheck = false
 addEventListener(
   'scroll',
@@ -361,7 +434,7 @@ addEventListener(
     scrollCheck = true
     requestAnimationFrame(() => {
       scrollCheck = false
-      if (nearEnd()) void loadMore()
+      if (nearEnd()) showMore()
     })
   },
   { passive: true },
@@ -373,4 +446,37 @@ function nearEnd(): boolean {
 }
 
 showKeyButtons()
-void reload()
+void openNotebook()
+
+/**
+ * The service worker that keeps the page's shell for offline use (sw.ts). Registered through
+ * the one Trusted Types policy the page's CSP allows, which makes a script URL of its address
+ * and of nothing else.
+ */
+function registerServiceWorker(): void {
+  if (!('serviceWorker' in navigator)) return
+  const policy = (window as TrustedTypesWindow).trustedTypes?.createPolicy('notes-service-worker', {
+    createScriptURL: (url: string) => {
+      if (url !== SERVICE_WORKER) throw new TypeError(`not the service worker: ${url}`)
+      return url
+    },
+  })
+  const url = policy?.createScriptURL(SERVICE_WORKER) ?? SERVICE_WORKER
+  navigator.serviceWorker
+    .register(url as string, { scope: '/', type: 'module', updateViaCache: 'none' })
+    .catch(() => {
+      // No offline shell (a private window may refuse workers): the page works online as before.
+    })
+}
+const SERVICE_WORKER = '/ui/sw.js'
+
+/** What the page uses of the Trusted Types API (not in TypeScript's DOM lib). */
+interface TrustedTypesWindow {
+  trustedTypes?: {
+    createPolicy(
+      name: string,
+      rules: { createScriptURL(url: string): string },
+    ): { createScriptURL(url: string): unknown }
+  }
+}
+registerServiceWorker()

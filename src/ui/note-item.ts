@@ -1,4 +1,5 @@
-import { type Answer, call, describeFailure, etagOf, type Note, notePath } from './api.js'
+import { hasPath, type Note } from './api.js'
+import type { Replica, ReplicaEntry } from './client/index.js'
 import { h, replaceChildren, uniqueId } from './dom.js'
 import { type Fields, isObject, planPatch, sameJson } from './note-patch.js'
 
@@ -13,10 +14,10 @@ const SHOWN_JSON = 2_000
 export interface ItemContext {
   /** Says something to screen readers (and shows it) about the list as a whole. */
   announce(text: string): void
-  /** This page deleted the note (200): take it out of the list. */
+  /** The notebook the note is in, while it is open. */
+  replica(): Replica | undefined
+  /** The person deleted the note (on this device; the replica sends it). */
   deleted(item: NoteItem): void
-  /** A write was refused with 403: the key may only read. */
-  readOnly(): void
 }
 
 /** 'title' of {title:'a'}; undefined for {title: 7} or {}. */
@@ -44,14 +45,17 @@ function createdAt(id: unknown): HTMLTimeElement | undefined {
 }
 
 /**
- * One note in the list: shown as text, edited in place with If-Match, deleted after a
- * confirmation with If-Match. A 412 shows the newer version and lets the person choose.
+ * One note in the list: shown as text, edited in place, deleted after a confirmation; both
+ * through the replica, which applies them on this device at once and sends them from there
+ * (a clash with a change made elsewhere is shown in the list of conflicts, with both versions).
  */
 export class NoteItem {
   readonly element: HTMLLIElement
   #note: Note
-  /** The ETag of exactly #note's content, when an answer told it. */
-  #etag: string | undefined
+  /** The replica's key of this note ('n:<id>', or 'local:...' for one created here). */
+  readonly key: string
+  /** It has changes not sent yet. */
+  #pending: boolean
   readonly #context: ItemContext
   readonly #headingId = uniqueId('note-')
   /** The open editor, while the person edits. */
@@ -60,9 +64,10 @@ export class NoteItem {
   #confirming = false
   #message: HTMLElement
 
-  constructor(note: Note, context: ItemContext, etag?: string) {
-    this.#note = note
-    this.#etag = etag
+  constructor(entry: ReplicaEntry, context: ItemContext) {
+    this.#note = entry.note as Note
+    this.key = entry.key
+    this.#pending = entry.pending
     this.#context = context
     this.#message = h('p', { class: 'message', role: 'status' })
     this.element = h('li', { class: 'note' })
@@ -78,13 +83,26 @@ export class NoteItem {
     return this.#editor !== undefined
   }
 
-  /** A newer version from the feed, a page or an answer. */
-  replace(note: Note, etag?: string): void {
-    if (sameJson(note, this.#note) && etag === undefined) return
+  /** The replica's entry again: shown anew when the note or its sending changed. */
+  replace(entry: ReplicaEntry): void {
+    const note = entry.note as Note
+    if (sameJson(note, this.#note) && entry.pending === this.#pending) return
+    const changed = !sameJson(note, this.#note)
     this.#note = note
-    this.#etag = etag
+    this.#pending = entry.pending
     if (this.#editor !== undefined) {
-      this.#say('This note was just changed elsewhere. Saving will show you that version first.')
+      if (changed) {
+        this.#say('This note was just changed elsewhere. Saving applies your edit to that version.')
+      }
+      return
+    }
+    if (!changed) {
+      // Only whether it is sent changed: an open question stays, and so does what was said.
+      if (this.#confirming) return
+      const said = { text: this.#message.textContent ?? '', kind: this.#message.className }
+      this.#show()
+      this.#message.textContent = said.text
+      this.#message.className = said.kind
       return
     }
     const confirming = this.#confirming
@@ -121,28 +139,35 @@ export class NoteItem {
     const rest = withoutId(note)
     if (titleKey !== undefined) delete rest[titleKey]
     if (bodyKey !== undefined) delete rest[bodyKey]
-    const path = notePath(note.id)
     const editButton = h('button', { type: 'button', 'aria-describedby': this.#headingId }, 'Edit')
     const deleteButton = h(
       'button',
       { type: 'button', class: 'danger', 'aria-describedby': this.#headingId },
       'Delete',
     )
-    editButton.addEventListener('click', () => void this.#openEditor())
+    editButton.addEventListener('click', () => this.#openEditor())
     deleteButton.addEventListener('click', () => this.#confirmDelete('yes'))
     const actions = h(
       'div',
       { class: 'actions' },
-      ...(path === undefined
+      ...(note.id !== undefined && !hasPath(note.id)
         ? [h('span', { class: 'hint' }, 'Its id is not a number, so it cannot be changed here.')]
         : [editButton, deleteButton]),
     )
     const heading = h(
       'h3',
       { id: this.#headingId, class: titleKey === undefined ? 'untitled' : undefined },
-      titleKey === undefined ? `Note ${JSON.stringify(note.id)}` : String(note[titleKey]),
+      titleKey === undefined
+        ? note.id === undefined
+          ? 'New note'
+          : `Note ${JSON.stringify(note.id)}`
+        : String(note[titleKey]),
     )
     const time = createdAt(note.id)
+    const where =
+      note.id === undefined
+        ? 'not sent yet'
+        : `id ${JSON.stringify(note.id)}${this.#pending ? ' · changes not sent yet' : ''}`
     replaceChildren(
       this.element,
       h(
@@ -151,37 +176,21 @@ export class NoteItem {
         heading,
         bodyKey !== undefined && h('p', { class: 'body' }, String(note[bodyKey])),
         Object.keys(rest).length > 0 && fieldsJson(rest),
-        h('p', { class: 'meta' }, `id ${JSON.stringify(note.id)}`, time && ' · ', time),
+        h('p', { class: 'meta' }, where, time && ' · ', time),
         actions,
         this.#message,
       ),
     )
   }
 
-  /** Fetches the latest version and its ETag: the note as GET answers it, or why not. */
-  async #latest(): Promise<{ note: Note; etag: string | undefined } | { failed: Answer }> {
-    const path = notePath(this.#note.id) as string
-    const answer = await call('GET', path)
-    const data = (answer.body as { data?: unknown } | undefined)?.data
-    if (answer.status === 200 && isObject(data)) {
-      return { note: data as Note, etag: etagOf(answer) }
-    }
-    return { failed: answer }
-  }
-
-  /** Opens the editor on the latest version (GET), which carries the ETag to send back. */
-  async #openEditor(): Promise<void> {
-    this.#say('Opening the latest version…')
-    const latest = await this.#latest()
-    if ('failed' in latest) return this.#failed(latest.failed)
-    this.#note = latest.note
-    this.#etag = latest.etag
+  /** Opens the editor on the version shown (this device's copy is the latest it knows). */
+  #openEditor(): void {
     this.#say('')
-    this.#edit(latest.note, latest.etag)
+    this.#edit(this.#note)
   }
 
   /** The editor: the heading and body fields, or the whole note as JSON. */
-  #edit(base: Note, baseEtag: string | undefined, draft?: { json: string } | undefined): void {
+  #edit(base: Note, draft?: { json: string } | undefined): void {
     const titleKey = firstText(base, TITLE_FIELDS) ?? 'title'
     const bodyKey = firstText(base, BODY_FIELDS) ?? 'body'
     const name = uniqueId('mode-')
@@ -202,15 +211,17 @@ export class NoteItem {
     const jsonPart = h(
       'div',
       { class: 'json-part', hidden: !draft },
-      h('label', {}, 'The note as JSON (its id stays as it is)', jsonInput),
+      h('label', {}, 'The note as JSON (without its id, which stays as it is)', jsonInput),
     )
     const error = h('p', { class: 'message error', role: 'alert' })
-    const conflict = h('div', { class: 'conflict', hidden: true })
     const save = h('button', { type: 'submit' }, 'Save')
     const cancel = h('button', { type: 'button' }, 'Cancel')
     const form = h(
       'form',
-      { class: 'editor', 'aria-label': `Edit note ${JSON.stringify(base.id)}` },
+      {
+        class: 'editor',
+        'aria-label': `Edit note ${base.id === undefined ? '(not sent yet)' : JSON.stringify(base.id)}`,
+      },
       h(
         'fieldset',
         { class: 'mode' },
@@ -220,7 +231,6 @@ export class NoteItem {
       ),
       fieldsPart,
       jsonPart,
-      conflict,
       error,
       h('div', { class: 'actions' }, save, cancel),
     )
@@ -268,15 +278,19 @@ export class NoteItem {
       return fields
     }
 
-    const submit = async (on: Note, onEtag: string | undefined): Promise<void> => {
+    const submit = async (on: Note): Promise<void> => {
       error.textContent = ''
       const after = wanted(on)
       if (typeof after === 'string') {
         error.textContent = after
         return
       }
-      const before = Object.hasOwn(after, 'id') ? { ...on } : withoutId(on)
-      const plan = planPatch(before, after)
+      if (Object.hasOwn(after, 'id') && !sameJson(after.id, on.id)) {
+        error.textContent = 'A note keeps its id: leave "id" out, or as it is.'
+        return
+      }
+      const { id: _id, ...fields } = after
+      const plan = planPatch(withoutId(on), fields)
       if (plan.kind === 'unchanged') {
         this.#show()
         this.#say('Nothing changed.')
@@ -287,60 +301,35 @@ export class NoteItem {
         error.textContent = plan.why
         return
       }
+      const replica = this.#context.replica()
+      if (replica === undefined) {
+        error.textContent = 'Not saved: the notes are being opened again. Try once more.'
+        return
+      }
       save.disabled = true
-      const answer = await call('PATCH', notePath(on.id) as string, {
-        json: plan.body,
-        contentType: plan.contentType,
-        headers: onEtag === undefined ? {} : { 'if-match': onEtag },
-      })
-      save.disabled = false
-      const data = (answer.body as { data?: unknown } | undefined)?.data
-      if (answer.status === 200 && isObject(data)) {
-        this.#note = data as Note
-        this.#etag = etagOf(answer)
+      try {
+        const saved = await replica.update(this.key, plan.body, {
+          mergePatch: plan.contentType === 'application/merge-patch+json',
+        })
+        this.#note = saved.note as Note
+        this.#pending = saved.pending
         this.#show()
-        this.#say('Saved.')
+        this.#say(
+          replica.online
+            ? 'Saved.'
+            : 'Saved on this device; it will be sent when the service is back.',
+        )
         this.#focusButton('Edit')
-        return
+      } catch (err) {
+        error.textContent = `Not saved. ${(err as Error).message}`
+      } finally {
+        save.disabled = false
       }
-      if (answer.status === 412) return showConflict()
-      if (answer.status === 403) this.#context.readOnly()
-      error.textContent = `Not saved. ${describeFailure(answer)}`
-    }
-
-    /** Someone else's newer version: show it; the person reloads it or overwrites it. */
-    const showConflict = async (): Promise<void> => {
-      const latest = await this.#latest()
-      if ('failed' in latest) {
-        error.textContent = `Not saved. ${describeFailure(latest.failed)}`
-        return
-      }
-      this.#note = latest.note
-      this.#etag = latest.etag
-      const reload = h('button', { type: 'button' }, 'Edit their version (drop mine)')
-      const overwrite = h('button', { type: 'button', class: 'danger' }, 'Save mine over theirs')
-      reload.addEventListener('click', () => this.#edit(latest.note, latest.etag))
-      overwrite.addEventListener('click', () => {
-        conflict.hidden = true
-        void submit(latest.note, latest.etag)
-      })
-      replaceChildren(
-        conflict,
-        h(
-          'p',
-          { role: 'alert' },
-          'Not saved: someone changed this note after you opened it. Their version:',
-        ),
-        h('pre', { class: 'code' }, JSON.stringify(latest.note, null, 2)),
-        h('div', { class: 'actions' }, reload, overwrite),
-      )
-      conflict.hidden = false
-      reload.focus()
     }
 
     form.addEventListener('submit', (event) => {
       event.preventDefault()
-      void submit(base, baseEtag)
+      void submit(this.#note)
     })
     this.#editor = form
     replaceChildren(this.element, form, this.#message)
@@ -370,57 +359,16 @@ export class NoteItem {
     ;(focus === 'yes' ? yes : no).focus()
   }
 
-  async #delete(force?: { etag: string | undefined }): Promise<void> {
-    let etag = force === undefined ? this.#etag : force.etag
-    if (etag === undefined && force === undefined) {
-      // The list does not tell ETags: get the note's, and check it is the version shown.
-      this.#say('Checking the note…')
-      const latest = await this.#latest()
-      if ('failed' in latest) return this.#failed(latest.failed)
-      if (!sameJson(latest.note, this.#note)) return this.#deleteConflict(latest.note, latest.etag)
-      etag = latest.etag
-    }
-    this.#say('Deleting…')
-    const answer = await call('DELETE', notePath(this.#note.id) as string, {
-      headers: etag === undefined ? {} : { 'if-match': etag },
-    })
-    if (answer.status === 200) {
-      this.#context.deleted(this)
+  async #delete(): Promise<void> {
+    const replica = this.#context.replica()
+    if (replica === undefined) return
+    try {
+      await replica.delete(this.key)
+    } catch (err) {
+      this.#say(`Not deleted. ${(err as Error).message}`, 'error')
       return
     }
-    if (answer.status === 412) {
-      const latest = await this.#latest()
-      if ('failed' in latest) return this.#failed(latest.failed)
-      return this.#deleteConflict(latest.note, latest.etag)
-    }
-    this.#failed(answer, 'Not deleted.')
-  }
-
-  /** The note changed since it was shown: show the newer version, delete it only if asked. */
-  #deleteConflict(newer: Note, etag: string | undefined): void {
-    this.#note = newer
-    this.#etag = etag
-    this.#show()
-    const again = h('button', { type: 'button', class: 'danger' }, 'Delete this version')
-    const actions = this.element.querySelector('.actions') as HTMLElement
-    again.addEventListener('click', () => void this.#delete({ etag }))
-    this.#say(
-      'Not deleted: someone changed this note since it was shown; above is their version.',
-      'error',
-    )
-    actions.append(again)
-    again.focus()
-  }
-
-  /** Shows why an action failed, where the person acted. */
-  #failed(answer: Answer, prefix = ''): void {
-    if (answer.status === 404) {
-      this.gone()
-      this.#context.announce('That note was deleted elsewhere.')
-      return
-    }
-    if (answer.status === 403) this.#context.readOnly()
-    this.#say(`${prefix} ${describeFailure(answer)}`.trim(), 'error')
+    this.#context.deleted(this)
   }
 
   #focusButton(text: string): void {
