@@ -2,7 +2,6 @@
  * The replica's conflicts: a refused write (and every later write to its note) kept as one
  * conflict with both versions, and its resolution into new queued writes.
  */
-import { newIdempotencyKey } from '../idempotency-key.js'
 import type { NoteFields, NoteResult } from '../types.js'
 import { stateOf, withoutId } from './local-view.js'
 import { type JsonObject, mergePatch } from './note-json.js'
@@ -11,6 +10,7 @@ import {
   META_SEQ,
   type OutboxEntry,
   outboxKey,
+  queuedCreate,
   type StoredConflict,
 } from './outbox.js'
 import { changed, type ReplicaState, sweepLinks, unlink } from './replica-state.js'
@@ -88,15 +88,7 @@ function writesFor(
     const note = withoutId(target)
     const id = state.links.get(key)
     if (id !== undefined) unlink(state, key, id, changes)
-    writes.push({
-      seq: 0,
-      entry: key,
-      op: 'create',
-      fields: note,
-      idempotencyKey: newIdempotencyKey(),
-      basis: null,
-      after: note,
-    })
+    writes.push(queuedCreate(key, note))
   } else if (conflict.theirs !== null && target === null) {
     writes.push({ seq: 0, entry: key, op: 'delete', basis, after: null })
   } else if (conflict.theirs !== null && target !== null) {

@@ -13,7 +13,7 @@ import type { NoteFields } from '../types.js'
 import { resolveConflict } from './conflicts.js'
 import { buildView, entryOf, serviceEtag, serviceState, stateOf, withoutId } from './local-view.js'
 import { copyJson, matchesText, mergePatch, shallowPatch } from './note-json.js'
-import { META_SEQ, type OutboxEntry, outboxKey } from './outbox.js'
+import { META_SEQ, type OutboxEntry, outboxKey, queuedCreate } from './outbox.js'
 import { currentVersion, pullLoop } from './pull.js'
 import { pushLoop } from './push.js'
 import {
@@ -109,16 +109,7 @@ export class Replica {
     checkOpen(this.#state)
     const note = withoutId(fields)
     const key = `local:${newIdempotencyKey()}`
-    const entry: OutboxEntry = {
-      seq: 0,
-      entry: key,
-      op: 'create',
-      fields: note,
-      idempotencyKey: newIdempotencyKey(),
-      basis: null,
-      after: note,
-    }
-    await this.#queue(entry)
+    await this.#queue(queuedCreate(key, note))
     return entryOf(this.#state, key)
   }
 
