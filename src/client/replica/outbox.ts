@@ -1,8 +1,10 @@
 /**
  * The shapes a replica keeps in its storage (storage.ts's four tables), and their keys: the
  * service's notes with their ETags, the outbox of queued writes, the conflicts, and the meta
- * values (feed position, id links, echoes awaited from the feed, the sequence counter).
+ * values (feed position, id links, echoes awaited from the feed, the sequence counter); and a
+ * new create's outbox entry.
  */
+import { newIdempotencyKey } from '../idempotency-key.js'
 import type { BatchRequest } from '../types.js'
 import type { JsonObject } from './note-json.js'
 
@@ -89,4 +91,17 @@ export function outboxKey(seq: number): string {
 
 export function conflictKey(seq: number): string {
   return `c:${String(seq).padStart(12, '0')}`
+}
+
+/** A create of `note` under the entry `key`, with its own Idempotency-Key (seq: when queued). */
+export function queuedCreate(key: string, note: JsonObject): OutboxEntry {
+  return {
+    seq: 0,
+    entry: key,
+    op: 'create',
+    fields: note,
+    idempotencyKey: newIdempotencyKey(),
+    basis: null,
+    after: note,
+  }
 }

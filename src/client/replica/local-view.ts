@@ -1,0 +1,100 @@
+/**
+ * The replica's local view: the service's notes (the base, or the echo of an acknowledged write)
+ * with the outbox applied on top, entry by entry and as the whole list notes() shows.
+ */
+import type { NoteFields } from '../types.js'
+import { copyJson, isObject, type JsonObject, mergePatch, shallowPatch } from './note-json.js'
+import type { OutboxEntry, StoredConflict } from './outbox.js'
+import { conflictOn, idOf, keyOf, type ReplicaState } from './replica-state.js'
+import type { ReplicaEntry } from './replica-types.js'
+
+/** The whole view, in list order (service ids ascending, local creates after them). */
+export function buildView(state: ReplicaState): ReplicaEntry[] {
+  const keys = new Set<string>()
+  for (const id of state.base.keys()) keys.add(keyOf(state, id))
+  for (const id of state.echoes.keys()) keys.add(keyOf(state, id))
+  for (const entry of state.outbox) keys.add(entry.entry)
+  for (const conflict of state.conflicts.values()) keys.add(conflict.entry)
+  // Each entry's queued writes, in order, and its conflict: one pass over each.
+  const queued = new Map<string, OutboxEntry[]>()
+  for (const entry of state.outbox) {
+    const list = queued.get(entry.entry)
+    if (list === undefined) queued.set(entry.entry, [entry])
+    else list.push(entry)
+  }
+  const conflicted = new Map<string, StoredConflict>()
+  for (const conflict of state.conflicts.values()) conflicted.set(conflict.entry, conflict)
+  const order = new Map<string, number>()
+  for (const [key, list] of queued) order.set(key, (list[0] as OutboxEntry).seq)
+  const view: ReplicaEntry[] = []
+  for (const key of keys) {
+    const conflict = conflicted.get(key)
+    let note = conflict === undefined ? serviceState(state, key) : conflict.mine
+    if (conflict === undefined)
+      for (const entry of queued.get(key) ?? []) note = applied(note, entry)
+    if (note === null) continue
+    const pending = queued.has(key) || conflict !== undefined
+    view.push({ key, id: idOf(state, key), note, pending })
+  }
+  const rank = (entry: ReplicaEntry): number => order.get(entry.key) ?? Number.MAX_SAFE_INTEGER
+  view.sort((a, b) => {
+    if (a.id !== undefined && b.id !== undefined) return a.id - b.id
+    if (a.id !== undefined) return -1
+    if (b.id !== undefined) return 1
+    return rank(a) - rank(b)
+  })
+  return view
+}
+
+/** One entry of the view, without building the whole view (it was just written). */
+export function entryOf(state: ReplicaState, key: string): ReplicaEntry {
+  return { key, id: idOf(state, key), note: stateOf(state, key) ?? {}, pending: true }
+}
+
+/** An entry's note in the local view (null: none, or deleted). */
+export function stateOf(state: ReplicaState, key: string): JsonObject | null {
+  const conflict = conflictOn(state, key)
+  if (conflict !== undefined) return conflict.mine
+  let note = serviceState(state, key)
+  for (const entry of state.outbox) if (entry.entry === key) note = applied(note, entry)
+  return note
+}
+
+/** The entry as the service has it, as far as this replica knows (acknowledged writes too). */
+export function serviceState(state: ReplicaState, key: string): JsonObject | null {
+  const id = idOf(state, key)
+  if (id === undefined) return null
+  const echo = state.echoes.get(id)
+  if (echo !== undefined) return echo.note
+  return state.base.get(id)?.note ?? null
+}
+
+export function serviceEtag(state: ReplicaState, key: string): string | null {
+  const id = idOf(state, key)
+  if (id === undefined) return null
+  const echo = state.echoes.get(id)
+  if (echo !== undefined) return echo.etag
+  return state.base.get(id)?.etag ?? null
+}
+
+/** An entry's note after one queued write (`after` where the note is gone under an update). */
+export function applied(note: JsonObject | null, entry: OutboxEntry): JsonObject | null {
+  switch (entry.op) {
+    case 'create':
+      return copyJson(entry.fields ?? {})
+    case 'delete':
+      return null
+    case 'update': {
+      if (note === null) return entry.after
+      const patch = entry.fields ?? {}
+      return entry.mergePatch === true ? mergePatch(note, patch) : shallowPatch(note, patch)
+    }
+  }
+}
+
+/** The fields of a note as the replica writes them: { id: 3, a: 1 } -> { a: 1 }. */
+export function withoutId(fields: NoteFields): JsonObject {
+  const copy = copyJson(fields)
+  if (isObject(copy)) delete copy.id
+  return copy
+}

@@ -1,0 +1,206 @@
+/**
+ * The replica's state, shared by its parts (the local view, the pull, the push, conflicts): what
+ * it holds of the service and of its own writes, loaded from storage; the links between entry
+ * keys and service ids; and the events and waits that follow each change.
+ */
+import type { NotesClient } from '../notes-client.js'
+import type { JsonObject } from './note-json.js'
+import {
+  type BaseNote,
+  ECHO_PREFIX,
+  type Echo,
+  LINK_PREFIX,
+  META_SEQ,
+  META_VERSION,
+  type OutboxEntry,
+  type StoredConflict,
+} from './outbox.js'
+import type { ReplicaEntry, ReplicaEvent, ReplicaOptions } from './replica-types.js'
+import type { ReplicaStorage, ReplicaWrite } from './storage.js'
+
+interface Waiter {
+  check: () => boolean
+  resolve: () => void
+  reject: (reason: unknown) => void
+}
+
+export interface ReplicaState {
+  readonly client: NotesClient
+  readonly storage: ReplicaStorage
+  readonly maxDelayMs: number
+  readonly batchLimit: number
+  readonly base: Map<number, BaseNote>
+  readonly echoes: Map<number, Echo>
+  outbox: OutboxEntry[]
+  readonly conflicts: Map<string, StoredConflict>
+  /** Entry key -> service id, for local creates once acknowledged (and entries re-created). */
+  readonly links: Map<string, number>
+  readonly keyById: Map<number, string>
+  version: string | undefined
+  seq: number
+  view: ReplicaEntry[] | undefined
+  online: boolean
+  closed: boolean
+  wakePush: (() => void) | undefined
+  /** The feed's changes seen while a write is on its way (undefined: none on its way). */
+  flight: { id: number; note: JsonObject | null }[] | undefined
+  /** Versions applied since each sync() began to wait (and '' for a reload). */
+  readonly watchers: Set<Set<string>>
+  readonly waiters: Set<Waiter>
+  readonly listeners: Set<(event: ReplicaEvent) => void>
+}
+
+/** A replica's state as its storage holds it. */
+export async function loadState(options: ReplicaOptions): Promise<ReplicaState> {
+  const state: ReplicaState = {
+    client: options.client,
+    storage: options.storage,
+    maxDelayMs: options.maxDelayMs ?? 30_000,
+    batchLimit: Math.min(Math.max(options.batchLimit ?? 100, 1), 1000),
+    base: new Map(),
+    echoes: new Map(),
+    outbox: [],
+    conflicts: new Map(),
+    links: new Map(),
+    keyById: new Map(),
+    version: undefined,
+    seq: 0,
+    view: undefined,
+    online: false,
+    closed: false,
+    wakePush: undefined,
+    flight: undefined,
+    watchers: new Set(),
+    waiters: new Set(),
+    listeners: new Set(),
+  }
+  const contents = await state.storage.load()
+  for (const [key, value] of contents.notes) state.base.set(Number(key), value as BaseNote)
+  state.outbox = [...contents.outbox.values()] as OutboxEntry[]
+  state.outbox.sort((a, b) => a.seq - b.seq)
+  for (const value of contents.conflicts.values()) {
+    const conflict = value as StoredConflict
+    state.conflicts.set(conflict.key, conflict)
+  }
+  for (const [key, value] of contents.meta) {
+    if (key === META_VERSION) state.version = value as string
+    else if (key === META_SEQ) state.seq = value as number
+    else if (key.startsWith(LINK_PREFIX))
+      link(state, key.slice(LINK_PREFIX.length), value as number)
+    else if (key.startsWith(ECHO_PREFIX)) {
+      state.echoes.set(Number(key.slice(ECHO_PREFIX.length)), value as Echo)
+    }
+  }
+  return state
+}
+
+export function checkOpen(state: ReplicaState): void {
+  if (state.closed) throw new Error('The replica is closed.')
+}
+
+// ---- Entry keys and service ids ----
+
+/** 'n:7' -> 7; 'local:…' -> its linked id, or undefined before the service gave one. */
+export function idOf(state: ReplicaState, key: string): number | undefined {
+  const linked = state.links.get(key)
+  if (linked !== undefined) return linked
+  return key.startsWith('n:') ? Number(key.slice(2)) : undefined
+}
+
+export function keyOf(state: ReplicaState, id: number): string {
+  return state.keyById.get(id) ?? `n:${id}`
+}
+
+export function link(state: ReplicaState, key: string, id: number): void {
+  state.links.set(key, id)
+  state.keyById.set(id, key)
+}
+
+export function unlink(
+  state: ReplicaState,
+  key: string,
+  id: number,
+  changes: ReplicaWrite[],
+): void {
+  state.links.delete(key)
+  state.keyById.delete(id)
+  changes.push({ table: 'meta', key: `${LINK_PREFIX}${key}`, delete: true })
+}
+
+export function conflictOn(state: ReplicaState, key: string): StoredConflict | undefined {
+  for (const conflict of state.conflicts.values()) if (conflict.entry === key) return conflict
+  return undefined
+}
+
+/** Forgets a local key's id once nothing refers to its note any more. */
+export function dropLinkIfUnused(state: ReplicaState, id: number, changes: ReplicaWrite[]): void {
+  const key = state.keyById.get(id)
+  if (key === undefined || state.base.has(id) || state.echoes.has(id)) return
+  if (state.outbox.some((entry) => entry.entry === key)) return
+  if (conflictOn(state, key) !== undefined) return
+  unlink(state, key, id, changes)
+}
+
+/** Forgets every link to a note that nothing refers to any more (after a reload, a resolve). */
+export function sweepLinks(state: ReplicaState, changes: ReplicaWrite[]): void {
+  for (const id of [...state.keyById.keys()]) dropLinkIfUnused(state, id, changes)
+}
+
+// ---- Events and waits ----
+
+export function setOnline(state: ReplicaState, online: boolean): void {
+  if (state.online === online) return
+  state.online = online
+  emit(state, 'online')
+}
+
+/** After a change: drops the cached view, tells the listeners, settles the waits now met. */
+export function changed(state: ReplicaState, ...types: ReplicaEvent['type'][]): void {
+  state.view = undefined
+  for (const type of types) emit(state, type)
+  for (const waiter of [...state.waiters]) {
+    if (waiter.check()) {
+      state.waiters.delete(waiter)
+      waiter.resolve()
+    }
+  }
+}
+
+function emit(state: ReplicaState, type: ReplicaEvent['type']): void {
+  for (const listener of [...state.listeners]) {
+    try {
+      listener({ type })
+    } catch {
+      // A listener's failure is its own.
+    }
+  }
+}
+
+/** Resolves once `check()` holds after a change; rejects on abort or when the replica closes. */
+export function waitFor(
+  state: ReplicaState,
+  check: () => boolean,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  if (check()) return Promise.resolve()
+  signal?.throwIfAborted()
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => {
+      state.waiters.delete(waiter)
+      reject(signal?.reason)
+    }
+    const waiter: Waiter = {
+      check,
+      resolve: () => {
+        signal?.removeEventListener('abort', onAbort)
+        resolve()
+      },
+      reject: (reason) => {
+        signal?.removeEventListener('abort', onAbort)
+        reject(reason)
+      },
+    }
+    state.waiters.add(waiter)
+    signal?.addEventListener('abort', onAbort, { once: true })
+  })
+}

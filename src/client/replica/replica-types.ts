@@ -1,0 +1,48 @@
+/**
+ * The replica's public types: its options, the entries of its local view, its conflicts and its
+ * events (exported with Replica from notes-service/client).
+ */
+import type { NotesClient } from '../notes-client.js'
+import type { ReplicaStorage } from './storage.js'
+
+export interface ReplicaOptions {
+  /** The transport: auth, retries, idempotency, feed. */
+  client: NotesClient
+  storage: ReplicaStorage
+  /** The longest wait between attempts while the service cannot be reached (default 30 s). */
+  maxDelayMs?: number | undefined
+  /**
+   * The most queued writes sent as one POST /api/batch (default 100; 1 sends each write alone,
+   * for a service without batches).
+   */
+  batchLimit?: number | undefined
+}
+
+export interface ReplicaEntry {
+  /**
+   * Stable for the entry's life in this replica: `n:<id>` for a note from the service,
+   * `local:<uuid>` for a local create (it keeps that key after the service gives it an id).
+   */
+  key: string
+  /** The service's id; undefined while a local create waits to be sent. */
+  id: number | undefined
+  /** The note as the page shows it (its `id` field too, once known). */
+  note: Record<string, unknown>
+  /** Has queued writes (or an open conflict). */
+  pending: boolean
+}
+
+export interface ReplicaConflict {
+  /** The conflict's key, for resolve(). */
+  key: string
+  /** The entry key. */
+  entry: string
+  /** The local version (null: a local delete). */
+  mine: Record<string, unknown> | null
+  /** The service's current version (null: deleted there). */
+  theirs: Record<string, unknown> | null
+  /** What the service answered: 412 (changed there), 404 (deleted there), or another refusal. */
+  status: number
+}
+
+export type ReplicaEvent = { type: 'change' | 'waiting' | 'conflict' | 'online' | 'reset' }
