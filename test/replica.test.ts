@@ -169,6 +169,35 @@ describeEachStore(
       assert.deepEqual(view(replica), await serviceNotes(direct))
     })
 
+    it('shows a create once while the feed brings it back before its answer', async (t) => {
+      const { open } = await setup(t, suite)
+      // Answers to POSTs come 300 ms after the service applied them: the feed is quicker.
+      let applied = false
+      const slow: typeof fetch = async (input, init) => {
+        const response = await fetch(input, init)
+        if (init?.method === 'POST') {
+          applied = true
+          await sleep(300)
+        }
+        return response
+      }
+      const replica = await open(new MemoryReplicaStorage(), { fetch: slow })
+      await replica.sync(timeout())
+      replica.start()
+      let most = 0
+      let sawEcho = false
+      replica.subscribe(() => {
+        const shown = replica.notes().filter((entry) => entry.note.title === 'once').length
+        most = Math.max(most, shown)
+        if (applied && replica.waiting > 0) sawEcho = true
+      })
+      await replica.create({ title: 'once' })
+      await replica.sync(timeout())
+      assert.ok(sawEcho, 'the feed brought the note back while its answer was on its way')
+      assert.equal(most, 1, 'the create showed once throughout')
+      assert.equal(replica.notes().filter((entry) => entry.note.title === 'once').length, 1)
+    })
+
     it('queues while the service cannot be reached, and sends when it can', async (t) => {
       const { direct, relay, open } = await setup(t, suite)
       const target = relay.target

@@ -3,7 +3,14 @@
  * with the outbox applied on top, entry by entry and as the whole list notes() shows.
  */
 import type { NoteFields } from '../types.js'
-import { copyJson, isObject, type JsonObject, mergePatch, shallowPatch } from './note-json.js'
+import {
+  copyJson,
+  isObject,
+  type JsonObject,
+  mergePatch,
+  sameJson,
+  shallowPatch,
+} from './note-json.js'
 import type { OutboxEntry, StoredConflict } from './outbox.js'
 import { conflictOn, idOf, keyOf, type ReplicaState } from './replica-state.js'
 import type { ReplicaEntry } from './replica-types.js'
@@ -11,7 +18,8 @@ import type { ReplicaEntry } from './replica-types.js'
 /** The whole view, in list order (service ids ascending, local creates after them). */
 export function buildView(state: ReplicaState): ReplicaEntry[] {
   const keys = new Set<string>()
-  for (const id of state.base.keys()) keys.add(keyOf(state, id))
+  const arriving = arrivingCreates(state)
+  for (const id of state.base.keys()) if (!arriving.has(id)) keys.add(keyOf(state, id))
   for (const id of state.echoes.keys()) keys.add(keyOf(state, id))
   for (const entry of state.outbox) keys.add(entry.entry)
   for (const conflict of state.conflicts.values()) keys.add(conflict.entry)
@@ -44,6 +52,27 @@ export function buildView(state: ReplicaState): ReplicaEntry[] {
     return rank(a) - rank(b)
   })
   return view
+}
+
+/**
+ * Notes the feed brought while a send is on its way that may be that send's own creates, their
+ * answers not yet back: linked to no entry, and equal but for the id to a queued create not yet
+ * acknowledged. The view leaves them out until the answer links them to their entry (or the send
+ * ends), so that a create never shows twice; another client's equal create shows a moment later.
+ */
+function arrivingCreates(state: ReplicaState): Set<number> {
+  const arriving = new Set<number>()
+  if (state.flight === undefined || state.flight.length === 0) return arriving
+  const creates = state.outbox.filter(
+    (entry) => entry.op === 'create' && idOf(state, entry.entry) === undefined,
+  )
+  if (creates.length === 0) return arriving
+  for (const { id, note } of state.flight) {
+    if (note === null || state.keyById.has(id)) continue
+    const fields = withoutId(note)
+    if (creates.some((entry) => sameJson(entry.fields ?? {}, fields))) arriving.add(id)
+  }
+  return arriving
 }
 
 /** One entry of the view, without building the whole view (it was just written). */

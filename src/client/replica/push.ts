@@ -146,6 +146,8 @@ async function sendNext(
     }
   } finally {
     state.flight = undefined
+    // The view may have left out a note of the feed as this send's own create (local-view.ts).
+    state.view = undefined
   }
 }
 
@@ -185,6 +187,8 @@ async function send(state: ReplicaState, entry: OutboxEntry, signal: AbortSignal
     else await acknowledge(state, entry, answer)
   } finally {
     state.flight = undefined
+    // The view may have left out a note of the feed as this send's own create (local-view.ts).
+    state.view = undefined
   }
 }
 
