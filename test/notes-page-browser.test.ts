@@ -244,11 +244,16 @@ describe('the notes page in Chromium', { skip: SKIP, concurrency: false }, () =>
     await item(page, 'Groceries').waitFor({ state: 'detached' })
     assert.equal(await page.locator('#total').textContent(), '1 note')
 
-    const notes = await listed(origin)
-    assert.deepEqual(
-      notes.map(({ id: _id, ...fields }) => fields),
-      [{ title: 'Call Ann', done: true }],
-    )
+    // The page keeps its writes on the device and sends them from there: wait until the service
+    // has them all (the delete is the last), at most 15 s.
+    const expected = [{ title: 'Call Ann', done: true }]
+    let fields: unknown[] = []
+    for (const deadline = Date.now() + 15_000; Date.now() < deadline; ) {
+      fields = (await listed(origin)).map(({ id: _id, ...rest }) => rest)
+      if (fields.length === 1) break
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    assert.deepEqual(fields, expected)
     // Every write sent If-Match, and every create an Idempotency-Key (checked by the API's
     // answers: a PATCH or DELETE with a stale ETag would have been a 412).
     clean(watched)
