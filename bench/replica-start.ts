@@ -1,3 +1,4 @@
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import type { Page } from 'playwright-core'
 import { launchChromium } from '../test/chromium.js'
@@ -11,7 +12,10 @@ import { startServer } from '../test/hostile/server-process.js'
  * changes made from Node while the replica was closed (`Replica.open` + `sync()`, checked equal to
  * the service's list). `npm run compile && node dist/bench/replica-start.js [rounds]`.
  */
-const rounds = Number(process.argv[2] ?? 5)
+const args = process.argv.slice(2)
+const rounds = Number(args.find((a) => /^\d+$/.test(a)) ?? 5)
+/** --profile: one more catch-up under Chromium's CPU profiler (CDP), summarized. */
+const profile = args.includes('--profile')
 const NOTES = 10_000
 const CHANGES = 1_000
 const DB = 'bench-replica-start'
@@ -110,10 +114,19 @@ interface Browserish {
   }
 }
 
+/** Time spent in the storage's calls, by the wrapper `timed` installs in the page. */
+interface Timings {
+  load: number
+  writes: number
+  writeMs: number
+  writeMax: number
+  entries: number
+}
+
 /** What the page keeps between evaluations. */
 declare global {
   // biome-ignore lint/suspicious/noExplicitAny: the client module, imported in the page
-  var bench: { mod: any; importMs: number } | undefined
+  var bench: { mod: any; importMs: number; timed: (storage: any) => any; log: Timings }
 }
 
 /** Imports the client in the page (once per page load); the time the import took. */
@@ -122,7 +135,28 @@ async function load(page: Page): Promise<number> {
     const start = performance.now()
     const path = '/ui/client/index.js'
     const mod = await import(path)
-    globalThis.bench = { mod, importMs: performance.now() - start }
+    const log = { load: 0, writes: 0, writeMs: 0, writeMax: 0, entries: 0 }
+    // The storage as the replica sees it, each call timed into `log` (reset per measurement).
+    // biome-ignore lint/suspicious/noExplicitAny: the storage, from the module imported above
+    const timed = (storage: any) => ({
+      async load() {
+        const t = performance.now()
+        const contents = await storage.load()
+        log.load += performance.now() - t
+        return contents
+      },
+      async write(changes: unknown[]) {
+        const t = performance.now()
+        await storage.write(changes)
+        const ms = performance.now() - t
+        log.writes++
+        log.entries += changes.length
+        log.writeMs += ms
+        log.writeMax = Math.max(log.writeMax, ms)
+      },
+      close: () => storage.close(),
+    })
+    globalThis.bench = { mod, importMs: performance.now() - start, timed, log }
     return globalThis.bench.importMs
   })
 }
@@ -130,7 +164,7 @@ async function load(page: Page): Promise<number> {
 /** The first sync into an empty database: a full load of the list. */
 async function firstSync(page: Page) {
   return page.evaluate(async (db) => {
-    const { NotesClient, Replica, IndexedDbReplicaStorage } = globalThis.bench?.mod
+    const { NotesClient, Replica, IndexedDbReplicaStorage } = globalThis.bench.mod
     await new Promise<void>((resolve, reject) => {
       const r = (globalThis as unknown as Browserish).indexedDB.deleteDatabase(db)
       r.onsuccess = () => resolve()
@@ -153,14 +187,16 @@ async function firstSync(page: Page) {
 /** One start: open the storage and the replica over it, and build the view; with splits. */
 async function start(page: Page) {
   return page.evaluate(async (db) => {
-    const { NotesClient, Replica, IndexedDbReplicaStorage } = globalThis.bench?.mod
+    const { NotesClient, Replica, IndexedDbReplicaStorage } = globalThis.bench.mod
     const client = new NotesClient({
       baseUrl: (globalThis as unknown as Browserish).location.origin,
     })
     const t0 = performance.now()
     const storage = await IndexedDbReplicaStorage.open(db)
     const t1 = performance.now()
-    const replica = await Replica.open({ client, storage })
+    const log = globalThis.bench.log
+    log.load = 0
+    const replica = await Replica.open({ client, storage: globalThis.bench.timed(storage) })
     const t2 = performance.now()
     const count = replica.notes().length
     const t3 = performance.now()
@@ -169,23 +205,91 @@ async function start(page: Page) {
       ms: t3 - t0,
       storageOpen: t1 - t0,
       replicaOpen: t2 - t1,
+      storageLoad: log.load,
       view: t3 - t2,
       count,
     }
   }, DB)
 }
 
+/** The feed alone: the 1,000 changes since `since`, read and parsed, nothing stored. */
+async function feedOnly(page: Page, since: string) {
+  return page.evaluate(
+    async ([since, count]) => {
+      const { NotesClient } = globalThis.bench.mod
+      const client = new NotesClient({
+        baseUrl: (globalThis as unknown as Browserish).location.origin,
+      })
+      const stop = new AbortController()
+      const t0 = performance.now()
+      let seen = 0
+      try {
+        for await (const _ of client.events({ since, signal: stop.signal })) {
+          if (++seen === count) stop.abort()
+        }
+      } catch (err) {
+        if (!stop.signal.aborted) throw err
+      }
+      return { ms: performance.now() - t0, seen }
+    },
+    [since, CHANGES] as const,
+  )
+}
+
+/**
+ * The storage alone, on a scratch database of 10,000 notes: 1,000 one-note changes (a note and
+ * the version, as the replica writes a feed event) written as 1,000 writes, as 10 writes of 100,
+ * and as one write.
+ */
+async function writeShapes(page: Page) {
+  return page.evaluate(async (count) => {
+    const { IndexedDbReplicaStorage } = globalThis.bench.mod
+    const name = 'bench-replica-start-writes'
+    const storage = await IndexedDbReplicaStorage.open(name)
+    const note = (i: number, round: number) => ({
+      table: 'notes',
+      key: String(1_700_000_000_000 + i),
+      value: {
+        note: { id: 1_700_000_000_000 + i, title: `Note ${i}, ${round}`, body: 'x'.repeat(120) },
+        etag: null,
+      },
+    })
+    const all = Array.from({ length: 10_000 }, (_, i) => note(i, 0))
+    await storage.write([{ table: 'notes', clear: true }, ...all])
+    const changes = (round: number) =>
+      Array.from({ length: count }, (_, i) => [
+        note(i * 10, round),
+        { table: 'meta', key: 'version', value: `v${round}.${i}` },
+      ])
+    const result: Record<string, number> = {}
+    for (const [shape, per] of [
+      ['1000 writes of 1', 1],
+      ['10 writes of 100', 100],
+      ['1 write of 1000', count],
+    ] as const) {
+      const list = changes(per)
+      const t0 = performance.now()
+      for (let i = 0; i < count; i += per) await storage.write(list.slice(i, i + per).flat())
+      result[shape] = performance.now() - t0
+    }
+    await storage.close()
+    return result
+  }, CHANGES)
+}
+
 /** One catch-up: open + sync() + notes(), then the view compared with the service's list. */
 async function catchUp(page: Page, expected: Json[]) {
   return page.evaluate(
     async ([db, expected]) => {
-      const { NotesClient, Replica, IndexedDbReplicaStorage } = globalThis.bench?.mod
+      const { NotesClient, Replica, IndexedDbReplicaStorage } = globalThis.bench.mod
       const client = new NotesClient({
         baseUrl: (globalThis as unknown as Browserish).location.origin,
       })
       const t0 = performance.now()
       const storage = await IndexedDbReplicaStorage.open(db)
-      const replica = await Replica.open({ client, storage })
+      const log = globalThis.bench.log
+      Object.assign(log, { load: 0, writes: 0, writeMs: 0, writeMax: 0, entries: 0 })
+      const replica = await Replica.open({ client, storage: globalThis.bench.timed(storage) })
       const t1 = performance.now()
       const events: Record<string, number> = {}
       replica.subscribe((event: { type: string }) => {
@@ -221,11 +325,44 @@ async function catchUp(page: Page, expected: Json[]) {
         count: notes.length,
         pending: notes.filter((e) => e.pending).length,
         equal: mine === theirs,
+        storageLoad: log.load,
+        writes: log.writes,
+        writeMs: log.writeMs,
+        writeMax: log.writeMax,
+        entriesWritten: log.entries,
         events,
       }
     },
     [DB, expected] as const,
   )
+}
+
+interface CpuProfile {
+  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[]
+  samples: number[]
+  timeDeltas: number[]
+}
+
+/** Where the page's main thread spent a profile: idle, and the functions with most self time. */
+function summarize(profile: CpuProfile) {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]))
+  const self = new Map<string, number>()
+  let total = 0
+  profile.samples.forEach((id, i) => {
+    const ms = (profile.timeDeltas[i] ?? 0) / 1000
+    total += ms
+    const frame = byId.get(id)?.callFrame
+    const name =
+      frame === undefined
+        ? '?'
+        : `${frame.functionName || '(anonymous)'} ${frame.url.replace(/^.*\/ui\/client\//, '')}:${frame.lineNumber + 1}`
+    self.set(name, (self.get(name) ?? 0) + ms)
+  })
+  const top = [...self]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 12)
+    .map(([name, ms]) => `${Math.round(ms)} ms ${name}`)
+  return { totalMs: Math.round(total), top }
 }
 
 const loadBefore = loadavg()
@@ -266,7 +403,9 @@ try {
 
   const catchUps: Awaited<ReturnType<typeof catchUp>>[] = []
   const changeMs: number[] = []
+  const feedMs: number[] = []
   for (let r = 0; r < rounds; r++) {
+    const version = (await fetch(`${origin}/api/note?limit=1`)).headers.get('notes-version')
     const before = performance.now()
     await change(origin, r)
     changeMs.push(performance.now() - before)
@@ -274,6 +413,32 @@ try {
     const result = await catchUp(page, expected)
     if (!result.equal) throw new Error(`catch-up ${r}: the view differs from the service's list`)
     catchUps.push(result)
+    const feed = await feedOnly(page, version as string)
+    if (feed.seen !== CHANGES) throw new Error(`the feed gave ${feed.seen} changes`)
+    feedMs.push(feed.ms)
+  }
+  let profiled: ReturnType<typeof summarize> | undefined
+  if (profile) {
+    await change(origin, rounds)
+    const expected = await list(origin)
+    const cdp = await page.context().newCDPSession(page)
+    await cdp.send('Profiler.enable')
+    await cdp.send('Profiler.setSamplingInterval', { interval: 200 })
+    await cdp.send('Profiler.start')
+    const result = await catchUp(page, expected)
+    const { profile: taken } = await cdp.send('Profiler.stop')
+    if (!result.equal) throw new Error('the profiled catch-up differs from the service')
+    mkdirSync('.bench-results', { recursive: true })
+    writeFileSync('.bench-results/replica-catch-up.cpuprofile', JSON.stringify(taken))
+    profiled = { ...summarize(taken as CpuProfile), catchUpMs: Math.round(result.ms) } as never
+  }
+  const shapes = await writeShapes(page)
+  // The same start again, now that the database has taken the catch-ups' writes.
+  const later: Awaited<ReturnType<typeof start>>[] = []
+  for (let r = 0; r < rounds; r++) {
+    await page.reload()
+    await load(page)
+    later.push(await start(page))
   }
   const field = <T extends Json>(list: T[], key: keyof T) =>
     stats(list.map((x) => x[key] as number))
@@ -294,21 +459,36 @@ try {
           total: field(starts, 'ms'),
           storageOpen: field(starts, 'storageOpen'),
           replicaOpen: field(starts, 'replicaOpen'),
+          storageLoad: field(starts, 'storageLoad'),
           view: field(starts, 'view'),
         },
         startAfterReload: {
           total: field(reloaded, 'ms'),
           storageOpen: field(reloaded, 'storageOpen'),
           replicaOpen: field(reloaded, 'replicaOpen'),
+          storageLoad: field(reloaded, 'storageLoad'),
           view: field(reloaded, 'view'),
         },
+        startAfterCatchUps: {
+          total: field(later, 'ms'),
+          storageLoad: field(later, 'storageLoad'),
+          view: field(later, 'view'),
+        },
+        profiledCatchUp: profiled,
         catchUp: {
           changes: CHANGES,
           makingThemMs: stats(changeMs),
           total: field(catchUps, 'ms'),
           open: field(catchUps, 'open'),
           sync: field(catchUps, 'sync'),
+          storageLoad: field(catchUps, 'storageLoad'),
           view: field(catchUps, 'view'),
+          storageWrites: catchUps.map((c) => c.writes),
+          entriesWritten: catchUps.map((c) => c.entriesWritten),
+          writeMsSum: field(catchUps, 'writeMs'),
+          writeMsMax: field(catchUps, 'writeMax'),
+          feedAloneMs: stats(feedMs),
+          storageAloneMs: shapes,
           counts: catchUps.map((c) => c.count),
           events: catchUps.map((c) => c.events),
           allEqual: catchUps.every((c) => c.equal),
