@@ -22,10 +22,10 @@ const DB = 'bench-replica-start'
 
 type Json = Record<string, unknown>
 
-/** A note of about 200 bytes as JSON (with the id the service gives it). */
-function noteOf(i: number, edit = 0): Json {
+/** A note of about 200 bytes as JSON (once the service has given it an id). */
+function noteOf(i: number): Json {
   return {
-    title: `Note number ${i}${edit > 0 ? `, edit ${edit}` : ''}`,
+    title: `Note number ${i}`,
     body: `Some text of note ${i}, long enough to bring it to about two hundred bytes in all, or so.`,
     tags: ['work', i % 2 === 0 ? 'even' : 'odd'],
     done: false,
@@ -417,7 +417,7 @@ try {
     if (feed.seen !== CHANGES) throw new Error(`the feed gave ${feed.seen} changes`)
     feedMs.push(feed.ms)
   }
-  let profiled: ReturnType<typeof summarize> | undefined
+  let profiled: (ReturnType<typeof summarize> & { catchUpMs: number }) | undefined
   if (profile) {
     await change(origin, rounds)
     const expected = await list(origin)
@@ -430,7 +430,7 @@ try {
     if (!result.equal) throw new Error('the profiled catch-up differs from the service')
     mkdirSync('.bench-results', { recursive: true })
     writeFileSync('.bench-results/replica-catch-up.cpuprofile', JSON.stringify(taken))
-    profiled = { ...summarize(taken as CpuProfile), catchUpMs: Math.round(result.ms) } as never
+    profiled = { ...summarize(taken as CpuProfile), catchUpMs: Math.round(result.ms) }
   }
   const shapes = await writeShapes(page)
   // The same start again, now that the database has taken the catch-ups' writes.
