@@ -123,10 +123,19 @@ interface Timings {
   entries: number
 }
 
+/** The client module and its storage as the page has them (imported there, untyped here). */
+// biome-ignore lint/suspicious/noExplicitAny: the module is loaded by URL in the page
+type Loose = any
+
 /** What the page keeps between evaluations. */
 declare global {
-  // biome-ignore lint/suspicious/noExplicitAny: the client module, imported in the page
-  var bench: { mod: any; importMs: number; timed: (storage: any) => any; log: Timings }
+  var bench: {
+    mod: Loose
+    importMs: number
+    timed: (storage: Loose) => Loose
+    coalesced: (storage: Loose) => Loose
+    log: Timings
+  }
 }
 
 /** Imports the client in the page (once per page load); the time the import took. */
@@ -137,8 +146,7 @@ async function load(page: Page): Promise<number> {
     const mod = await import(path)
     const log = { load: 0, writes: 0, writeMs: 0, writeMax: 0, entries: 0 }
     // The storage as the replica sees it, each call timed into `log` (reset per measurement).
-    // biome-ignore lint/suspicious/noExplicitAny: the storage, from the module imported above
-    const timed = (storage: any) => ({
+    const timed = (storage: Loose) => ({
       async load() {
         const t = performance.now()
         const contents = await storage.load()
@@ -156,7 +164,48 @@ async function load(page: Page): Promise<number> {
       },
       close: () => storage.close(),
     })
-    globalThis.bench = { mod, importMs: performance.now() - start, timed, log }
+    // What-if (not the replica as shipped): each write resolves at once and is queued; the queue
+    // goes to the storage as one write whenever the previous one is done, so the writes made
+    // while one is in flight become one transaction. `settled()` waits for the queue to be
+    // stored; close() too.
+    const coalesced = (storage: Loose) => {
+      let queue: unknown[] = []
+      let flushing: Promise<void> = Promise.resolve()
+      const flush = () => {
+        flushing = flushing.then(async () => {
+          if (queue.length === 0) return
+          const changes = queue
+          queue = []
+          const t = performance.now()
+          await storage.write(changes)
+          const ms = performance.now() - t
+          log.writes++
+          log.entries += changes.length
+          log.writeMs += ms
+          log.writeMax = Math.max(log.writeMax, ms)
+        })
+        return flushing
+      }
+      return {
+        async load() {
+          const t = performance.now()
+          const contents = await storage.load()
+          log.load += performance.now() - t
+          return contents
+        },
+        write(changes: unknown[]) {
+          queue.push(...changes)
+          void flush()
+          return Promise.resolve()
+        },
+        settled: () => flush(),
+        async close() {
+          await flush()
+          await storage.close()
+        },
+      }
+    }
+    globalThis.bench = { mod, importMs: performance.now() - start, timed, coalesced, log }
     return globalThis.bench.importMs
   })
 }
@@ -278,9 +327,9 @@ async function writeShapes(page: Page) {
 }
 
 /** One catch-up: open + sync() + notes(), then the view compared with the service's list. */
-async function catchUp(page: Page, expected: Json[]) {
+async function catchUp(page: Page, expected: Json[], coalesce = false) {
   return page.evaluate(
-    async ([db, expected]) => {
+    async ([db, expected, coalesce]) => {
       const { NotesClient, Replica, IndexedDbReplicaStorage } = globalThis.bench.mod
       const client = new NotesClient({
         baseUrl: (globalThis as unknown as Browserish).location.origin,
@@ -289,13 +338,18 @@ async function catchUp(page: Page, expected: Json[]) {
       const storage = await IndexedDbReplicaStorage.open(db)
       const log = globalThis.bench.log
       Object.assign(log, { load: 0, writes: 0, writeMs: 0, writeMax: 0, entries: 0 })
-      const replica = await Replica.open({ client, storage: globalThis.bench.timed(storage) })
+      const wrapped = coalesce
+        ? globalThis.bench.coalesced(storage)
+        : globalThis.bench.timed(storage)
+      const replica = await Replica.open({ client, storage: wrapped })
       const t1 = performance.now()
       const events: Record<string, number> = {}
       replica.subscribe((event: { type: string }) => {
         events[event.type] = (events[event.type] ?? 0) + 1
       })
       await replica.sync()
+      // Coalesced: the catch-up counts until what it applied is stored.
+      if (coalesce) await wrapped.settled()
       const t2 = performance.now()
       const notes = replica.notes() as { note: Record<string, unknown>; pending: boolean }[]
       const t3 = performance.now()
@@ -333,7 +387,7 @@ async function catchUp(page: Page, expected: Json[]) {
         events,
       }
     },
-    [DB, expected] as const,
+    [DB, expected, coalesce] as const,
   )
 }
 
@@ -417,6 +471,15 @@ try {
     if (feed.seen !== CHANGES) throw new Error(`the feed gave ${feed.seen} changes`)
     feedMs.push(feed.ms)
   }
+  // The what-if: the same catch-up with the storage's writes coalesced (see `coalesced`).
+  const coalescedRuns: Awaited<ReturnType<typeof catchUp>>[] = []
+  for (let r = 0; r < rounds; r++) {
+    await change(origin, 100 + r)
+    const expected = await list(origin)
+    const result = await catchUp(page, expected, true)
+    if (!result.equal) throw new Error(`coalesced catch-up ${r}: the view differs`)
+    coalescedRuns.push(result)
+  }
   let profiled: (ReturnType<typeof summarize> & { catchUpMs: number }) | undefined
   if (profile) {
     await change(origin, rounds)
@@ -475,6 +538,14 @@ try {
           view: field(later, 'view'),
         },
         profiledCatchUp: profiled,
+        catchUpCoalescedWhatIf: {
+          total: field(coalescedRuns, 'ms'),
+          open: field(coalescedRuns, 'open'),
+          syncAndStored: field(coalescedRuns, 'sync'),
+          storageWrites: coalescedRuns.map((c) => c.writes),
+          writeMsSum: field(coalescedRuns, 'writeMs'),
+          allEqual: coalescedRuns.every((c) => c.equal),
+        },
         catchUp: {
           changes: CHANGES,
           makingThemMs: stats(changeMs),
