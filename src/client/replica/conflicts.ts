@@ -42,7 +42,7 @@ export async function recordConflict(
   state.conflicts.set(conflict.key, conflict)
   changes.push({ table: 'conflicts', key: conflict.key, value: conflict })
   changed(state, 'change', 'conflict', 'waiting')
-  await state.storage.write(changes)
+  await state.writes.write(changes)
 }
 
 /**
@@ -70,7 +70,7 @@ export async function resolveConflict(
   sweepLinks(state, changes)
   changed(state, 'change', 'conflict', 'waiting')
   state.wakePush?.()
-  await state.storage.write(changes)
+  await state.writes.write(changes)
 }
 
 /** The writes that turn the service's version of a conflict into `target` (null: deleted). */

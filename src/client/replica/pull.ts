@@ -49,8 +49,9 @@ export async function pullLoop(state: ReplicaState, signal: AbortSignal): Promis
       for await (const event of feed) {
         failures = 0
         setOnline(state, true)
+        throwPullError(state)
         if (event.type === 'reset') await reload(state, signal, event.version)
-        else await apply(state, event)
+        else apply(state, event)
       }
     } catch (err) {
       if (signal.aborted) return
@@ -97,14 +98,28 @@ async function reload(state: ReplicaState, signal: AbortSignal, version?: string
   for (const seen of state.watchers) seen.add('')
   if (version === undefined) changed(state, 'change')
   else changed(state, 'change', 'reset')
-  await state.storage.write(changes)
+  await state.writes.write(changes)
 }
 
-/** One change of the feed, into the base; the replica's own writes come back as echoes. */
-async function apply(
-  state: ReplicaState,
-  event: Exclude<ChangeEvent, { type: 'reset' }>,
-): Promise<void> {
+/**
+ * A feed change whose storage write failed: the pull loads the whole list again (and stores it
+ * whole), as after a reset, so that the storage is never left behind the view.
+ */
+function throwPullError(state: ReplicaState): void {
+  const err = state.pullError
+  if (err === undefined) return
+  state.pullError = undefined
+  state.version = undefined
+  throw err
+}
+
+/**
+ * One change of the feed, into the base at once; the replica's own writes come back as echoes.
+ * Its storage write is not waited for: the changes of a burst are stored together (WriteQueue),
+ * each write holding the feed position of its last change, so a crash between them resumes the
+ * feed from what is stored and the changes after it come again.
+ */
+function apply(state: ReplicaState, event: Exclude<ChangeEvent, { type: 'reset' }>): void {
   const changes: ReplicaWrite[] = []
   const id = event.type === 'deleted' ? event.id : event.note.id
   const note = event.type === 'deleted' ? null : (event.note as JsonObject)
@@ -134,5 +149,7 @@ async function apply(
   changes.push({ table: 'meta', key: META_VERSION, value: event.version })
   for (const seen of state.watchers) seen.add(event.version)
   changed(state, 'change')
-  await state.storage.write(changes)
+  state.writes.write(changes).catch((err: unknown) => {
+    state.pullError ??= err
+  })
 }

@@ -93,13 +93,13 @@ async function sendNext(
         seqs: run.map(([entry]) => entry.seq),
         requests: run.map(([, request]) => request),
       }
-      await state.storage.write([{ table: 'outbox', key: outboxKey(first.seq), value: first }])
+      await state.writes.write([{ table: 'outbox', key: outboxKey(first.seq), value: first }])
     }
   }
   if (first.batch === undefined) {
     if (first.single !== true && state.batchLimit > 1) {
       first.single = true
-      await state.storage.write([{ table: 'outbox', key: outboxKey(first.seq), value: first }])
+      await state.writes.write([{ table: 'outbox', key: outboxKey(first.seq), value: first }])
     }
     await send(state, first, signal)
     return
@@ -119,7 +119,7 @@ async function sendNext(
       // Nothing was applied: the first write goes alone, and meets its conflict if it has one.
       delete first.batch
       first.single = true
-      await state.storage.write([{ table: 'outbox', key: outboxKey(first.seq), value: first }])
+      await state.writes.write([{ table: 'outbox', key: outboxKey(first.seq), value: first }])
       return
     }
     for (const [i, seq] of batch.seqs.entries()) {
@@ -304,7 +304,7 @@ async function acknowledge(
   // The feed may have brought its note's deletion already.
   dropLinkIfUnused(state, id, changes)
   changed(state, 'change', 'waiting')
-  await state.storage.write(changes)
+  await state.writes.write(changes)
 }
 
 function acknowledged(result: NoteResult, again: boolean): Acknowledged {

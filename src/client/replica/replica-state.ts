@@ -17,6 +17,7 @@ import {
 } from './outbox.js'
 import type { ReplicaEntry, ReplicaEvent, ReplicaOptions } from './replica-types.js'
 import type { ReplicaStorage, ReplicaWrite } from './storage.js'
+import { WriteQueue } from './write-queue.js'
 
 interface Waiter {
   check: () => boolean
@@ -27,6 +28,10 @@ interface Waiter {
 export interface ReplicaState {
   readonly client: NotesClient
   readonly storage: ReplicaStorage
+  /** Every storage write goes through it: in order, grouped while one is on its way. */
+  readonly writes: WriteQueue
+  /** A feed change's write that failed, for the pull to throw at its next change. */
+  pullError: unknown
   readonly maxDelayMs: number
   readonly batchLimit: number
   readonly base: Map<number, BaseNote>
@@ -55,6 +60,8 @@ export async function loadState(options: ReplicaOptions): Promise<ReplicaState> 
   const state: ReplicaState = {
     client: options.client,
     storage: options.storage,
+    writes: new WriteQueue(options.storage),
+    pullError: undefined,
     maxDelayMs: options.maxDelayMs ?? 30_000,
     batchLimit: Math.min(Math.max(options.batchLimit ?? 100, 1), 1000),
     base: new Map(),

@@ -160,7 +160,7 @@ export class Replica {
     if (conflict !== undefined) {
       conflict.mine = entry.after
       changed(state, 'change', 'conflict')
-      await state.storage.write([{ table: 'conflicts', key: conflict.key, value: conflict }])
+      await state.writes.write([{ table: 'conflicts', key: conflict.key, value: conflict }])
       return
     }
     const queued = state.outbox.some((other) => other.entry === entry.entry)
@@ -172,7 +172,7 @@ export class Replica {
     state.outbox.push(entry)
     changed(state, 'change', 'waiting')
     state.wakePush?.()
-    await state.storage.write([
+    await state.writes.write([
       { table: 'outbox', key: outboxKey(entry.seq), value: entry },
       { table: 'meta', key: META_SEQ, value: state.seq },
     ])
@@ -221,8 +221,9 @@ export class Replica {
   }
 
   /**
-   * Resolves once the outbox is empty (or only conflicts remain) and the feed has caught up to
-   * the service's version at the time of the call; rejects on abort. Starts syncing if needed.
+   * Resolves once the outbox is empty (or only conflicts remain), the feed has caught up to the
+   * service's version at the time of the call, and all of it is stored; rejects on abort. Starts
+   * syncing if needed.
    */
   async sync(options: { signal?: AbortSignal | undefined } = {}): Promise<void> {
     const state = this.#state
@@ -243,7 +244,11 @@ export class Replica {
       } finally {
         state.watchers.delete(seen)
       }
-      if (state.outbox.length === 0) return
+      if (state.outbox.length === 0) {
+        // And stored: the feed's changes go to the storage in groups, behind the view.
+        await state.writes.settled()
+        return
+      }
     }
   }
 
@@ -255,6 +260,7 @@ export class Replica {
     state.closed = true
     for (const waiter of state.waiters) waiter.reject(new Error('The replica was closed.'))
     state.waiters.clear()
+    await state.writes.settled()
     await state.storage.close()
   }
 }
