@@ -41,7 +41,6 @@ describe("the replica's write queue", () => {
     const storage = new CountingStorage()
     const queue = new WriteQueue(storage)
     const first = queue.write([put('x', 1)])
-    storage.refuseNext = false
     const grouped = [queue.write([put('y', 1)]), queue.write([put('z', 1)])]
     await first
     // The group is on its way now; refuse it.
