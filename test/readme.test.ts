@@ -5,7 +5,8 @@ import { Agent, request } from 'node:http'
 import { dirname, join, relative } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { type Config, isRejection, loadConfig, OPTIONS, type Option } from '../src/config/config.js'
+import { type Config, loadConfig, OPTIONS, type Option } from '../src/config/config.js'
+import { isRejection } from '../src/config/value-parsers.js'
 import { type ServerProcess, startServer } from './hostile/server-process.js'
 
 /**

@@ -1,5 +1,6 @@
-import { type Config, isRejection, type Option } from './config.js'
+import type { Config, Option } from './config.js'
 import type { PackageInfo } from './package-info.js'
+import { isRejection } from './value-parsers.js'
 
 /**
  * The text of `notes-service --help`, made from the options table so that it lists every

@@ -1,6 +1,6 @@
 import { fstatSync } from 'node:fs'
 import type { FastifyServerOptions } from 'fastify'
-import type { LogLevel } from '../config/config.js'
+import type { LogLevel } from '../config/value-parsers.js'
 
 /**
  * pino options: JSON lines in production, pino-pretty when a person is watching a terminal.
