@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { MemoryNoteStore, type MemoryStoreOptions } from '../src/store/memory.js'
+import { MemoryNoteStore } from '../src/store/memory.js'
+import type { MemoryStoreOptions } from '../src/store/memory-options.js'
 import type {
   BatchKey,
   BatchResult,

@@ -1,7 +1,8 @@
 import { Capacity } from './capacity.js'
 import { IdSpace } from './id-space.js'
 import { randomEpoch } from './kernel/version-token.js'
-import { MemoryNoteStore, type MemoryStoreOptions, type SharedParts } from './memory.js'
+import { MemoryNoteStore } from './memory.js'
+import type { MemoryStoreOptions, SharedParts } from './memory-options.js'
 import type { Notebooks, StoreStats } from './types.js'
 
 export interface MemoryNotebooksOptions

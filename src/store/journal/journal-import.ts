@@ -6,7 +6,7 @@ import {
   type ImportSource,
 } from '../import-source.js'
 import { etagOf, randomEpoch, versionToken } from '../kernel/version-token.js'
-import type { ImageNote } from '../memory.js'
+import type { ImageNote } from '../memory-records.js'
 import { syncDirectory } from './journal-file.js'
 import { imageRecords } from './journal-records.js'
 import { JournaledNotebooks, notebookEpoch } from './journaled-notebooks.js'

@@ -1,5 +1,6 @@
 import { etagOf } from '../kernel/version-token.js'
-import type { ImageNote, MemoryNoteStore, RememberedKey, StoreImage } from '../memory.js'
+import type { MemoryNoteStore } from '../memory.js'
+import type { ImageNote, RememberedKey, StoreImage } from '../memory-records.js'
 import type { Change } from '../types.js'
 import { type DecodedRecord, encodeRecord } from './record-format.js'
 

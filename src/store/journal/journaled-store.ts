@@ -1,10 +1,6 @@
-import {
-  MemoryNoteStore,
-  type MemoryStoreOptions,
-  type RecordedWrite,
-  type SharedParts,
-  snapshot,
-} from '../memory.js'
+import { MemoryNoteStore } from '../memory.js'
+import type { MemoryStoreOptions, SharedParts } from '../memory-options.js'
+import { type RecordedWrite, snapshot } from '../memory-records.js'
 import {
   type BatchKey,
   type BatchResult,
