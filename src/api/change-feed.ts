@@ -1,73 +1,16 @@
 import type { ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Change, NoteStore } from '../store/types.js'
-
-/** How the feed paces itself; `DEFAULT_FEED_TUNING` has the shipped values. */
-export interface FeedTuning {
-  /** Streams open at once (MAX_EVENT_STREAMS); a stream beyond it is refused with 503. */
-  maxStreams: number
-  /** A comment is sent to every stream this often, so that idle ones stay open, in ms. */
-  heartbeatMs: number
-  /**
-   * Changes are written to the streams at most this often, in ms: a change that follows a quiet
-   * spell goes out at once, and under a stream of writes each stream gets one write per interval
-   * holding every change since the last, rather than one write per change.
-   */
-  flushMs: number
-  /** A stream whose unsent backlog passes this many bytes is closed; its client resumes by id. */
-  maxBacklogBytes: number
-  /**
-   * A stream sent its history at the pace its client reads is closed when the client reads
-   * nothing for this long, in ms (as nginx's `send_timeout`); its client resumes by id.
-   */
-  stallMs: number
-  /** Changes read from the store's history at a time while a stream catches up. */
-  historyPage: number
-}
-
-export const DEFAULT_FEED_TUNING: Readonly<FeedTuning> = Object.freeze({
-  maxStreams: 1000,
-  heartbeatMs: 15_000,
-  flushMs: 10,
-  maxBacklogBytes: 1024 * 1024,
-  stallMs: 60_000,
-  historyPage: 500,
-})
-
-/** The headers of every event stream, besides those every answer gets (X-Request-Id, CORS...). */
-export const EVENT_STREAM_HEADERS: Readonly<Record<string, string>> = Object.freeze({
-  'content-type': 'text/event-stream; charset=utf-8',
-  'cache-control': 'no-cache',
-  // nginx and others buffer answers by default; an event would wait in the proxy.
-  'x-accel-buffering': 'no',
-})
-
-/** How long a browser's EventSource waits before it reconnects, in ms (its `retry:` field). */
-export const RETRY_MS = 2000
-
-const CRLF = Buffer.from('\r\n')
-
-/** What is written for `data`: as it is, and framed as one HTTP/1.1 chunk. */
-interface Payload {
-  readonly raw: Buffer
-  readonly chunk: Buffer
-}
-
-/**
- * Streams are written on their sockets directly, each write one chunk of the chunked response
- * framed here, once for every stream that gets it: ServerResponse.write frames it again for each
- * stream, in four pieces and a corked write released on the next tick, which cost about twice as
- * much CPU per stream and write (bench W9). Node still ends the response ('0\r\n\r\n').
- * 'abc' -> raw 'abc', chunk '3\r\nabc\r\n'
- */
-function payload(data: Buffer | string): Payload {
-  const raw = typeof data === 'string' ? Buffer.from(data) : data
-  const chunk = Buffer.concat([Buffer.from(`${raw.length.toString(16)}\r\n`), raw, CRLF])
-  return { raw, chunk }
-}
-
-/** A comment: ignored by every SSE parser, but traffic that keeps proxies and sockets open. */
-const HEARTBEAT = payload(':\n\n')
+import {
+  eventText,
+  HEARTBEAT,
+  type Payload,
+  payload,
+  RETRY_MS,
+  resetText,
+  startText,
+} from './event-framing.js'
+import type { FeedTuning } from './feed-tuning.js'
 
 /**
  * History is written in pieces of at most this many bytes: a write counts as sent only once
@@ -77,36 +20,6 @@ const SEND_PIECE_BYTES = 16 * 1024
 
 /** A stream cut off for its backlog, or ended at shutdown, with more unsent than this is destroyed. */
 const CLOSE_SLACK_BYTES = 64 * 1024
-
-/**
- * One change as an SSE event (DECISION 24). Note JSON never holds a raw line break, so it is
- * one `data:` line.
- * { type: 'created', version: 'e.5', data: '{"id":1}' } -> 'event: created\nid: e.5\ndata: {"id":1}\n\n'
- */
-export function eventText(change: Change): string {
-  return `event: ${change.type}\nid: ${change.version}\ndata: ${change.data}\n\n`
-}
-
-/**
- * The event that tells a client to reload the list: its token is unknown or older than the
- * history kept. ('e.9', 'x.1') -> 'event: reset\nid: e.9\ndata: {"version":"x.1"}\n\n'
- */
-export function resetText(current: string, token: string): string {
-  return `event: reset\nid: ${current}\ndata: ${JSON.stringify({ version: token })}\n\n`
-}
-
-/**
- * The opening of a stream that starts at the next change: the reconnection delay, and the version
- * it starts after as the id of a message with data. The data line is what makes every client
- * record the id: browsers and eventsource 5 record an id even from a block without data, but
- * eventsource 4 (and other parsers that skip such blocks) would reconnect without Last-Event-ID
- * and miss what changed meanwhile. It names no event, so it is a `message` (what `onmessage`
- * sees; the changes are all named events), and a `created` listener never sees it.
- * 'e.5' -> 'retry: 2000\nid: e.5\ndata: {"version":"e.5"}\n\n'
- */
-export function startText(version: string): string {
-  return `retry: ${RETRY_MS}\nid: ${version}\ndata: ${JSON.stringify({ version })}\n\n`
-}
 
 /** Streams open over several feeds (one per notebook), which share MAX_EVENT_STREAMS. */
 export class StreamCount {

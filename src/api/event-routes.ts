@@ -1,6 +1,6 @@
 import type { OutgoingHttpHeaders } from 'node:http'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { EVENT_STREAM_HEADERS } from './change-feed.js'
+import { EVENT_STREAM_HEADERS } from './event-framing.js'
 import { queryOf } from './note-routes.js'
 import type { NotebookServices } from './notebook-services.js'
 import { sendProblem } from './problem.js'

@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net'
 import type { NoteStore } from '../store/types.js'
-import { ChangeFeed, type FeedTuning, StreamCount } from './change-feed.js'
+import { ChangeFeed, StreamCount } from './change-feed.js'
+import type { FeedTuning } from './feed-tuning.js'
 import { OpenExports } from './note-export.js'
 import { NoteOperations } from './note-operations.js'
 
