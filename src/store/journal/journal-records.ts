@@ -1,7 +1,8 @@
+import { encodeRecord } from '../../durable/record-frame.js'
 import { etagOf } from '../kernel/version-token.js'
 import type { ImageNote, MemoryNoteStore, RememberedKey, StoreImage } from '../memory.js'
 import type { Change } from '../types.js'
-import { type DecodedRecord, encodeRecord } from './record-format.js'
+import type { DecodedRecord } from './record-format.js'
 
 /**
  * What the journal's records say (DECISION 37), as JSON payloads of record-format's frames, and

@@ -1,3 +1,4 @@
+import { encodeRecord } from '../../durable/record-frame.js'
 import {
   MemoryNoteStore,
   type MemoryStoreOptions,
@@ -32,7 +33,6 @@ import {
   SHARED_NOTEBOOK,
   type WritePayload,
 } from './journal-records.js'
-import { encodeRecord } from './record-format.js'
 
 /**
  * What a notebook's store needs of the journal that holds it (JournaledNotebooks): appends that
