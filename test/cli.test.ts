@@ -89,6 +89,49 @@ describe('the packed package', () => {
       },
     )
 
+    // The Node-only subpath ships with the floor it imports (dist/src/durable/): a file storage
+    // writes, reopens and reads back from the installed package, and its declarations resolve.
+    writeFileSync(
+      join(work, 'storage.mjs'),
+      `import { FileReplicaStorage } from 'notes-service/client/file-storage'
+const path = process.argv[2]
+const first = await FileReplicaStorage.open(path)
+await first.write([{ table: 'meta', key: 'k', value: { packed: true } }])
+await first.close()
+const again = await FileReplicaStorage.open(path)
+console.log(JSON.stringify([...(await again.load()).meta]))
+await again.close()
+`,
+    )
+    const stored = await run('node', ['storage.mjs', join(work, 'replica')], { cwd: work })
+    assert.equal(stored.stdout, '[["k",{"packed":true}]]\n')
+    writeFileSync(
+      join(work, 'storage-types.mts'),
+      `import { FileReplicaStorage } from 'notes-service/client/file-storage'
+const storage: FileReplicaStorage = await FileReplicaStorage.open('replica')
+const compactions: number = storage.compactions
+export { compactions }
+`,
+    )
+    await run(
+      'node',
+      [
+        join(ROOT, 'node_modules/typescript/bin/tsc'),
+        '--noEmit',
+        '--strict',
+        '--module',
+        'nodenext',
+        '--target',
+        'es2023',
+        '--types',
+        'node',
+        '--typeRoots',
+        join(ROOT, 'node_modules/@types'),
+        'storage-types.mts',
+      ],
+      { cwd: work },
+    )
+
     assert.equal(
       (await run('npx', ['--no', '--', 'notes-service', '--version'], { cwd: work })).stdout,
       `${version}\n`,

@@ -5,9 +5,10 @@ import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 
 /**
- * The floors of src/ (docs/architecture.md): store/ at the bottom, then api/, then http/ and
- * ops/, then app.ts, then server.ts and cli.ts. A module imports only from its own floor or
- * below, and no modules import each other in a loop.
+ * The floors of src/ (docs/architecture.md): durable/ at the bottom (the record frame, file steps
+ * and PID lock, shared by the store's journal and the client's Node-only file storage), store/
+ * above it, then api/, then http/ and ops/, then app.ts, then server.ts and cli.ts. A module
+ * imports only from its own floor or below, and no modules import each other in a loop.
  */
 
 const SRC = join(dirname(fileURLToPath(import.meta.url)), '../../src')
@@ -56,22 +57,48 @@ describe('the floors of src/', () => {
     assert.deepEqual(upward, [])
   })
 
-  it('lets store/ import only from store/', () => {
+  it('lets durable/ import only from durable/ and node: modules', () => {
+    const durable = FILES.filter((file) => file.startsWith('durable/'))
+    assert.ok(durable.includes('durable/record-frame.ts'))
+    const outward = durable.flatMap((file) =>
+      (GRAPH.get(file) ?? [])
+        .filter((target) => !target.startsWith('durable/'))
+        .map((target) => `${file} -> ${target}`),
+    )
+    assert.deepEqual(outward, [])
+    const packages = durable.flatMap((file) =>
+      [
+        ...readFileSync(join(SRC, file), 'utf8').matchAll(
+          /^(?:import|export)\b[^'"]*?from\s+'([^'.][^']*)'/gm,
+        ),
+      ]
+        .map((match) => match[1] as string)
+        .filter((specifier) => !specifier.startsWith('node:'))
+        .map((specifier) => `${file} -> ${specifier}`),
+    )
+    assert.deepEqual(packages, [])
+  })
+
+  it('lets store/ import only from store/ and durable/', () => {
     const upward = FILES.filter((file) => file.startsWith('store/')).flatMap((file) =>
       (GRAPH.get(file) ?? [])
-        .filter((target) => !target.startsWith('store/'))
+        .filter((target) => !/^(store|durable)\//.test(target))
         .map((target) => `${file} -> ${target}`),
     )
     assert.deepEqual(upward, [])
+    assert.ok((GRAPH.get('store/journal/journal-file.ts') ?? []).includes('durable/file-steps.ts'))
   })
 
-  it('keeps client/ apart: it imports only client/ (and no node: module but in the Node-only file storage), and nothing imports it', () => {
+  it('keeps client/ apart: it imports only client/ (the Node-only file storage durable/ too, and no node: module elsewhere), and nothing imports it', () => {
+    const nodeOnly = (file: string) => file === NODE_ONLY || NODE_ONLY_PARTS.includes(file)
     const crossing = FILES.flatMap((file) =>
       (GRAPH.get(file) ?? [])
         .filter((target) => file.startsWith('client/') !== target.startsWith('client/'))
+        .filter((target) => !(nodeOnly(file) && target.startsWith('durable/')))
         .map((target) => `${file} -> ${target}`),
     )
     assert.deepEqual(crossing, [])
+    assert.ok((GRAPH.get(NODE_ONLY) ?? []).some((target) => target.startsWith('durable/')))
     const builtIns = FILES.filter(
       (file) =>
         file.startsWith('client/') &&

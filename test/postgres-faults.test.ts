@@ -11,16 +11,19 @@ interface Acknowledged {
   body: string
 }
 
-/** POSTs from `loops` concurrent clients until `until()` is true; the notes answered 200, and every status seen. */
+/**
+ * POSTs from `loops` concurrent clients until `until()` is true; the notes answered 200 (also
+ * pushed to `acknowledged` as they come), and every status seen.
+ */
 async function writeLoad(
   port: () => number,
   loops: number,
   until: () => boolean,
+  acknowledged: Acknowledged[] = [],
 ): Promise<{
   acknowledged: Acknowledged[]
   answers: { status: number; retryAfter: string | null; type: string | null; body: string }[]
 }> {
-  const acknowledged: Acknowledged[] = []
   const answers: {
     status: number
     retryAfter: string | null
@@ -86,12 +89,19 @@ if (postgresAvailable('PostgreSQL fault tests')) {
       )) as [ServerProcess, ServerProcess]
       try {
         let killed = false
+        const soFar: Acknowledged[] = []
         const load = writeLoad(
           () => victim.port,
           8,
           () => killed,
+          soFar,
         )
+        // The kill comes under load, once writes are being acknowledged: 400 ms, or longer on a
+        // machine busy enough that none was yet (at most 20 s).
         await sleep(400)
+        for (let waited = 0; soFar.length < 10 && waited < 20_000; waited += 50) {
+          await sleep(50)
+        }
         victim.child.kill('SIGKILL')
         await victim.exited
         killed = true

@@ -1,14 +1,5 @@
-import {
-  closeSync,
-  fsyncSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs'
-import { dirname } from 'node:path'
-import { crc32 } from 'node:zlib'
+import { takePidLock } from '../../durable/pid-lock.js'
+import { encodeRecord, scanRecords } from '../../durable/record-frame.js'
 import {
   type EncodedWrite,
   REPLICA_TABLES,
@@ -18,13 +9,13 @@ import {
 
 /**
  * The file replica storage's bytes and file system steps (Node only, with file-storage.ts): the
- * record format (a header line, then `[u32 BE length][u32 BE crc32][payload]` per write), its
- * replay, the snapshot a compaction writes, the atomic replacement of a file and the lock.
+ * record format (a header line, then a frame of durable/record-frame.ts per write), its replay,
+ * the snapshot a compaction writes, and the storage's words for the lock and the file system's
+ * errors. The frames, the file steps and the PID lock are the durable/ floor's, shared with the
+ * service's journal.
  */
 
 export const HEADER = Buffer.from('notes-service replica 1\n')
-/** Length and checksum before each payload. */
-export const FRAME = 8
 const MAX_PAYLOAD = 1 << 30
 /** A snapshot's records hold about this many bytes each. */
 const SNAPSHOT_RECORD = 1 << 16
@@ -63,15 +54,6 @@ export function snapshotRecords(texts: Texts): Buffer[] {
   return records
 }
 
-export function encodeRecord(payload: string): Buffer {
-  const body = Buffer.from(payload)
-  const frame = Buffer.allocUnsafe(FRAME + body.length)
-  frame.writeUInt32BE(body.length, 0)
-  frame.writeUInt32BE(crc32(body), 4)
-  body.copy(frame, FRAME)
-  return frame
-}
-
 /**
  * The tables a file's bytes hold, and where its good records end. A torn tail (damage that
  * reaches the end of the file, or is followed by zeros only) is not an error: a write resolves
@@ -82,44 +64,19 @@ export function replay(bytes: Buffer, path: string): { texts: Texts; end: number
     throw new ReplicaStorageError('damaged', `${path} is not a notes-service replica file.`)
   }
   const texts = emptyTexts()
-  let offset = HEADER.length
-  while (offset < bytes.length) {
-    const damage = recordDamage(bytes, offset)
-    if (damage !== undefined) {
-      if (damage.torn || zerosFrom(bytes, offset)) break
-      throw new ReplicaStorageError(
-        'damaged',
-        `${path} is damaged at byte ${offset}: ${damage.reason}; restore it from a backup or move it away.`,
-      )
-    }
-    const length = bytes.readUInt32BE(offset)
-    const payload = bytes.toString('utf8', offset + FRAME, offset + FRAME + length)
-    applyTo(texts, decodePayload(payload, path, offset))
-    offset += FRAME + length
+  const scanned = scanRecords(
+    bytes,
+    HEADER.length,
+    (payload, offset) => applyTo(texts, decodePayload(payload, path, offset)),
+    MAX_PAYLOAD,
+  )
+  if (!scanned.ok) {
+    throw new ReplicaStorageError(
+      'damaged',
+      `${path} is damaged at byte ${scanned.offset}: ${scanned.reason}; restore it from a backup or move it away.`,
+    )
   }
-  return { texts, end: offset }
-}
-
-function recordDamage(
-  bytes: Buffer,
-  offset: number,
-): { reason: string; torn: boolean } | undefined {
-  if (bytes.length - offset < FRAME) return { reason: 'a record frame cut short', torn: true }
-  const length = bytes.readUInt32BE(offset)
-  if (length === 0 || length > MAX_PAYLOAD) {
-    return { reason: `a record length of ${length}`, torn: false }
-  }
-  const end = offset + FRAME + length
-  if (end > bytes.length) return { reason: 'a record cut short', torn: true }
-  if (crc32(bytes.subarray(offset + FRAME, end)) !== bytes.readUInt32BE(offset + 4)) {
-    return { reason: 'a record whose checksum does not match', torn: end === bytes.length }
-  }
-  return undefined
-}
-
-function zerosFrom(bytes: Buffer, offset: number): boolean {
-  for (let i = offset; i < bytes.length; i++) if (bytes[i] !== 0) return false
-  return true
+  return { texts, end: scanned.end }
 }
 
 /**
@@ -191,78 +148,15 @@ export function liveBytes(texts: Texts): number {
   return bytes
 }
 
-export function readIfThere(path: string): Buffer {
-  try {
-    return readFileSync(path)
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return Buffer.alloc(0)
-    throw err
-  }
-}
-
-/** Writes `path` whole, atomically: a temporary file, fsync, rename, directory fsync. */
-export function replaceFile(path: string, frames: readonly Buffer[]): void {
-  const tmp = `${path}.tmp`
-  writeFileSync(tmp, Buffer.concat(frames))
-  const fd = openSync(tmp, 'r+')
-  try {
-    fsyncSync(fd)
-  } finally {
-    closeSync(fd)
-  }
-  renameSync(tmp, path)
-  syncDirectory(path)
-}
-
-export function syncDirectory(path: string): void {
-  try {
-    const fd = openSync(dirname(path), 'r')
-    try {
-      fsyncSync(fd)
-    } finally {
-      closeSync(fd)
-    }
-  } catch {
-    // Some file systems refuse to fsync a directory; the rename stands.
-  }
-}
-
 /**
- * One opener per file. Node has no flock, so the lock is a file created only if absent (`wx`)
- * holding the owner's PID; a lock whose PID no longer runs (a kill -9) is taken over.
+ * One opener per file (durable/pid-lock.ts), in the storage's words: `locked` names the holder,
+ * this process's own when another storage in it has the file open.
  */
 export function takeLock(lock: string, path: string): void {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      writeFileSync(lock, `${process.pid}\n`, { flag: 'wx' })
-      return
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) {
-        throw asStorageError(err, path)
-      }
-    }
-    let owner = ''
-    try {
-      owner = readFileSync(lock, 'utf8')
-    } catch {
-      // Removed meanwhile: the next attempt takes it.
-    }
-    const pid = Number.parseInt(owner, 10)
-    if (Number.isSafeInteger(pid) && pid > 0 && isRunning(pid)) {
-      const who = pid === process.pid ? 'another storage in this process' : `process ${pid}`
-      throw new ReplicaStorageError('locked', `${path} is open in ${who} (lock ${lock}).`)
-    }
-    rmSync(lock, { force: true })
-  }
-}
-
-/** Signal 0 checks that the process exists; EPERM means it does, as another user's. */
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  const pid = takePidLock(lock, (err) => asStorageError(err, path))
+  if (pid !== undefined) {
+    const who = pid === process.pid ? 'another storage in this process' : `process ${pid}`
+    throw new ReplicaStorageError('locked', `${path} is open in ${who} (lock ${lock}).`)
   }
 }
 

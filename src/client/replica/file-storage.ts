@@ -1,28 +1,18 @@
-import {
-  closeSync,
-  fdatasync,
-  fsync,
-  fsyncSync,
-  ftruncateSync,
-  openSync,
-  renameSync,
-  rmSync,
-  write,
-} from 'node:fs'
+import { closeSync, fdatasync, fsyncSync, ftruncateSync, openSync } from 'node:fs'
 import { promisify } from 'node:util'
+import { readIfThere, replaceFile, replaceFileSync, writeAll } from '../../durable/file-steps.js'
+import { GroupCommit } from '../../durable/group-commit.js'
+import { releasePidLock } from '../../durable/pid-lock.js'
+import { encodeRecord } from '../../durable/record-frame.js'
 import {
   applyTo,
   asStorageError,
   EMPTY,
-  encodeRecord,
   HEADER,
   liveBytes,
   payloadOf,
-  readIfThere,
-  replaceFile,
   replay,
   snapshotRecords,
-  syncDirectory,
   type Texts,
   takeLock,
 } from './file-journal.js'
@@ -50,9 +40,7 @@ import {
  * (`path.lock`, holding the owner's PID) keeps a second opener out.
  */
 
-const writeAt = promisify(write)
 const dataSync = promisify(fdatasync)
-const fullSync = promisify(fsync)
 
 export interface FileReplicaStorageOptions {
   /** No compaction while the file is smaller than this; default 1 MiB. */
@@ -80,9 +68,7 @@ export class FileReplicaStorage implements ReplicaStorage {
   #size: number
   /** No compaction before the file is this long (raised after a failed one, so as not to retry each write). */
   #compactAt = 0
-  #queue: Pending[] = []
-  #busy = false
-  #idle: (() => void)[] = []
+  readonly #writes = new GroupCommit<Pending>((batch) => this.#commit(batch))
   #closed = false
   /** Compactions done, and fsyncs of appends (for tests and the bench). */
   compactions = 0
@@ -121,7 +107,7 @@ export class FileReplicaStorage implements ReplicaStorage {
     try {
       let bytes = readIfThere(path)
       if (bytes.length === 0) {
-        replaceFile(path, [HEADER])
+        replaceFileSync(path, [HEADER])
         bytes = HEADER
       }
       const { texts, end } = replay(bytes, path)
@@ -134,7 +120,7 @@ export class FileReplicaStorage implements ReplicaStorage {
       }
       return new FileReplicaStorage(path, options, fd, texts, end, dropped)
     } catch (err) {
-      rmSync(lock, { force: true })
+      releasePidLock(lock)
       throw asStorageError(err, path)
     }
   }
@@ -142,7 +128,7 @@ export class FileReplicaStorage implements ReplicaStorage {
   /** Resolves once every write called before it has settled. */
   async load(): Promise<ReplicaContents> {
     if (this.#closed) throw closedError()
-    if (this.#busy) await new Promise<void>((resolve) => this.#idle.push(resolve))
+    if (this.#writes.busy) await this.#writes.idle()
     const contents = emptyContents()
     for (const table of REPLICA_TABLES) {
       const texts = this.#texts[table]
@@ -173,7 +159,7 @@ export class FileReplicaStorage implements ReplicaStorage {
     }
     // A refused write (a value that is not JSON) joins the queue too, so writes settle in call order.
     return new Promise<void>((resolve, reject) => {
-      this.#queue.push(
+      this.#writes.push(
         encoded === undefined
           ? { changes: [], frame: EMPTY, refused, resolve, reject }
           : {
@@ -184,7 +170,6 @@ export class FileReplicaStorage implements ReplicaStorage {
               reject,
             },
       )
-      if (!this.#busy) void this.#pump()
     })
   }
 
@@ -192,43 +177,35 @@ export class FileReplicaStorage implements ReplicaStorage {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
-    if (this.#busy) await new Promise<void>((resolve) => this.#idle.push(resolve))
+    if (this.#writes.busy) await this.#writes.idle()
     closeSync(this.#fd)
-    rmSync(`${this.#path}.lock`, { force: true })
+    releasePidLock(`${this.#path}.lock`)
   }
 
-  async #pump(): Promise<void> {
-    this.#busy = true
-    // One turn lets the writes of this tick join the first batch.
-    await Promise.resolve()
-    while (this.#queue.length > 0) {
-      const batch = this.#queue
-      this.#queue = []
-      try {
-        await this.#append(batch)
-      } catch (err) {
-        this.#recover()
-        const error = asStorageError(err, this.#path)
-        for (const pending of batch) pending.reject(pending.refused ?? error)
-        continue
-      }
-      for (const pending of batch) this.#live += applyTo(this.#texts, pending.changes)
-      if (
-        this.#size >= this.#compactAt &&
-        this.#size > Math.max(this.#compactMinBytes, 2 * this.#live)
-      ) {
-        // A failed compaction (no room for the copy) leaves the old file, which holds every write.
-        await this.#compact().catch(() => {
-          this.#compactAt = Math.ceil(this.#size * 1.5)
-        })
-      }
-      for (const pending of batch) {
-        if (pending.refused !== undefined) pending.reject(pending.refused)
-        else pending.resolve()
-      }
+  /** One batch of writes (GroupCommit): appended and fsynced, applied, then settled. */
+  async #commit(batch: Pending[]): Promise<void> {
+    try {
+      await this.#append(batch)
+    } catch (err) {
+      this.#recover()
+      const error = asStorageError(err, this.#path)
+      for (const pending of batch) pending.reject(pending.refused ?? error)
+      return
     }
-    this.#busy = false
-    for (const resolve of this.#idle.splice(0)) resolve()
+    for (const pending of batch) this.#live += applyTo(this.#texts, pending.changes)
+    if (
+      this.#size >= this.#compactAt &&
+      this.#size > Math.max(this.#compactMinBytes, 2 * this.#live)
+    ) {
+      // A failed compaction (no room for the copy) leaves the old file, which holds every write.
+      await this.#compact().catch(() => {
+        this.#compactAt = Math.ceil(this.#size * 1.5)
+      })
+    }
+    for (const pending of batch) {
+      if (pending.refused !== undefined) pending.reject(pending.refused)
+      else pending.resolve()
+    }
   }
 
   async #append(batch: readonly Pending[]): Promise<void> {
@@ -251,30 +228,11 @@ export class FileReplicaStorage implements ReplicaStorage {
   }
 
   async #compact(): Promise<void> {
-    const frames = [HEADER, ...snapshotRecords(this.#texts)]
-    const bytes = Buffer.concat(frames)
-    const tmp = `${this.#path}.tmp`
-    const fd = openSync(tmp, 'w')
-    try {
-      await writeAll(fd, bytes, 0)
-      await fullSync(fd)
-      renameSync(tmp, this.#path)
-    } catch (err) {
-      closeSync(fd)
-      rmSync(tmp, { force: true })
-      throw err
-    }
+    const bytes = Buffer.concat([HEADER, ...snapshotRecords(this.#texts)])
+    const fd = await replaceFile(this.#path, bytes)
     closeSync(this.#fd)
     this.#fd = fd
     this.#size = bytes.length
     this.compactions++
-    syncDirectory(this.#path)
-  }
-}
-
-async function writeAll(fd: number, bytes: Buffer, position: number): Promise<void> {
-  for (let done = 0; done < bytes.length; ) {
-    const { bytesWritten } = await writeAt(fd, bytes, done, bytes.length - done, position + done)
-    done += bytesWritten
   }
 }

@@ -1,25 +1,12 @@
-import {
-  closeSync,
-  fdatasync,
-  fsync,
-  fsyncSync,
-  ftruncateSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  write,
-  writeSync,
-} from 'node:fs'
-import { dirname } from 'node:path'
+import { closeSync, fdatasync, fsyncSync, ftruncateSync, openSync, readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
+import { readIfThere, replaceFile, replaceFileSync, writeAll } from '../../durable/file-steps.js'
+import { GroupCommit } from '../../durable/group-commit.js'
 import { releaseLock, takeLock } from './file-lock.js'
 import { JournalOpenError } from './journal-open-error.js'
 import { type DecodedRecord, decodeJournal, encodeHeader } from './record-format.js'
 
-const writeAt = promisify(write)
 const dataSync = promisify(fdatasync)
-const fullSync = promisify(fsync)
 
 export interface JournalFileOptions {
   path: string
@@ -76,10 +63,8 @@ export class JournalFile {
   #dirty = false
   /** No compaction until the file is this long: twice the last image written (or more after a failed one). */
   #compactAt = 0
-  #pending: Append[] = []
-  #busy = false
+  readonly #appends = new GroupCommit<Append>((batch) => this.#commit(batch))
   #closed = false
-  #idle: (() => void)[] = []
   /** The last append, settled either way. */
   #last: Promise<void> = Promise.resolve()
 
@@ -102,10 +87,10 @@ export class JournalFile {
     const { path } = options
     takeLock(`${path}.lock`, path)
     try {
-      let bytes = readJournal(path)
+      let bytes = readIfThere(path)
       if (bytes.length === 0) {
         bytes = encodeHeader(options.newEpoch())
-        replaceFile(path, [bytes])
+        replaceFileSync(path, [bytes])
       }
       const decoded = decodeJournal(bytes)
       if (decoded === 'foreign') {
@@ -148,8 +133,7 @@ export class JournalFile {
   append(frame: Buffer): Promise<void> {
     if (this.#closed) return Promise.reject(new Error('the journal is closed'))
     const appended = new Promise<void>((resolve, reject) => {
-      this.#pending.push({ frame, resolve, reject })
-      if (!this.#busy) void this.#pump()
+      this.#appends.push({ frame, resolve, reject })
     })
     this.#last = appended.catch(() => {})
     return appended
@@ -157,35 +141,27 @@ export class JournalFile {
 
   /** Resolves once every append queued so far is durable or lost. */
   settled(): Promise<void> {
-    return this.#busy ? this.#last : Promise.resolve()
+    return this.#appends.busy ? this.#last : Promise.resolve()
   }
 
   /** Waits for every append queued, then closes the file and removes the lock. */
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
-    if (this.#busy) await new Promise<void>((resolve) => this.#idle.push(resolve))
+    if (this.#appends.busy) await this.#appends.idle()
     closeSync(this.#fd)
     releaseLock(this.#lockPath)
   }
 
-  async #pump(): Promise<void> {
-    this.#busy = true
-    // Later appends wait for this batch; one turn lets the appends of this tick join it.
-    await Promise.resolve()
-    while (this.#pending.length > 0) {
-      const batch = this.#pending
-      this.#pending = []
-      try {
-        if (!(this.#compactionDue() && (await this.#compact()))) await this.#write(batch)
-      } catch (err) {
-        this.#lose(batch, err)
-        continue
-      }
-      for (const append of batch) append.resolve()
+  /** One batch of appends (GroupCommit): written and fsynced, or lost. */
+  async #commit(batch: Append[]): Promise<void> {
+    try {
+      if (!(this.#compactionDue() && (await this.#compact()))) await this.#write(batch)
+    } catch (err) {
+      this.#lose(batch, err)
+      return
     }
-    this.#busy = false
-    for (const resolve of this.#idle.splice(0)) resolve()
+    for (const append of batch) append.resolve()
   }
 
   async #write(batch: readonly Append[]): Promise<void> {
@@ -208,8 +184,7 @@ export class JournalFile {
    * rebuilt from it, synchronously, so no write slips in between.
    */
   #lose(batch: readonly Append[], error: unknown): void {
-    const lost = [...batch, ...this.#pending]
-    this.#pending = []
+    const lost = [...batch, ...this.#appends.takeQueued()]
     try {
       ftruncateSync(this.#fd, this.#durable)
       this.#dirty = false
@@ -233,16 +208,10 @@ export class JournalFile {
    */
   async #compact(): Promise<boolean> {
     const bytes = Buffer.concat([encodeHeader(this.#epoch), ...this.#options.image()])
-    const tmp = `${this.#path}.tmp`
-    let fd: number | undefined
+    let fd: number
     try {
-      fd = openSync(tmp, 'w')
-      await writeAll(fd, bytes, 0)
-      await fullSync(fd)
-      renameSync(tmp, this.#path)
+      fd = await replaceFile(this.#path, bytes)
     } catch {
-      if (fd !== undefined) closeSync(fd)
-      rmSync(tmp, { force: true })
       this.#compactAt = Math.ceil(this.#durable * 1.5)
       return false
     }
@@ -254,53 +223,9 @@ export class JournalFile {
     // larger than twice the notes alone (1,000 small notes, 10,000 changes kept): the next
     // compaction waits until the file has doubled since, or every write would compact again.
     this.#compactAt = 2 * bytes.length
+    // replaceFile fsynced the directory; one that refuses leaves the rename to the file system's
+    // next flush, which is what an error here cannot improve on.
     closeSync(old)
-    // The new file is in place either way; a directory fsync that fails leaves the rename to the
-    // file system's next flush, which is what an error here cannot improve on.
-    syncDirectory(this.#path)
     return true
-  }
-}
-
-async function writeAll(fd: number, bytes: Buffer, position: number): Promise<void> {
-  for (let done = 0; done < bytes.length; ) {
-    const { bytesWritten } = await writeAt(fd, bytes, done, bytes.length - done, position + done)
-    done += bytesWritten
-  }
-}
-
-function readJournal(path: string): Buffer {
-  try {
-    return readFileSync(path)
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return Buffer.alloc(0)
-    throw err
-  }
-}
-
-/** Writes `path` whole, atomically: a temporary file, fsync, rename, directory fsync. */
-function replaceFile(path: string, frames: readonly Buffer[]): void {
-  const tmp = `${path}.tmp`
-  const fd = openSync(tmp, 'w')
-  try {
-    for (const frame of frames) writeSync(fd, frame)
-    fsyncSync(fd)
-  } finally {
-    closeSync(fd)
-  }
-  renameSync(tmp, path)
-  syncDirectory(path)
-}
-
-export function syncDirectory(path: string): void {
-  try {
-    const fd = openSync(dirname(path), 'r')
-    try {
-      fsyncSync(fd)
-    } finally {
-      closeSync(fd)
-    }
-  } catch {
-    // Some file systems refuse to fsync a directory; the rename stands.
   }
 }

@@ -1,4 +1,5 @@
 import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs'
+import { syncDirectory } from '../../durable/file-steps.js'
 import {
   checkImportCaps,
   type ImportCaps,
@@ -7,7 +8,6 @@ import {
 } from '../import-source.js'
 import { etagOf, randomEpoch, versionToken } from '../kernel/version-token.js'
 import type { ImageNote } from '../memory-records.js'
-import { syncDirectory } from './journal-file.js'
 import { imageRecords } from './journal-records.js'
 import { JournaledNotebooks, notebookEpoch } from './journaled-notebooks.js'
 import { encodeHeader } from './record-format.js'

@@ -1,8 +1,9 @@
+import { encodeRecord } from '../../durable/record-frame.js'
 import { etagOf } from '../kernel/version-token.js'
 import type { MemoryNoteStore } from '../memory.js'
 import type { ImageNote, RememberedKey, StoreImage } from '../memory-records.js'
 import type { Change } from '../types.js'
-import { type DecodedRecord, encodeRecord } from './record-format.js'
+import type { DecodedRecord } from './record-format.js'
 
 /**
  * What the journal's records say (DECISION 37), as JSON payloads of record-format's frames, and

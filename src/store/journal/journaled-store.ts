@@ -1,3 +1,4 @@
+import { encodeRecord } from '../../durable/record-frame.js'
 import { MemoryNoteStore } from '../memory.js'
 import type { MemoryStoreOptions, SharedParts } from '../memory-options.js'
 import { type RecordedWrite, snapshot } from '../memory-records.js'
@@ -28,7 +29,6 @@ import {
   SHARED_NOTEBOOK,
   type WritePayload,
 } from './journal-records.js'
-import { encodeRecord } from './record-format.js'
 
 /**
  * What a notebook's store needs of the journal that holds it (JournaledNotebooks): appends that
