@@ -4,7 +4,7 @@ import { migrate, quoteIdent } from '../src/store/postgres/schema.js'
 
 /**
  * Migrated schemas for the tests' fresh, empty stores, reused instead of migrated anew: opening a
- * store on a new schema runs every migration (~160 ms of PostgreSQL's CPU), and the PostgreSQL
+ * store on a new schema runs every migration (90-160 ms of PostgreSQL's CPU), and the PostgreSQL
  * suites open one per case. A schema comes back once its store is closed (`give`), is reset to
  * exactly what a fresh migration leaves, and is handed to the next store that asks (`take`).
  *
@@ -12,8 +12,8 @@ import { migrate, quoteIdent } from '../src/store/postgres/schema.js'
  * (with a marker epoch) and snapshots every table's rows and every sequence's position. A reset,
  * one transaction, empties every table, puts the snapshot's rows back with the marker replaced by
  * the epoch the schema is reset for, and sets every sequence back to its snapshot. A schema
- * whose tables or columns differ from the template's, or whose reset fails for any reason
- * (a session that still holds a lock on it: lock_timeout), is dropped from the pool, never reused.
+ * whose tables, columns, indexes or functions differ from the template's, or whose reset fails
+ * for any reason (a session still holds a lock on it: lock_timeout), is dropped, never reused.
  *
  * The epoch: a store that names none gets a NEW random one on every reuse, as migration 1 draws,
  * so no version token or ETag of one case matches another's. A store that names one (the suites'
@@ -63,7 +63,8 @@ export class SchemaPool {
   /**
    * Gives back a schema that `take` handed out, once the store on it is closed (never before:
    * it would be reset under the store): reset for `epoch`, then ready for the next `take(epoch)`.
-   * Never throws: a schema that cannot be reset is dropped from the pool.
+   * A schema that cannot be reset is dropped from the pool, without an error; a schema that is not
+   * out of this pool is an error.
    */
   async give(schema: string, epoch?: string): Promise<void> {
     if (!this.#out.delete(schema)) throw new Error(`schema ${schema} is not out of this pool`)
