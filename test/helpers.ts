@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto'
+import { createHmac } from 'node:crypto'
 import type { RequestListener } from 'node:http'
 import { after, afterEach, before, describe } from 'node:test'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
@@ -13,6 +13,7 @@ import { PostgresNotebooks } from '../src/store/postgres/notebooks.js'
 import { PostgresNoteStore } from '../src/store/postgres/store.js'
 import type { Notebooks, NoteStore } from '../src/store/types.js'
 import { postgresAvailable, testDatabase } from './postgres-cluster.js'
+import { pooledStore } from './schema-pool.js'
 
 export interface TestApp {
   app: FastifyInstance
@@ -161,8 +162,9 @@ function signedSync(secret: string, sub: string): string {
 export const MEMORY: SuiteContext = suiteContext('memory', 'fastify', memoryStore)
 
 /**
- * The PostgreSQL side of one suite: every store made in it gets a fresh schema in this process's
- * test database (testDatabase), and is closed after each case. Not durable: these suites prove
+ * The PostgreSQL side of one suite: every store made in it starts on an empty schema of its own in
+ * this process's test database (testDatabase), from the schema pool (schema-pool.ts), and is
+ * closed after each case, which gives its schema back to the pool. Not durable: these suites prove
  * behaviour, not what survives a crash (postgres-faults does).
  */
 function postgresSuite(
@@ -177,16 +179,25 @@ function postgresSuite(
   const opened: { close: () => Promise<void> }[] = []
   const where = () => {
     if (url === '') throw new Error('a PostgreSQL test app outside a case of its suite')
-    // Random: the suites of a file share one database and know nothing of each other.
-    return { url, schema: `app_${randomBytes(6).toString('hex')}`, poolSize: 2 }
+    return { url, poolSize: 2 }
   }
+  // Each store starts on an empty schema of its own (the suites of a file share one database and
+  // know nothing of each other): a migrated one from the pool, reset when the store is closed.
   const makeStore = (options: MemoryStoreOptions) => {
-    const store = new PostgresNoteStore({ ...options, ...where() })
+    const store = pooledStore(
+      where().url,
+      options.epoch,
+      (schema) => new PostgresNoteStore({ ...options, ...where(), schema }),
+    )
     opened.push(store)
     return store
   }
   const makeNotebooks = (options: MemoryNotebooksOptions) => {
-    const notebooks = new PostgresNotebooks({ ...options, ...where() })
+    const notebooks = pooledStore(
+      where().url,
+      undefined,
+      (schema) => new PostgresNotebooks({ ...options, ...where(), schema }),
+    )
     opened.push(notebooks)
     return notebooks
   }

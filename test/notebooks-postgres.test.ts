@@ -8,6 +8,7 @@ import { type NoteStore, StoreFullError } from '../src/store/types.js'
 import { runNotebooksContract } from './notebooks.contract.js'
 import { runNotebooksModelProperty } from './notebooks-model.property.js'
 import { postgresAvailable, testDatabase } from './postgres-cluster.js'
+import { pooledStore } from './schema-pool.js'
 import { type ContractStoreOptions, runStoreContract } from './store.contract.js'
 
 const url = postgresAvailable('PostgresNotebooks') ? await testDatabase() : ''
@@ -22,19 +23,26 @@ if (url !== '') {
     await Promise.all(opened.map((one) => one.close()))
   })
   let schemas = 0
-  const make = (options: ConstructorParameters<typeof PostgresNotebooks>[0]) => {
-    const notebooks = new PostgresNotebooks(options)
+  type Options = Omit<ConstructorParameters<typeof PostgresNotebooks>[0], 'url' | 'schema'>
+  // Notebooks that start empty, on a schema of the pool (schema-pool.ts), given back on close;
+  // `made` gets the schema.
+  const pooled = (options: Options, made?: (schema: string) => void) =>
+    pooledStore(url, undefined, (schema) => {
+      made?.(schema)
+      return new PostgresNotebooks({ url, schema, poolSize: 2, ...options })
+    })
+  const make = (options: Options, made?: (schema: string) => void) => {
+    const notebooks = pooled(options, made)
     opened.push(notebooks)
     return notebooks
   }
-  const defaults = () => ({ url, schema: `notebooks_${++schemas}`, poolSize: 2 })
 
   runNotebooksContract('PostgresNotebooks', (options) =>
-    make({ maxNotes: 1 << 24, maxBytes: 1 << 24, ...defaults(), ...options }),
+    make({ maxNotes: 1 << 24, maxBytes: 1 << 24, ...options }),
   )
 
   describe('PostgresNotebooks against three models', () => {
-    runNotebooksModelProperty((options) => new PostgresNotebooks({ ...defaults(), ...options }), {
+    runNotebooksModelProperty((options) => pooled(options), {
       numRuns: 40,
       close: (notebooks) => (notebooks as PostgresNotebooks).close(),
     })
@@ -47,18 +55,20 @@ if (url !== '') {
       const maxBytes = o.maxBytes ?? 1 << 28
       const clock = o.now ?? Date.now
       let filling = true
-      const schema = `notebooks_${++schemas}`
-      const notebooks = make({
-        url,
-        schema,
-        poolSize: 2,
-        maxNotes: 2 * maxNotes,
-        maxBytes: 2 * maxBytes,
-        maxNotesPerNotebook: maxNotes,
-        maxBytesPerNotebook: maxBytes,
-        now: () => (filling ? -1000 : clock()),
-        ...(o.historyLimit === undefined ? {} : { historyLimit: o.historyLimit }),
-      })
+      let schema = ''
+      const notebooks = make(
+        {
+          maxNotes: 2 * maxNotes,
+          maxBytes: 2 * maxBytes,
+          maxNotesPerNotebook: maxNotes,
+          maxBytesPerNotebook: maxBytes,
+          now: () => (filling ? -1000 : clock()),
+          ...(o.historyLimit === undefined ? {} : { historyLimit: o.historyLimit }),
+        },
+        (made) => {
+          schema = made
+        },
+      )
       const filled = fillOther(notebooks.notebook('b'), schema).then(() => {
         filling = false
       })
@@ -91,7 +101,8 @@ if (url !== '') {
       } finally {
         await client.end()
       }
-      const notebooks = make({
+      // A schema of its own, made by an older release: not the pool's.
+      const notebooks = new PostgresNotebooks({
         url,
         schema,
         poolSize: 2,
@@ -99,6 +110,7 @@ if (url !== '') {
         maxBytes: 100_000,
         now: () => 3000,
       })
+      opened.push(notebooks)
       const shared = notebooks.notebook('shared')
       assert.deepEqual(await shared.list(), {
         json: '[{"t":"A","id":1000},{"t":"c","id":1002}]',

@@ -1,12 +1,12 @@
 import { after, afterEach } from 'node:test'
 import { PostgresNoteStore } from '../src/store/postgres/store.js'
 import { postgresAvailable, testDatabase } from './postgres-cluster.js'
+import { pooledStore } from './schema-pool.js'
 import { type ContractStoreOptions, runStoreContract } from './store.contract.js'
 
 if (postgresAvailable('PostgresNoteStore contract')) {
   const url = await testDatabase()
   const stores: PostgresNoteStore[] = []
-  let schemas = 0
   // Each case's stores are closed after it, so that the cases' connections never add up past the
   // cluster's max_connections.
   afterEach(async () => {
@@ -18,15 +18,20 @@ if (postgresAvailable('PostgresNoteStore contract')) {
   runStoreContract(
     'PostgresNoteStore',
     ({ maxNotes = 1_000_000, maxBytes = 1 << 28, now, historyLimit }: ContractStoreOptions) => {
-      const store = new PostgresNoteStore({
+      const store = pooledStore(
         url,
-        schema: `contract_${++schemas}`,
-        maxNotes,
-        maxBytes,
-        poolSize: 2,
-        ...(now === undefined ? {} : { now }),
-        ...(historyLimit === undefined ? {} : { historyLimit }),
-      })
+        undefined,
+        (schema) =>
+          new PostgresNoteStore({
+            url,
+            schema,
+            maxNotes,
+            maxBytes,
+            poolSize: 2,
+            ...(now === undefined ? {} : { now }),
+            ...(historyLimit === undefined ? {} : { historyLimit }),
+          }),
+      )
       stores.push(store)
       return store
     },
