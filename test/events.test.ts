@@ -46,7 +46,7 @@ async function listenFeed(
  * a stream opened meanwhile is refused with 503.
  */
 async function untilLetGo(port: number): Promise<void> {
-  const deadline = Date.now() + 10_000
+  const deadline = Date.now() + 30_000
   for (;;) {
     const probe = await SseClient.open(port, '/api/events')
     const status = probe.status
@@ -87,7 +87,7 @@ async function openAdmitted(
   port: number,
   headers: Record<string, string>,
 ): Promise<Client> {
-  const deadline = Date.now() + 10_000
+  const deadline = Date.now() + 30_000
   for (;;) {
     const client = await openStream(t, port, '/api/events', headers)
     if (client.status === 200) return client

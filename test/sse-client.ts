@@ -80,8 +80,12 @@ export class SseClient {
     })
   }
 
-  /** Resolves once `done()` holds, checked after every chunk; rejects after `timeoutMs`. */
-  until(done: (client: SseClient) => boolean, timeoutMs = 10_000): Promise<void> {
+  /**
+   * Resolves once `done()` holds, checked after every chunk; rejects after `timeoutMs`: a bound on
+   * waiting, not a speed check. 30 s, since a resumed stream of 20 MB of history once took over
+   * 10 s on a 2-core machine running other test files beside it.
+   */
+  until(done: (client: SseClient) => boolean, timeoutMs = 30_000): Promise<void> {
     if (done(this)) return Promise.resolve()
     return new Promise((resolve, reject) => {
       const check = (): void => {
