@@ -1,11 +1,10 @@
-import { createHash } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { sep } from 'node:path'
-import { brotliCompressSync, constants, gzipSync } from 'node:zlib'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { type Coding, encodedEtag, parseAcceptEncoding } from '../api/compression.js'
 import { noneMatch } from '../api/conditional.js'
 import { sendProblem } from '../api/problem.js'
+import { compressedPageFile, contentDigest } from './page-compression.js'
 
 /** The Trusted Types policy the page registers its service worker through (src/ui/main.ts). */
 export const SERVICE_WORKER_POLICY = 'notes-service-worker'
@@ -81,20 +80,32 @@ const SOURCES = new URL('../../../src/ui/', import.meta.url)
 let loaded: PageFiles | undefined
 
 /**
- * Reads and compresses the page's files once per process (brotli at its best quality costs tens
- * of milliseconds, and every app built by the tests would pay it again), so that a request only
- * picks the bytes to send. Synchronously, on purpose: with zlib's and fs's async calls at
- * start-up, the process then spent about 7% more instructions on every W1 request for the rest
- * of its life (callgrind, `npm run bench:instructions`: 74,448 against 69,508 with UI=false; with
- * the sync calls 72,499 against 71,916, within the runs' spread).
+ * Reads the page's files once per process, with the compressed copies that the build wrote
+ * (page-compression.ts), so that a request only picks the bytes to send. Synchronously, on
+ * purpose: with zlib's and fs's async calls at start-up, the process then spent about 7% more
+ * instructions on every W1 request for the rest of its life (callgrind, `npm run
+ * bench:instructions`: 74,448 against 69,508 with UI=false; with the sync calls 72,499 against
+ * 71,916, within the runs' spread).
  */
 export function loadPageFiles(): PageFiles {
-  loaded ??= readPageFiles()
+  loaded ??= new Map(
+    pageSources().map(({ name, contentType, url }) => [
+      name,
+      pageFile(contentType, readFileSync(url)),
+    ]),
+  )
   return loaded
 }
 
-function readPageFiles(): PageFiles {
-  const files = new Map<string, PageFile>()
+/** One file of the page: its name under /ui/ ('index.html' is served at /), type and place. */
+export interface PageSource {
+  name: string
+  contentType: string
+  url: URL
+}
+
+/** Every file of the page, where it is on disk; throws when its scripts are not built. */
+export function pageSources(): PageSource[] {
   let modules: string[]
   try {
     modules = readdirSync(COMPILED)
@@ -108,23 +119,19 @@ function readPageFiles(): PageFiles {
       `The notes page's scripts are not built (no main.js in ${COMPILED.pathname}): run npm run build, or set UI=false.`,
     )
   }
-  const sources: [name: string, contentType: string, url: URL][] = [
-    ...Object.entries(STATIC_FILES).map(([name, type]): [string, string, URL] => [
+  return [
+    ...Object.entries(STATIC_FILES).map(([name, contentType]) => ({
       name,
-      type,
-      new URL(name, SOURCES),
-    ]),
-    ...modules.map((name): [string, string, URL] => [name, JAVASCRIPT, new URL(name, COMPILED)]),
-    ...modulesUnder(CLIENT).map((name): [string, string, URL] => [
-      `client/${name}`,
-      JAVASCRIPT,
-      new URL(name, CLIENT),
-    ]),
+      contentType,
+      url: new URL(name, SOURCES),
+    })),
+    ...modules.map((name) => ({ name, contentType: JAVASCRIPT, url: new URL(name, COMPILED) })),
+    ...modulesUnder(CLIENT).map((name) => ({
+      name: `client/${name}`,
+      contentType: JAVASCRIPT,
+      url: new URL(name, CLIENT),
+    })),
   ]
-  for (const [name, contentType, url] of sources) {
-    files.set(name, pageFile(contentType, readFileSync(url)))
-  }
-  return files
 }
 
 /** The .js files under `folder`, at any depth, by their relative path: 'replica/replica.js'. */
@@ -142,14 +149,10 @@ function modulesUnder(folder: URL): string[] {
 }
 
 function pageFile(contentType: string, body: Buffer): PageFile {
-  const hash = createHash('sha256').update(body).digest('base64url').slice(0, 27)
-  const br = brotliCompressSync(body, {
-    params: {
-      [constants.BROTLI_PARAM_QUALITY]: constants.BROTLI_MAX_QUALITY,
-      [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
-    },
-  })
-  const gz = gzipSync(body, { level: constants.Z_BEST_COMPRESSION })
+  const digest = contentDigest(body)
+  const hash = digest.slice(0, 27)
+  const br = compressedPageFile(body, digest, 'br')
+  const gz = compressedPageFile(body, digest, 'gzip')
   const etag = `"${hash}"`
   return {
     contentType,
@@ -163,7 +166,8 @@ function pageFile(contentType: string, body: Buffer): PageFile {
 
 /**
  * `GET /` serves the notes page and `GET /ui/{file}` its scripts (the client library's under
- * /ui/client/), style, icons, manifest and service worker, read and compressed once at start-up. Each answer carries a strong ETag (one per encoding) and
+ * /ui/client/), style, icons, manifest and service worker, read once at start-up with the
+ * compressed copies the build made. Each answer carries a strong ETag (one per encoding) and
  * `Cache-Control: no-cache`: a browser revalidates and gets a 304 instead of the file again.
  * Nothing here touches the note routes or the fast lane, which never sees `/` or `/ui/`; the
  * page holds no notes, so it stays open when access keys are on (it asks for a key when the API
