@@ -260,6 +260,43 @@ describe('the notes page in Chromium', { skip: SKIP, concurrency: false }, () =>
     await watched.context.close()
   })
 
+  it('keeps what the person types for the next note while the last one is still being kept', async () => {
+    const origin = await serve()
+    const watched = await open(origin)
+    const { page } = watched
+    await loaded(page)
+    // The moment the note shows in the list (before this device's storage has confirmed it), the
+    // person starts the next one: a new title, typed as input events would set it.
+    await inPage(
+      page,
+      `new MutationObserver((_, observer) => {
+        if (![...document.querySelectorAll('#notes h3')].some((h) => h.textContent === 'First')) return
+        observer.disconnect()
+        const title = document.getElementById('create-title')
+        title.value = 'Second'
+        title.dispatchEvent(new Event('input', { bubbles: true }))
+        document.body.dataset.typedAt = 'shown'
+      }).observe(document.getElementById('notes'), { childList: true, subtree: true })`,
+    )
+    await page.locator('#create-title').fill('First')
+    await page.locator('#create-body').fill('the body of the first')
+    await page.getByRole('button', { name: 'Create note' }).click()
+    await item(page, 'First').waitFor()
+    assert.equal(await inPage(page, 'document.body.dataset.typedAt'), 'shown')
+    // Once the first is kept: the title typed meanwhile stays, the body that was sent is cleared.
+    await page.locator('#create-button:not([disabled])').waitFor()
+    await page.locator('#announcer', { hasText: 'Note created' }).waitFor({ state: 'attached' })
+    assert.equal(await page.locator('#create-title').inputValue(), 'Second')
+    assert.equal(await page.locator('#create-body').inputValue(), '')
+    await page.getByRole('button', { name: 'Create note' }).click()
+    await item(page, 'Second').waitFor()
+    // Nothing was typed while the second was kept: the form is emptied, ready for the next.
+    await page.waitForFunction("document.getElementById('create-title').value === ''")
+    assert.deepEqual(await page.locator('#notes h3').allTextContents(), ['Second', 'First'])
+    clean(watched)
+    await watched.context.close()
+  })
+
   it('shows note content only as text: markup and script in fields never run', async () => {
     const origin = await serve()
     const hostile = {

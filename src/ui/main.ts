@@ -389,6 +389,7 @@ async function create(): Promise<void> {
     return
   }
   createButton.disabled = true
+  const sent = createFields()
   try {
     // Kept on this device at once (durably), sent with an Idempotency-Key: never twice.
     await open.create(note)
@@ -403,12 +404,29 @@ async function create(): Promise<void> {
     searchInput.value = ''
     render()
   }
-  createForm.reset()
-  createJson.value = ''
-  switchCreateMode()
+  clearCreated(sent)
   announce(
     open.online ? 'Note created.' : 'Note created; it will be sent when the service is back.',
   )
+}
+
+/** The create form's fields, as the person left them. */
+const createFields = (): string[] => [createTitle.value, createBody.value, createJson.value]
+
+/**
+ * Empties the form once its note is kept. The note shows before this device's storage confirms
+ * it, and a person may be typing the next one by then: a field that no longer holds what was sent
+ * is theirs, and stays, and so does their place in the form.
+ */
+function clearCreated(sent: string[]): void {
+  const fields = [createTitle, createBody, createJson]
+  if (fields.some((field, i) => field.value !== sent[i])) {
+    for (const [i, field] of fields.entries()) if (field.value === sent[i]) field.value = ''
+    return
+  }
+  createForm.reset()
+  createJson.value = ''
+  switchCreateMode()
   createTitle.focus()
 }
 
