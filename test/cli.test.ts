@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
@@ -76,8 +84,19 @@ describe('the packed package', () => {
   it('installs from its tarball and runs as `npx notes-service`', {
     timeout: 240_000,
   }, async () => {
+    // `npm pack` runs the package's `prepare`, a full build. In the checkout that would rewrite
+    // dist/ while the test files running beside this one load it (one once read a module half
+    // written, and lacked an export): it builds in a copy of what the package is made from.
+    const source = join(work, 'source')
+    mkdirSync(source)
+    for (const name of readdirSync(ROOT)) {
+      if (/^(src|package\.json|tsconfig.*\.json|README.*|LICEN[CS]E.*)$/i.test(name)) {
+        cpSync(join(ROOT, name), join(source, name), { recursive: true })
+      }
+    }
+    symlinkSync(join(ROOT, 'node_modules'), join(source, 'node_modules'), 'dir')
     const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', work], {
-      cwd: ROOT,
+      cwd: source,
     })
     const [{ filename }] = JSON.parse(stdout.slice(stdout.indexOf('['))) as [{ filename: string }]
     writeFileSync(join(work, 'package.json'), '{"name":"pack-test","private":true}\n')
