@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { GroupCommit } from '../src/durable/group-commit.js'
 import { releasePidLock, takePidLock } from '../src/durable/pid-lock.js'
-import { encodeRecord, FRAME, scanRecords } from '../src/durable/record-frame.js'
+import { encodeRecord, FRAME, MAX_PAYLOAD, scanRecords } from '../src/durable/record-frame.js'
 
 /**
  * The durable/ floor on its own; the journal's and the file storage's suites check it through
@@ -14,9 +14,9 @@ import { encodeRecord, FRAME, scanRecords } from '../src/durable/record-frame.js
  */
 
 describe('record-frame', () => {
-  const read = (bytes: Buffer, maxPayload?: number) => {
+  const read = (bytes: Buffer) => {
     const payloads: [string, number][] = []
-    const scanned = scanRecords(bytes, 0, (p, offset) => payloads.push([p, offset]), maxPayload)
+    const scanned = scanRecords(bytes, 0, (p, offset) => payloads.push([p, offset]))
     return { scanned, payloads }
   }
 
@@ -32,17 +32,22 @@ describe('record-frame', () => {
     })
   })
 
-  it("takes a torn tail (cut short, or zeros) as the end, and a length above the caller's limit as damage", () => {
+  it('takes a torn tail (cut short, or zeros) as the end, and a length of 0 or above MAX_PAYLOAD as damage', () => {
     const two = Buffer.concat([encodeRecord('one'), encodeRecord('two')])
     assert.deepEqual(read(two.subarray(0, two.length - 1)).scanned, { ok: true, end: 11 })
     assert.deepEqual(read(Buffer.concat([two, Buffer.alloc(5)])).scanned, {
       ok: true,
       end: two.length,
     })
-    assert.deepEqual(read(two, 2), {
-      scanned: { ok: false, offset: 0, reason: 'a record length of 3' },
-      payloads: [],
-    })
+    // A frame that claims a length no record has, followed by good bytes: damage, not a tail.
+    for (const length of [0, MAX_PAYLOAD + 1]) {
+      const frame = Buffer.alloc(FRAME)
+      frame.writeUInt32BE(length, 0)
+      assert.deepEqual(read(Buffer.concat([encodeRecord('one'), frame, encodeRecord('two')])), {
+        scanned: { ok: false, offset: 11, reason: `a record length of ${length}` },
+        payloads: [['one', 0]],
+      })
+    }
   })
 })
 

@@ -9,7 +9,10 @@ import { crc32 } from 'node:zlib'
 
 /** Frame bytes before a payload: its length and its checksum. */
 export const FRAME = 8
-/** The largest payload length read as a record unless a caller names its own. */
+/**
+ * The largest payload length read as a record: larger than any record either file writes (a note
+ * is at most BODY_LIMIT, 64 MiB, escaped twice over), so a length above it is damage.
+ */
 export const MAX_PAYLOAD = 1 << 30
 
 /** One record's bytes: its frame, then the payload. */
@@ -41,11 +44,10 @@ export function scanRecords(
   bytes: Buffer,
   start: number,
   visit: (payload: string, offset: number) => void,
-  maxPayload = MAX_PAYLOAD,
 ): Scanned {
   let offset = start
   while (offset < bytes.length) {
-    const damage = recordDamage(bytes, offset, maxPayload)
+    const damage = recordDamage(bytes, offset)
     if (damage !== undefined) {
       if (damage.torn || zerosFrom(bytes, offset)) break
       return { ok: false, offset, reason: damage.reason }
@@ -59,17 +61,16 @@ export function scanRecords(
 
 /**
  * What is wrong with the record at `offset`, and whether it reaches the end of the bytes;
- * undefined for a whole record whose checksum matches. A length of 0 or above `maxPayload` is
+ * undefined for a whole record whose checksum matches. A length of 0 or above MAX_PAYLOAD is
  * damage that no torn write leaves ('a record length of 0').
  */
 function recordDamage(
   bytes: Buffer,
   offset: number,
-  maxPayload = MAX_PAYLOAD,
 ): { reason: string; torn: boolean } | undefined {
   if (bytes.length - offset < FRAME) return { reason: 'a record frame cut short', torn: true }
   const length = bytes.readUInt32BE(offset)
-  if (length === 0 || length > maxPayload) {
+  if (length === 0 || length > MAX_PAYLOAD) {
     return { reason: `a record length of ${length}`, torn: false }
   }
   const end = offset + FRAME + length

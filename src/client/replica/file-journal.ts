@@ -16,7 +16,6 @@ import {
  */
 
 export const HEADER = Buffer.from('notes-service replica 1\n')
-const MAX_PAYLOAD = 1 << 30
 /** A snapshot's records hold about this many bytes each. */
 const SNAPSHOT_RECORD = 1 << 16
 export const EMPTY = Buffer.alloc(0)
@@ -64,11 +63,8 @@ export function replay(bytes: Buffer, path: string): { texts: Texts; end: number
     throw new ReplicaStorageError('damaged', `${path} is not a notes-service replica file.`)
   }
   const texts = emptyTexts()
-  const scanned = scanRecords(
-    bytes,
-    HEADER.length,
-    (payload, offset) => applyTo(texts, decodePayload(payload, path, offset)),
-    MAX_PAYLOAD,
+  const scanned = scanRecords(bytes, HEADER.length, (payload, offset) =>
+    applyTo(texts, decodePayload(payload, path, offset)),
   )
   if (!scanned.ok) {
     throw new ReplicaStorageError(

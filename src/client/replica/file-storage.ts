@@ -128,7 +128,7 @@ export class FileReplicaStorage implements ReplicaStorage {
   /** Resolves once every write called before it has settled. */
   async load(): Promise<ReplicaContents> {
     if (this.#closed) throw closedError()
-    if (this.#writes.busy) await this.#writes.idle()
+    await this.#writes.idle()
     const contents = emptyContents()
     for (const table of REPLICA_TABLES) {
       const texts = this.#texts[table]
@@ -177,7 +177,7 @@ export class FileReplicaStorage implements ReplicaStorage {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
-    if (this.#writes.busy) await this.#writes.idle()
+    await this.#writes.idle()
     closeSync(this.#fd)
     releasePidLock(`${this.#path}.lock`)
   }

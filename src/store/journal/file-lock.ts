@@ -1,4 +1,4 @@
-import { releasePidLock, takePidLock } from '../../durable/pid-lock.js'
+import { takePidLock } from '../../durable/pid-lock.js'
 import { JournalOpenError } from './journal-open-error.js'
 
 /**
@@ -14,5 +14,3 @@ export function takeLock(lockPath: string, dataPath: string): void {
     )
   }
 }
-
-export const releaseLock = releasePidLock

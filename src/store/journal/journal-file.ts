@@ -2,7 +2,8 @@ import { closeSync, fdatasync, fsyncSync, ftruncateSync, openSync, readFileSync 
 import { promisify } from 'node:util'
 import { readIfThere, replaceFile, replaceFileSync, writeAll } from '../../durable/file-steps.js'
 import { GroupCommit } from '../../durable/group-commit.js'
-import { releaseLock, takeLock } from './file-lock.js'
+import { releasePidLock } from '../../durable/pid-lock.js'
+import { takeLock } from './file-lock.js'
 import { JournalOpenError } from './journal-open-error.js'
 import { type DecodedRecord, decodeJournal, encodeHeader } from './record-format.js'
 
@@ -111,7 +112,7 @@ export class JournalFile {
       const file = new JournalFile(options, fd, decoded.epoch, decoded.end)
       return { file, epoch: decoded.epoch, records: decoded.records, dropped }
     } catch (err) {
-      releaseLock(`${path}.lock`)
+      releasePidLock(`${path}.lock`)
       throw JournalOpenError.from(err, path)
     }
   }
@@ -148,9 +149,9 @@ export class JournalFile {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
-    if (this.#appends.busy) await this.#appends.idle()
+    await this.#appends.idle()
     closeSync(this.#fd)
-    releaseLock(this.#lockPath)
+    releasePidLock(this.#lockPath)
   }
 
   /** One batch of appends (GroupCommit): written and fsynced, or lost. */

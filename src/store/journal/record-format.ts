@@ -6,8 +6,6 @@ import { scanRecords } from '../../durable/record-frame.js'
  * the payload UTF-8 JSON. 'notes-service journal 1 k2x9q1ab3c\n' then 8 + n bytes per record.
  */
 const MAGIC = 'notes-service journal 1 '
-/** Larger than any record we write (a note is at most BODY_LIMIT, 64 MiB, escaped twice over). */
-const MAX_PAYLOAD = 1 << 30
 
 /** 'k2x9q1ab3c' -> the header line's bytes. */
 export function encodeHeader(epoch: string): Buffer {
@@ -41,11 +39,8 @@ export function decodeJournal(bytes: Buffer): Decoded | 'foreign' {
   const epoch = header.startsWith(MAGIC) ? header.slice(MAGIC.length) : ''
   if (!/^[0-9a-z]{1,16}$/.test(epoch)) return 'foreign'
   const records: DecodedRecord[] = []
-  const scanned = scanRecords(
-    bytes,
-    newline + 1,
-    (payload, offset) => records.push({ offset, payload }),
-    MAX_PAYLOAD,
+  const scanned = scanRecords(bytes, newline + 1, (payload, offset) =>
+    records.push({ offset, payload }),
   )
   if (!scanned.ok) return scanned
   return { ok: true, epoch, records, end: scanned.end }
