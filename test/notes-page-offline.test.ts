@@ -189,9 +189,12 @@ async function until(page: Page, expression: string): Promise<void> {
 }
 
 /** The page, once its service worker controls it (installed, activated, claimed). */
+const pageErrors = new WeakMap<Page, string[]>()
+
 async function openControlled(context: BrowserContext, origin: string): Promise<Page> {
   const page = await context.newPage()
   const errors: string[] = []
+  pageErrors.set(page, errors)
   page.on('pageerror', (error) => errors.push(error.message))
   const response = await page.goto(`${origin}/`)
   assert.equal(response?.status(), 200)
@@ -370,9 +373,10 @@ describe('the notes page offline, in Chromium', { skip: SKIP, concurrency: false
       await item(page, name)
         .waitFor({ timeout: 10_000 })
         .catch(async (err: unknown) => {
-          const said = await page.evaluate(
-            `[document.getElementById('create-error').textContent, document.getElementById('sync-error').textContent, document.getElementById('list-status').textContent, document.getElementById('create-title').value, [...document.querySelectorAll('#notes h3')].map((h) => h.textContent).join()]`,
+          const said: unknown[] = await page.evaluate(
+            `[document.getElementById('create-error').textContent, document.getElementById('sync-error').textContent, document.getElementById('list-status').textContent, document.getElementById('create-title').value, [...document.querySelectorAll('#notes h3')].map((h) => h.textContent).join(), document.getElementById('create-button').disabled, document.activeElement?.id, document.getElementById('waiting').textContent]`,
           )
+          said.push(pageErrors.get(page) ?? [])
           throw new Error(`${name}: ${JSON.stringify(said)}`, { cause: err })
         })
     }

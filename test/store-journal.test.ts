@@ -398,7 +398,12 @@ describe('DATA_FILE: the service', () => {
         acknowledged.push(tag)
       }
     })
-    await new Promise((resolve) => setTimeout(resolve, 300 + Math.random() * 300))
+    // Killed at a random moment once a few batches are acknowledged (however slow the machine).
+    const deadline = Date.now() + 30_000
+    while (acknowledged.length <= 8 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * 300))
     server.child.kill('SIGKILL')
     await server.exited
     await Promise.all(writers)
