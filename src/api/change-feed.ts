@@ -384,7 +384,9 @@ export class ChangeFeed {
   /**
    * Resolves once the stream's backlog is below half the bound, or it has closed. A client that
    * reads nothing for `stallMs` is cut off, as a live stream is once its backlog passes the bound:
-   * it resumes from the last event it received, and nothing waits on it meanwhile.
+   * it resumes from the last event it received, and nothing waits on it meanwhile. An interval in
+   * which this process itself was held up (its check came late by half of it or more) proves
+   * nothing of the client, which had no chance to be read from: it starts the count again.
    */
   #drained(stream: EventStream): Promise<void> {
     const { response } = stream
@@ -395,6 +397,7 @@ export class ChangeFeed {
     }
     return new Promise((resolve) => {
       let before = response.writableLength
+      let checkedAt = performance.now()
       const done = (): void => {
         clearInterval(watch)
         // The socket's: the response never says 'drain' for writes it did not make.
@@ -405,7 +408,9 @@ export class ChangeFeed {
       const watch = setInterval(() => {
         const now = response.writableLength
         if (stream.closed || now <= half) return done()
-        if (now < before) {
+        const late = performance.now() - checkedAt - this.#tuning.stallMs
+        checkedAt = performance.now()
+        if (now < before || late >= this.#tuning.stallMs / 2) {
           before = now
           return
         }
