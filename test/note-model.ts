@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer'
+import { parseJson } from '../src/store/kernel/parse-json.js'
 
 /** The caps the model applies (DECISIONS 5, 7 and 14). */
 export interface ModelLimits {
@@ -161,7 +162,7 @@ export class NoteModel {
     const json = JSON.stringify(note)
     // The note is what the store serves back: 1e400 became Infinity and is stored as null.
     this.version++
-    this.notes.push({ value: JSON.parse(json) as Fields, json, version: this.version })
+    this.notes.push({ value: parseJson(json) as Fields, json, version: this.version })
     this.#listBody = undefined
     this.lastId = id
     return json
@@ -218,7 +219,7 @@ export class NoteModel {
     kind: ModelPatchKind = 'merge',
   ): { json: string; refused: boolean } {
     const current = this.notes[index] as ModelNote
-    const parsed = JSON.parse(current.json) as Fields
+    const parsed = parseJson(current.json) as Fields
     const note = kind === 'merge-patch' ? (mergePatch(parsed, fields) as Fields) : parsed
     if (kind === 'merge') {
       for (const key of Object.keys(fields)) {
@@ -238,7 +239,7 @@ export class NoteModel {
 
   replace(index: number, json: string): void {
     this.version++
-    this.notes[index] = { value: JSON.parse(json) as Fields, json, version: this.version }
+    this.notes[index] = { value: parseJson(json) as Fields, json, version: this.version }
     this.#listBody = undefined
   }
 
@@ -286,7 +287,7 @@ export class NoteModel {
     if (!isUtf8(body)) return { ok: false, status: 400 }
     let value: unknown
     try {
-      value = JSON.parse(body.toString('utf8'))
+      value = parseJson(body.toString('utf8'))
     } catch {
       return { ok: false, status: 400 }
     }
@@ -306,7 +307,7 @@ export class NoteModel {
  * Own keys only, set by defineProperty: a '__proto__' key is data like any other.
  */
 export function mergePatch(target: unknown, patch: unknown): unknown {
-  if (!isObject(patch)) return JSON.parse(JSON.stringify(patch) ?? 'null')
+  if (!isObject(patch)) return parseJson(JSON.stringify(patch) ?? 'null')
   const result: Fields = isObject(target) ? target : {}
   for (const [name, value] of Object.entries(patch)) {
     if (value === null) {
@@ -338,7 +339,7 @@ export function depthOf(value: unknown): number {
 
 /** The note a create makes: the body's fields with the service's id, in the body's `id` place if it has one. */
 function withId(fields: Fields, id: number): Fields {
-  const note = JSON.parse(JSON.stringify(fields)) as Fields
+  const note = parseJson(JSON.stringify(fields)) as Fields
   note.id = id
   return note
 }

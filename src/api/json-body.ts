@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { parseJson } from '../store/kernel/parse-json.js'
 import type { NoteFields } from '../store/types.js'
 import { BATCH_BODY_DEPTH, BATCH_PATH } from './batch.js'
 import { exceedsDepth } from './json-depth.js'
@@ -82,8 +83,8 @@ export function parseUtf8JsonObject(body: Buffer, maxDepth: number): NoteFields 
   const text = body.toString('utf8')
   let value: unknown
   try {
-    // JSON.parse keeps '__proto__' as an own data property, so it cannot pollute prototypes.
-    value = JSON.parse(text)
+    // '__proto__' is kept as an own data property, so it cannot pollute prototypes.
+    value = parseJson(text)
   } catch (err) {
     throw new HttpProblem(400, `The request body is not valid JSON: ${(err as Error).message}`)
   }

@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs'
 import { exceedsDepth } from '../api/json-depth.js'
 import type { ImportedNote, ImportedNotebook, ImportSource } from '../store/import-source.js'
+import { parseJson } from '../store/kernel/parse-json.js'
 import { isNotebookName } from '../store/types.js'
 
 /**
@@ -193,7 +194,7 @@ const NOT_JSON = Symbol('not JSON')
 
 function parseLine(line: string): unknown {
   try {
-    return JSON.parse(line)
+    return parseJson(line)
   } catch {
     return NOT_JSON
   }

@@ -1,4 +1,5 @@
 import { STATUS_CODES } from 'node:http'
+import { parseJson } from '../../src/store/kernel/parse-json.js'
 import { BATCH_DEPTH, type ModelLimits, NoteModel } from '../note-model.js'
 import { type BatchItem, type Expectation, type FuzzCase, nextCase } from './fuzz-cases.js'
 import { createRandom } from './prng.js'
@@ -383,7 +384,7 @@ function checkBatch(
   let answered: unknown[] = []
   if (response.status === 200) {
     try {
-      answered = (JSON.parse(text) as { data: unknown[] }).data
+      answered = (parseJson(text) as { data: unknown[] }).data
     } catch {
       return 'the batch answer is not JSON'
     }
@@ -496,7 +497,7 @@ function checkBatch(
 /** The index of the request a refused batch names in its problem ('requests[3] (...)'), if any. */
 function failedIndex(response: WireResponse): number | undefined {
   try {
-    const { detail } = JSON.parse(response.body.toString('utf8')) as { detail?: unknown }
+    const { detail } = parseJson(response.body.toString('utf8')) as { detail?: unknown }
     const index = typeof detail === 'string' ? /^requests\[(\d+)\]/.exec(detail)?.[1] : undefined
     return index === undefined ? undefined : Number(index)
   } catch {
@@ -519,7 +520,7 @@ function writtenJson(model: NoteModel, at: number, json: string): string {
 
 /** The problem's detail matches `pattern` (run after problemMismatch found the problem sound). */
 function detailMismatch(response: WireResponse, pattern: RegExp): string | undefined {
-  const { detail } = JSON.parse(response.body.toString('utf8')) as { detail: string }
+  const { detail } = parseJson(response.body.toString('utf8')) as { detail: string }
   return pattern.test(detail)
     ? undefined
     : `the detail ${JSON.stringify(detail)} should match ${pattern}`
@@ -565,7 +566,7 @@ function preconditionMismatch(
 
 function createdId(response: WireResponse): unknown {
   try {
-    const parsed = JSON.parse(response.body.toString('utf8')) as { data?: { id?: unknown } }
+    const parsed = parseJson(response.body.toString('utf8')) as { data?: { id?: unknown } }
     return parsed.data?.id
   } catch {
     return undefined
@@ -622,7 +623,7 @@ function problemMismatch(
     return response.body.length === 0 ? undefined : 'a HEAD response with a body'
   let body: unknown
   try {
-    body = JSON.parse(response.body.toString('utf8'))
+    body = parseJson(response.body.toString('utf8'))
   } catch {
     return 'the problem body is not JSON'
   }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { Agent, request } from 'node:http'
+import { parseJson } from '../../src/store/kernel/parse-json.js'
 import { signed } from '../jwks-server.js'
 import { SseClient } from '../sse-client.js'
 import { createRandom, type Random } from './prng.js'
@@ -233,7 +234,7 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
   const refusedBatch = (answer: Answer, status: number, prefix: string): void => {
     if (answer.status !== status)
       fail(`a batch answered ${answer.status}, not ${status}: ${answer.body}`)
-    const { detail } = JSON.parse(answer.body) as { detail: string }
+    const { detail } = parseJson(answer.body) as { detail: string }
     if (!detail.startsWith(prefix) || !detail.endsWith('Nothing in the batch was applied.')) {
       fail(`the refused batch's detail: ${detail}`)
     }
@@ -241,7 +242,7 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
   /** A kept batch's answers, one 200 per request; each created id is new to every notebook. */
   const keptBatch = (who: Caller, answer: Answer, document: BatchDocument): SubAnswer[] => {
     if (answer.status !== 200) fail(`${who.name}'s batch answered ${answer.status}: ${answer.body}`)
-    const { data } = JSON.parse(answer.body) as { data: SubAnswer[] }
+    const { data } = parseJson(answer.body) as { data: SubAnswer[] }
     assert.equal(data.length, document.requests.length)
     for (const [i, got] of data.entries()) {
       if (got.status !== 200) fail(`requests[${i}] of a kept batch answered ${got.status}`)
@@ -304,7 +305,7 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
           if (answer.status !== 422) fail(`a reused key answered ${answer.status}: ${answer.body}`)
         } else {
           if (answer.status !== 200) fail(`create answered ${answer.status}: ${answer.body}`)
-          const note = (JSON.parse(answer.body) as { data: Note }).data
+          const note = (parseJson(answer.body) as { data: Note }).data
           assert.deepEqual({ ...note, id: 0 }, { ...body, id: 0 })
           for (const c of callers) {
             if (c.notes.has(note.id)) fail(`id ${note.id} was given twice (${c.name} has it)`)
@@ -337,7 +338,7 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
         } else if (answer.status !== 200) {
           fail(`${kind} of its own ${target.id} answered ${answer.status}: ${answer.body}`)
         } else if (kind !== 'delete') {
-          assert.deepEqual(JSON.parse(answer.body), { data: mine }, `${kind} ${path}`)
+          assert.deepEqual(parseJson(answer.body), { data: mine }, `${kind} ${path}`)
         }
       } else if (kind === 'batch') {
         // Creates, patches and deletes, some of other callers' notes: one of those (or a note the
@@ -416,7 +417,7 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
               `${target.owner.name}'s ${target.id} answers ${seen.status} after ${who.name}'s batch`,
             )
           }
-          if (owned !== undefined) assert.deepEqual(JSON.parse(seen.body), { data: owned })
+          if (owned !== undefined) assert.deepEqual(parseJson(seen.body), { data: owned })
         }
       } else if (kind === 'keyed-batch') {
         // A batch under an Idempotency-Key: a new one, its own again (replayed), or one another
@@ -472,7 +473,7 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
         answer = await send(who, 'GET', q === undefined ? '/api/note' : `/api/note?q=${q}`)
         const expected = ownList(who).filter((n) => q === undefined || n.mark.startsWith(q))
         if (answer.status !== 200) fail(`${kind} answered ${answer.status}`)
-        assert.deepEqual(JSON.parse(answer.body), { data: expected }, `${kind} of ${who.name}`)
+        assert.deepEqual(parseJson(answer.body), { data: expected }, `${kind} of ${who.name}`)
         if (answer.headers['x-total-count'] !== undefined && q === undefined) {
           assert.equal(answer.headers['x-total-count'], String(expected.length))
         }
@@ -480,7 +481,7 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
         const limit = rng.between(1, 5)
         answer = await send(who, 'GET', `/api/note?limit=${limit}`)
         if (answer.status !== 200) fail(`page answered ${answer.status}`)
-        assert.deepEqual(JSON.parse(answer.body), { data: ownList(who).slice(0, limit) })
+        assert.deepEqual(parseJson(answer.body), { data: ownList(who).slice(0, limit) })
         assert.equal(answer.headers['x-total-count'], String(who.notes.size))
       } else if (kind === 'foreign-cursor') {
         const from = other(who)
@@ -490,7 +491,7 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
         // Its own notes after that position, or a refusal: never the other's.
         if (answer.status === 200) {
           const own = new Set(who.notes.keys())
-          for (const note of (JSON.parse(answer.body) as { data: Note[] }).data) {
+          for (const note of (parseJson(answer.body) as { data: Note[] }).data) {
             if (!own.has(note.id)) fail(`a foreign cursor gave ${who.name} note ${note.id}`)
           }
         } else if (answer.status !== 400) {
@@ -540,7 +541,7 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
     for (const who of callers) {
       const answer = await send(who, 'GET', '/api/note')
       assert.deepEqual(
-        JSON.parse(answer.body),
+        parseJson(answer.body),
         { data: ownList(who) },
         `${who.name}'s list at the end`,
       )

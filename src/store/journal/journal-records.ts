@@ -1,4 +1,5 @@
 import { encodeRecord } from '../../durable/record-frame.js'
+import { parseJson } from '../kernel/parse-json.js'
 import { etagOf } from '../kernel/version-token.js'
 import type { MemoryNoteStore } from '../memory.js'
 import type { ImageNote, RememberedKey, StoreImage } from '../memory-records.js'
@@ -191,7 +192,7 @@ function replayRecord(memory: MemoryNoteStore, payload: Payload): void {
 }
 
 export function parse(record: DecodedRecord): Payload {
-  const payload: unknown = JSON.parse(record.payload)
+  const payload: unknown = parseJson(record.payload)
   if (typeof payload !== 'object' || payload === null || !('t' in payload)) {
     throw new Error('a record that is not a journal entry')
   }

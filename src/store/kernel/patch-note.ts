@@ -1,5 +1,6 @@
 import { mergePatchInto } from '../merge-patch.js'
 import type { NoteFields, PatchKind } from '../types.js'
+import { parseJson } from './parse-json.js'
 import { setField } from './set-field.js'
 
 /**
@@ -11,7 +12,7 @@ import { setField } from './set-field.js'
  * ('{"id":1,"a":1}', { a: null }, 'merge-patch') -> { id: 1 }
  */
 export function patchNote(json: string, fields: NoteFields, kind: PatchKind): NoteFields {
-  const note = JSON.parse(json) as NoteFields
+  const note = parseJson(json) as NoteFields
   if (kind === 'merge-patch') mergePatchInto(note, fields)
   else for (const key of Object.keys(fields)) setField(note, key, fields[key])
   return note
