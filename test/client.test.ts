@@ -410,16 +410,22 @@ describe('NotesClient over a connection that fails', () => {
     const started = performance.now()
     const { note } = await notes.create({ title: 'after the wait' })
     const waited = performance.now() - started
-    assert.ok(waited >= 990 && waited < 3_000, `waited ${waited} ms for Retry-After: 1`)
+    // The lower bound is the check; the upper one only rules out waiting much longer.
+    assert.ok(waited >= 990 && waited < 10_000, `waited ${waited} ms for Retry-After: 1`)
     assert.equal(relay.connections, 2)
     assert.deepEqual((await notes.list()).notes, [note])
   })
 
   it('waits the Retry-After of a 429 (RATE_LIMIT) before trying again', async (t) => {
-    const { app } = memoryApp({ rateLimit: 2, rateLimitWindowMs: 1_500 })
+    // A window long enough for three calls to fall in it on a machine other test files keep busy.
+    const { app } = memoryApp({ rateLimit: 2, rateLimitWindowMs: 4_000 })
     const baseUrl = await serve(t, app)
     const recorded = recordingFetch()
-    const notes = new NotesClient({ baseUrl, fetch: recorded.fetch, ...QUICK })
+    const notes = new NotesClient({
+      baseUrl,
+      fetch: recorded.fetch,
+      retries: { limit: 3, maxDelayMs: 5_000 },
+    })
     await notes.list()
     await notes.list()
     const started = performance.now()
@@ -429,7 +435,7 @@ describe('NotesClient over a connection that fails', () => {
     const asked = Number(refused?.get('retry-after')) * 1000
     assert.equal(recorded.answers.length, 4)
     assert.ok(asked >= 1_000, `Retry-After ${refused?.get('retry-after')}`)
-    assert.ok(waited >= asked - 10 && waited < asked + 1_000, `waited ${waited} ms for ${asked}`)
+    assert.ok(waited >= asked - 10 && waited < asked + 5_000, `waited ${waited} ms for ${asked}`)
   })
 
   it('throws the 503 at once when its Retry-After is longer than maxDelayMs', async (t) => {
@@ -446,7 +452,7 @@ describe('NotesClient over a connection that fails', () => {
       assert.equal(err.headers.get('retry-after'), '120')
       return true
     })
-    assert.ok(performance.now() - started < 3_000, 'waited for a Retry-After of 120 s')
+    assert.ok(performance.now() - started < 10_000, 'waited for a Retry-After of 120 s')
   })
 
   it('stops waiting when its signal aborts', async (t) => {

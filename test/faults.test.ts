@@ -21,9 +21,10 @@ describe('faults (short form)', () => {
   it('a log reader that stalls: requests are served meanwhile, and the log catches up once it reads again', async () => {
     const result = await stalledLogReader(20_000)
     assert.equal(result.linesBehind, 20_000)
-    // pino's writer of fd 1 took 2.2 s here (100 ms sleeps on a full pipe); Node's stream 0.4 s.
+    // pino's writer of fd 1 took 2.2 s here (100 ms sleeps on a full pipe, which a busy machine
+    // only lengthens); Node's stream 0.4 s on a quiet machine, and its CPU is what others share.
     assert.ok(
-      result.caughtUpMs !== undefined && result.caughtUpMs < 1000,
+      result.caughtUpMs !== undefined && result.caughtUpMs < 1600,
       `caught up after ${result.caughtUpMs} ms`,
     )
     assert.equal(result.exitCode, 0)

@@ -217,7 +217,7 @@ if (postgresAvailable('PostgreSQL multi-instance tests')) {
         await terminateListeners(url)
         await Promise.all(Array.from({ length: 30 }, (_, n) => write(30 + n)))
         const end = sequenceOf(await (stores[0] as PostgresNoteStore).version())
-        const deadline = Date.now() + 10_000
+        const deadline = Date.now() + 30_000
         while (seen.some((s) => s.length < end - start) && Date.now() < deadline) await sleep(20)
         const expected = Array.from({ length: end - start }, (_, i) => start + 1 + i)
         for (const changes of seen) {
@@ -241,10 +241,15 @@ async function terminateListeners(url: string): Promise<void> {
   const { default: pg } = await import('pg')
   const client = new pg.Client({ connectionString: url })
   await client.connect()
+  const listening =
+    "FROM pg_stat_activity WHERE query = 'LISTEN notes_changes' AND datname = current_database()"
   try {
-    const { rowCount } = await client.query(
-      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN notes_changes' AND datname = current_database()",
-    )
+    // The three listen once each has connected, which a busy machine may take a while to do.
+    for (const giveUpAt = Date.now() + 20_000; Date.now() < giveUpAt; await sleep(20)) {
+      const { rows } = await client.query<{ n: number }>(`SELECT count(*)::int AS n ${listening}`)
+      if (rows[0]?.n === 3) break
+    }
+    const { rowCount } = await client.query(`SELECT pg_terminate_backend(pid) ${listening}`)
     assert.equal(rowCount, 3)
   } finally {
     await client.end()

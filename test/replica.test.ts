@@ -171,13 +171,17 @@ describeEachStore(
 
     it('shows a create once while the feed brings it back before its answer', async (t) => {
       const { open } = await setup(t, suite)
-      // Answers to POSTs come 300 ms after the service applied them: the feed is quicker.
+      // Answers to POSTs are held until the feed has brought the change back (at most 20 s).
       let applied = false
+      let echoed = (): void => {}
+      const echo = new Promise<void>((resolve) => {
+        echoed = resolve
+      })
       const slow: typeof fetch = async (input, init) => {
         const response = await fetch(input, init)
         if (init?.method === 'POST') {
           applied = true
-          await sleep(300)
+          await Promise.race([echo, sleep(20_000, undefined, { ref: false })])
         }
         return response
       }
@@ -189,7 +193,10 @@ describeEachStore(
       replica.subscribe(() => {
         const shown = replica.notes().filter((entry) => entry.note.title === 'once').length
         most = Math.max(most, shown)
-        if (applied && replica.waiting > 0) sawEcho = true
+        if (applied && replica.waiting > 0) {
+          sawEcho = true
+          echoed()
+        }
       })
       await replica.create({ title: 'once' })
       await replica.sync(timeout())

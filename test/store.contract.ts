@@ -23,10 +23,13 @@ export interface ContractStoreOptions {
   historyLimit?: number
 }
 
-/** Resolves once `ready()` holds (a store may deliver its changes asynchronously); 2 s at most. */
+/**
+ * Resolves once `ready()` holds (a store may deliver its changes asynchronously), checked every
+ * 5 ms; 20 s at most, a bound on waiting that a machine busy with other test files keeps.
+ */
 export async function waitUntil(ready: () => boolean): Promise<void> {
-  for (let waited = 0; !ready(); waited += 5) {
-    if (waited > 2000) throw new Error('timed out waiting for the store')
+  for (const giveUpAt = Date.now() + 20_000; !ready(); ) {
+    if (Date.now() > giveUpAt) throw new Error('timed out waiting for the store')
     await new Promise((resolve) => setTimeout(resolve, 5))
   }
 }

@@ -485,7 +485,8 @@ describeEachLane('user notebooks with an identity provider', (context) => {
           issuer: ISSUER,
           audience: AUDIENCE,
           jwksCooldownMs: 50,
-          jwksTimeoutMs: 500,
+          // Not what this checks: a fetch from this busy process may take a while.
+          jwksTimeoutMs: 5000,
         }),
         config: DEFAULT_CONFIG,
       }),

@@ -514,7 +514,8 @@ export async function sigtermKeepAliveClients(options: {
   const { host, port } = server
   const body = '{"keepalive":true}'
   // A ceiling only: every loop ends once the server has gone.
-  const giveUpAt = Date.now() + options.loadMs + 30_000
+  const giveUpAt = Date.now() + options.loadMs + 60_000
+  const started: KeepAliveClientEnd[] = []
   const loops = Array.from({ length: options.clients }, async () => {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
     const client: KeepAliveClientEnd = {
@@ -523,6 +524,7 @@ export async function sigtermKeepAliveClients(options: {
       end: 'none',
       onReusedConnection: false,
     }
+    started.push(client)
     try {
       while (Date.now() < giveUpAt) {
         const outcome = await postOnce(agent, host, port, body)
@@ -545,6 +547,10 @@ export async function sigtermKeepAliveClients(options: {
   const probe = await WireConnection.open(host, port)
   probe.write('GET /readyz HTTP/1.1\r\nHost: t\r\n\r\n')
   await probe.readResponse('GET', 5000)
+  // Every client served once (on a busy machine some take a while to connect), then the load.
+  for (const until = Date.now() + 30_000; Date.now() < until; await sleep(10)) {
+    if (started.every((client) => client.acknowledged > 0 || client.end !== 'none')) break
+  }
   await sleep(options.loadMs)
   const signalledAt = Date.now()
   server.child.kill('SIGTERM')
