@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer'
-import { parseJson } from '../src/store/kernel/parse-json.js'
+import { parseJson } from '../src/client/parse-json.js'
 
 /** The caps the model applies (DECISIONS 5, 7 and 14). */
 export interface ModelLimits {

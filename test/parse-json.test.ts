@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict'
+import type { AddressInfo } from 'node:net'
 import { describe, it } from 'node:test'
 import { buildApp } from '../src/app.js'
+import { NotesClient } from '../src/client/index.js'
+import { parseJson } from '../src/client/parse-json.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
-import { parseJson } from '../src/store/kernel/parse-json.js'
 import { MemoryNoteStore } from '../src/store/memory.js'
 import { jsonObject, malformed } from './hostile/json-text.js'
 import { createRandom } from './hostile/prng.js'
@@ -133,5 +135,28 @@ describe('notes whose keys are written with escapes, on an engine that can misre
     // The update reads the stored note's JSON, '{"h":1,"\n":2,"id":…}', again.
     const updated = await send(a, 'PATCH', `/api/note/${note.id}`, '{"t":3}')
     assert.deepEqual(updated, { h: 1, '\n': 2, id: note.id, t: 3 })
+  })
+
+  it('reaches the client library exactly too: in its answers and its change feed', async (t) => {
+    const a = app()
+    await a.listen({ port: 0, host: '127.0.0.1' })
+    t.after(() => a.close())
+    const notes = new NotesClient({
+      baseUrl: `http://127.0.0.1:${(a.server.address() as AddressInfo).port}`,
+    })
+    const { version } = await notes.list()
+    const feed = notes.events({ since: version })[Symbol.asyncIterator]()
+    await notes.create({ h: [], '\\': 0 })
+    const { note } = await notes.create({ h: 1, '"': 2 })
+    assert.deepEqual(Object.keys(note), ['h', '"', 'id'])
+    assert.deepEqual(Object.keys((await notes.get(note.id as number))?.note ?? {}), [
+      'h',
+      '"',
+      'id',
+    ])
+    await feed.next()
+    const created = (await feed.next()).value as { note: Record<string, unknown> }
+    assert.deepEqual(Object.keys(created.note), ['h', '"', 'id'])
+    await feed.return?.()
   })
 })

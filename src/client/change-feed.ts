@@ -8,6 +8,7 @@
  */
 import { NotesProblem, problemOf } from './errors.js'
 import { EventStreamParser } from './event-stream.js'
+import { parseJson } from './parse-json.js'
 import { anySignal, backoffMs, retryAfterMs, sleep } from './retry-policy.js'
 import type { Transport } from './transport.js'
 import type { ChangeEvent, Note } from './types.js'
@@ -139,9 +140,9 @@ function changeOf(type: string, version: string, data: string): ChangeEvent | un
   switch (type) {
     case 'created':
     case 'updated':
-      return { type, version, note: JSON.parse(data) as Note }
+      return { type, version, note: parseJson(data) as Note }
     case 'deleted':
-      return { type, version, id: (JSON.parse(data) as { id: number }).id }
+      return { type, version, id: (parseJson(data) as { id: number }).id }
     case 'reset':
       return { type, version }
     default:
@@ -152,7 +153,7 @@ function changeOf(type: string, version: string, data: string): ChangeEvent | un
 function parsed(text: string): unknown {
   if (text === '') return undefined
   try {
-    return JSON.parse(text) as unknown
+    return parseJson(text)
   } catch {
     return text
   }

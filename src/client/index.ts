@@ -12,6 +12,7 @@ export {
 } from './errors.js'
 export { EventStreamParser, type StreamEvent } from './event-stream.js'
 export { NotesClient, type NotesClientOptions } from './notes-client.js'
+export { parseJson } from './parse-json.js'
 export {
   IndexedDbReplicaStorage,
   type IndexedDbReplicaStorageOptions,

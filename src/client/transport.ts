@@ -5,6 +5,7 @@
  * backoff, and reads the answer's body as JSON. It knows nothing of notes.
  */
 import { NotesNetworkError } from './errors.js'
+import { parseJson } from './parse-json.js'
 import {
   anySignal,
   backoffMs,
@@ -130,7 +131,7 @@ export class Transport {
           }
         }
         const text = await response.text()
-        body = text === '' ? undefined : parseJson(text)
+        body = text === '' ? undefined : bodyOf(text)
       } catch (err) {
         if (signal?.aborted) throw signal.reason
         if (!call.repeatable || attempt >= this.#limit) {
@@ -159,9 +160,9 @@ function mayRetryStatus(status: number, call: Call): boolean {
 }
 
 /** The body as JSON, or the text itself when it is not JSON (an HTML page from a proxy). */
-function parseJson(text: string): unknown {
+function bodyOf(text: string): unknown {
   try {
-    return JSON.parse(text) as unknown
+    return parseJson(text)
   } catch {
     return text
   }

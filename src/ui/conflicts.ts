@@ -3,7 +3,7 @@
  * note changed (or was deleted) elsewhere meanwhile. Each is shown with both versions and the
  * three choices: keep mine, keep theirs, or edit a merged note (the replica resolves it).
  */
-import type { Replica, ReplicaConflict } from './client/index.js'
+import { parseJson, type Replica, type ReplicaConflict } from './client/index.js'
 import { h, replaceChildren, uniqueId } from './dom.js'
 import { isObject, sameJson } from './note-patch.js'
 
@@ -111,7 +111,7 @@ export class ConflictList {
         event.preventDefault()
         let value: unknown
         try {
-          value = JSON.parse(input.value)
+          value = parseJson(input.value)
         } catch (err) {
           error.textContent = `The JSON is not valid: ${(err as Error).message}`
           return

@@ -17,6 +17,7 @@ import {
 import {
   IndexedDbReplicaStorage,
   MemoryReplicaStorage,
+  parseJson,
   Replica,
   type ReplicaEntry,
   type ReplicaStorage,
@@ -353,13 +354,12 @@ function switchCreateMode(): void {
 }
 createJsonMode.addEventListener('change', switchCreateMode)
 createFieldsMode.addEventListener('change', switchCreateMode)
-
 /** The note to create, or why not. */
 function noteToCreate(): Record<string, unknown> | string {
   if (createJsonMode.checked) {
     let value: unknown
     try {
-      value = JSON.parse(createJson.value)
+      value = parseJson(createJson.value)
     } catch (err) {
       return `The JSON is not valid: ${(err as Error).message}`
     }

@@ -1,5 +1,5 @@
 import { hasPath, type Note } from './api.js'
-import type { Replica, ReplicaEntry } from './client/index.js'
+import { parseJson, type Replica, type ReplicaEntry } from './client/index.js'
 import { h, replaceChildren, uniqueId } from './dom.js'
 import { type Fields, isObject, planPatch, sameJson } from './note-patch.js'
 
@@ -411,7 +411,7 @@ function setText(fields: Fields, key: string, value: string, base: Note): void {
 /** '{"a":1}' -> {a:1}; '[1]', '7', 'x' -> undefined. */
 function readJson(text: string): Fields | undefined {
   try {
-    const value: unknown = JSON.parse(text)
+    const value: unknown = parseJson(text)
     return isObject(value) ? value : undefined
   } catch {
     return undefined

@@ -1,5 +1,5 @@
 import { STATUS_CODES } from 'node:http'
-import { parseJson } from '../../src/store/kernel/parse-json.js'
+import { parseJson } from '../../src/client/parse-json.js'
 import { BATCH_DEPTH, type ModelLimits, NoteModel } from '../note-model.js'
 import { type BatchItem, type Expectation, type FuzzCase, nextCase } from './fuzz-cases.js'
 import { createRandom } from './prng.js'

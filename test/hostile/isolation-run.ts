@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { Agent, request } from 'node:http'
-import { parseJson } from '../../src/store/kernel/parse-json.js'
+import { parseJson } from '../../src/client/parse-json.js'
 import { signed } from '../jwks-server.js'
 import { SseClient } from '../sse-client.js'
 import { createRandom, type Random } from './prng.js'

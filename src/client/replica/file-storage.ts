@@ -4,6 +4,7 @@ import { readIfThere, replaceFile, replaceFileSync, writeAll } from '../../durab
 import { GroupCommit } from '../../durable/group-commit.js'
 import { releasePidLock } from '../../durable/pid-lock.js'
 import { encodeRecord } from '../../durable/record-frame.js'
+import { parseJson } from '../parse-json.js'
 import {
   applyTo,
   asStorageError,
@@ -135,7 +136,7 @@ export class FileReplicaStorage implements ReplicaStorage {
       for (const key of [...texts.keys()].sort()) {
         const text = texts.get(key) as string
         try {
-          contents[table].set(key, JSON.parse(text))
+          contents[table].set(key, parseJson(text))
         } catch (err) {
           throw new ReplicaStorageError(
             'damaged',

@@ -1,3 +1,4 @@
+import { parseJson } from '../parse-json.js'
 import {
   closedError,
   type EncodedWrite,
@@ -191,7 +192,7 @@ export class IndexedDbReplicaStorage implements ReplicaStorage {
           for (const { table, buckets } of reads) {
             const entries: [string, unknown][] = []
             for (const text of buckets.result) {
-              for (const entry of JSON.parse(text as string) as [string, unknown][]) {
+              for (const entry of parseJson(text as string) as [string, unknown][]) {
                 entries.push(entry)
               }
             }
@@ -297,7 +298,7 @@ function writeBuckets(tx: IdbTransaction, changes: readonly EncodedWrite[]): boo
       request.onsuccess = () => {
         // Thrown here (a damaged bucket), an error aborts the transaction: nothing is kept.
         const text = request.result as string | undefined
-        const entries = text === undefined ? [] : (JSON.parse(text) as [string, unknown][])
+        const entries = text === undefined ? [] : (parseJson(text) as [string, unknown][])
         putBucket(store, bucket, new Map(entries.map(([k, v]) => [k, JSON.stringify(v)])), list)
       }
     }

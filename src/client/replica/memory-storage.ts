@@ -1,3 +1,4 @@
+import { parseJson } from '../parse-json.js'
 import {
   closedError,
   emptyContents,
@@ -29,7 +30,7 @@ export class MemoryReplicaStorage implements ReplicaStorage {
     for (const table of REPLICA_TABLES) {
       const texts = this.#tables[table]
       for (const key of [...texts.keys()].sort()) {
-        contents[table].set(key, JSON.parse(texts.get(key) as string))
+        contents[table].set(key, parseJson(texts.get(key) as string))
       }
     }
     return contents

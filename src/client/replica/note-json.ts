@@ -4,6 +4,8 @@
  * exactly what the service means, so the local view shows what the service will store.
  */
 
+import { parseJson } from '../parse-json.js'
+
 export type JsonObject = Record<string, unknown>
 
 /** A JSON object: not null, not an array. */
@@ -13,7 +15,7 @@ export function isObject(value: unknown): value is JsonObject {
 
 /** A copy of `value` (JSON values only). */
 export function copyJson<T>(value: T): T {
-  return value === undefined ? value : (JSON.parse(JSON.stringify(value)) as T)
+  return value === undefined ? value : (parseJson(JSON.stringify(value)) as T)
 }
 
 /** PATCH with application/json: each field of `patch` replaces the note's field of that name. */
