@@ -12,6 +12,10 @@
  * resolve as JSON.parse resolves them: the first one's place, the last one's value), the text is
  * parsed, and its objects are made again with the real keys, which JSON.parse reads correctly as
  * strings on their own. A text that is not JSON throws JSON.parse's own SyntaxError.
+ *
+ * This file is in two places, byte for byte: src/store/kernel/ for the service, and src/client/
+ * for the client library and the page, which import nothing from outside client/.
+ * test/parse-json.test.ts holds the two equal.
  */
 export function parseJson(text: string): unknown {
   if (!text.includes('\\')) return JSON.parse(text)

@@ -1,0 +1,123 @@
+/**
+ * JSON.parse, exact for object keys written with escapes.
+ *
+ * V8 from 12.8 on (Node 24 and later, Chromium) can read an escaped key as another key that an
+ * earlier text held, one that starts with a backslash: once '{"h":[],"\\\\":0}' has been parsed,
+ * '{"h":1,"\\"":2}' and '{"h":1,"\\n":2}' come back with the key '\\'
+ * (https://github.com/nodejs/node/issues/63785). One caller's text would so change the notes
+ * of the next.
+ *
+ * A text with no backslash in it, or none in its keys, goes to JSON.parse as it is. In any other
+ * each key is first swapped for a plain name (one name per distinct key, so that duplicates
+ * resolve as JSON.parse resolves them: the first one's place, the last one's value), the text is
+ * parsed, and its objects are made again with the real keys, which JSON.parse reads correctly as
+ * strings on their own. A text that is not JSON throws JSON.parse's own SyntaxError.
+ *
+ * This file is in two places, byte for byte: src/store/kernel/ for the service, and src/client/
+ * for the client library and the page, which import nothing from outside client/.
+ * test/parse-json.test.ts holds the two equal.
+ */
+export function parseJson(text: string): unknown {
+  if (!text.includes('\\')) return JSON.parse(text)
+  const keys = keyLiterals(text)
+  if (keys === undefined) return JSON.parse(text)
+  const names = new Map<string, number>()
+  const real: string[] = []
+  const pieces: string[] = []
+  let last = 0
+  for (const [start, end] of keys) {
+    let key: unknown
+    try {
+      key = JSON.parse(text.slice(start, end))
+    } catch {
+      return JSON.parse(text) // not a string: the text is not JSON, and this says where
+    }
+    let name = names.get(key as string)
+    if (name === undefined) {
+      name = real.length
+      names.set(key as string, name)
+      real.push(key as string)
+    }
+    pieces.push(text.slice(last, start), `"k${name}"`)
+    last = end
+  }
+  pieces.push(text.slice(last))
+  let value: unknown
+  try {
+    value = JSON.parse(pieces.join(''))
+  } catch {
+    return JSON.parse(text)
+  }
+  return withKeys(value, real)
+}
+
+/**
+ * The [start, end) of every object key's string literal, quotes included, when at least one of
+ * them holds a backslash; undefined when none does. A key is a string followed by ':' (after
+ * whitespace); a text that is not JSON may be read wrongly here, and JSON.parse refuses it anyway.
+ */
+function keyLiterals(text: string): [number, number][] | undefined {
+  const keys: [number, number][] = []
+  let escaped = false
+  for (let start = text.indexOf('"'); start !== -1; ) {
+    let close = text.indexOf('"', start + 1)
+    // A quote after an odd run of backslashes is part of the string.
+    while (close !== -1 && oddBackslashesBefore(text, close)) close = text.indexOf('"', close + 1)
+    if (close === -1) break
+    let after = close + 1
+    while (isSpace(text.charCodeAt(after))) after++
+    if (text.charCodeAt(after) === 0x3a) {
+      keys.push([start, close + 1])
+      if (!escaped) {
+        const slash = text.indexOf('\\', start + 1)
+        escaped = slash !== -1 && slash < close
+      }
+    }
+    start = text.indexOf('"', close + 1)
+  }
+  return escaped ? keys : undefined
+}
+
+function oddBackslashesBefore(text: string, at: number): boolean {
+  let odd = false
+  for (let i = at - 1; text.charCodeAt(i) === 0x5c; i--) odd = !odd
+  return odd
+}
+
+function isSpace(code: number): boolean {
+  return code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d
+}
+
+/** The value with every object made again under its real keys, 'k<n>' being real[n]. */
+function withKeys(value: unknown, real: readonly string[]): unknown {
+  const top: Record<string, unknown> = { value }
+  // Slots to fix, depth first without recursion: a text may nest as deep as its length allows.
+  const slots: [Record<string, unknown> | unknown[], string | number][] = [[top, 'value']]
+  for (let slot = slots.pop(); slot !== undefined; slot = slots.pop()) {
+    const [holder, at] = slot
+    const item = (holder as Record<string | number, unknown>)[at]
+    if (typeof item !== 'object' || item === null) continue
+    if (Array.isArray(item)) {
+      for (let i = 0; i < item.length; i++) slots.push([item, i])
+      continue
+    }
+    const fresh: Record<string, unknown> = {}
+    for (const [name, field] of Object.entries(item)) {
+      define(fresh, real[Number(name.slice(1))] as string, field)
+    }
+    if (Array.isArray(holder)) holder[at as number] = fresh
+    else define(holder, at as string, fresh)
+    for (const key of Object.keys(fresh)) slots.push([fresh, key])
+  }
+  return top.value
+}
+
+/** As JSON.parse adds a property: '__proto__' is data, and a key seen before keeps its place. */
+function define(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, {
+    value,
+    writable: true,
+    enumerable: true,
+    configurable: true,
+  })
+}
