@@ -408,8 +408,9 @@ export class ChangeFeed {
       const watch = setInterval(() => {
         const now = response.writableLength
         if (stream.closed || now <= half) return done()
-        const late = performance.now() - checkedAt - this.#tuning.stallMs
-        checkedAt = performance.now()
+        const tickAt = performance.now()
+        const late = tickAt - checkedAt - this.#tuning.stallMs
+        checkedAt = tickAt
         if (now < before || late >= this.#tuning.stallMs / 2) {
           before = now
           return
