@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http'
 import { parseJson } from '../../src/client/parse-json.js'
 import { BATCH_DEPTH, type ModelLimits, NoteModel } from '../note-model.js'
 import { type BatchItem, type Expectation, type FuzzCase, nextCase } from './fuzz-cases.js'
-import { createRandom } from './prng.js'
+import { createRandom, stepRandom } from './prng.js'
 import { CLOSED, header, WireConnection, type WireResponse } from './wire.js'
 
 export interface FuzzOptions {
@@ -76,7 +76,6 @@ const LIST_REQUEST = Buffer.from('GET /api/note HTTP/1.1\r\nHost: 127.0.0.1\r\n\
 export async function runFuzz(options: FuzzOptions): Promise<FuzzStats> {
   const { host, port, seed, limits } = options
   const timeoutMs = options.timeoutMs ?? 10_000
-  const rng = createRandom(seed)
   const model = new NoteModel(limits)
   const stats: FuzzStats = {
     seed,
@@ -111,7 +110,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzStats> {
   }
 
   try {
-    while (stats.requests < options.requests) {
+    for (let step = 0; stats.requests < options.requests; step++) {
+      const rng = stepRandom(seed, step)
       const batch: FuzzCase[] = [nextCase(rng, model, limits)]
       const first = batch[0] as FuzzCase
       if (PIPELINABLE.has(first.kind) && first.pipelinable && rng.chance(0.05)) {

@@ -1,6 +1,6 @@
 /**
- * A small seeded PRNG (sfc32, seeded through splitmix32) so that a fuzz run is reproduced
- * exactly from its printed seed: the same seed gives the same requests, in the same order.
+ * A small seeded PRNG (sfc32, seeded through splitmix32) so that a fuzz run is reproduced from
+ * its printed seed: the same seed gives the same requests, in the same order (see stepRandom).
  */
 export interface Random {
   readonly seed: number
@@ -63,6 +63,27 @@ export function createRandom(seed: number): Random {
       return (choices[choices.length - 1] as readonly [number, T])[1]
     },
   }
+}
+
+/**
+ * The PRNG for step `index` of a run from `seed`: a stream of its own per step, so that what one
+ * step draws cannot shift what later steps draw. A request that embeds what the service made (an
+ * id from its clock, a version token with its random epoch) differs in length from one run to the
+ * next, and any draw made per byte or against a size then differs too; with one stream for the
+ * whole run, every later request differed after it, and a replay of a failing seed sent other
+ * requests than the failing run. With a stream per step a replay sends the same requests, the
+ * service's ids and tokens apart.
+ */
+export function stepRandom(seed: number, index: number): Random {
+  return createRandom(mix32((seed >>> 0) ^ mix32(index + 0x632be5ab)))
+}
+
+/** MurmurHash3's 32-bit finalizer: every input bit moves about half the output bits. */
+function mix32(x: number): number {
+  let h = x >>> 0
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b) >>> 0
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35) >>> 0
+  return (h ^ (h >>> 16)) >>> 0
 }
 
 /** A fresh seed for a run that was given none; printed so the run can be repeated. */
