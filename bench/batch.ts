@@ -12,14 +12,13 @@
  *
  *   npm run compile && node dist/bench/batch.js [rounds=3] [notes=50000] [memory|postgres|file] [size=100]
  */
-import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { Agent } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { send } from './http-client.js'
 import { BenchCluster } from './postgres-bench.js'
+import { spawnService } from './spawn-service.js'
 
 const ROUNDS = Number(process.argv[2] ?? 3)
 const NOTES = Number(process.argv[3] ?? 50_000)
@@ -28,7 +27,6 @@ if (STORE !== 'memory' && STORE !== 'postgres' && STORE !== 'file') {
   throw new Error(`the store is memory, postgres or file, not ${STORE}`)
 }
 const SIZE = Number(process.argv[5] ?? 100)
-const SERVER = fileURLToPath(new URL('../src/server.js', import.meta.url))
 const NOTE = { title: 'a note', body: 'x'.repeat(80) }
 const ONE = JSON.stringify(NOTE)
 const BATCH = JSON.stringify({
@@ -40,29 +38,16 @@ let legs = 0
 
 /** Notes per second at which one client creates NOTES notes, after a warm-up of a tenth as many. */
 async function leg(batched: boolean): Promise<number> {
-  const child = spawn(process.execPath, [SERVER], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      PORT: '0',
-      MAX_NOTES: '5000000',
-      MAX_STORE_BYTES: '469762048',
-      BODY_LIMIT: String(64 * 1024 * 1024),
-      ...(CLUSTER === undefined ? {} : { DATABASE_URL: (await CLUSTER.createDatabase()).url }),
-      ...(FILES === undefined ? {} : { DATA_FILE: join(FILES, `leg-${++legs}.journal`) }),
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
+  const service = await spawnService({
+    MAX_NOTES: '5000000',
+    MAX_STORE_BYTES: '469762048',
+    BODY_LIMIT: String(64 * 1024 * 1024),
+    ...(CLUSTER === undefined ? {} : { DATABASE_URL: (await CLUSTER.createDatabase()).url }),
+    ...(FILES === undefined ? {} : { DATA_FILE: join(FILES, `leg-${++legs}.journal`) }),
   })
   const agent = new Agent({ keepAlive: true, maxSockets: 1 })
   try {
-    const port = await new Promise<number>((resolve, reject) => {
-      let text = ''
-      child.stdout.on('data', (chunk: Buffer) => {
-        text += chunk.toString()
-        const found = /listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(text)
-        if (found !== null) resolve(Number(found[1]))
-      })
-      child.once('exit', () => reject(new Error('the service exited before it listened')))
-    })
+    const { port } = service
     const path = batched ? '/api/batch' : '/api/note'
     const body = batched ? BATCH : ONE
     const perRequest = batched ? SIZE : 1
@@ -80,7 +65,7 @@ async function leg(batched: boolean): Promise<number> {
     return NOTES / ((performance.now() - start) / 1000)
   } finally {
     agent.destroy()
-    child.kill('SIGTERM')
+    await service.stop()
   }
 }
 

@@ -6,49 +6,27 @@
  *
  *   npm run compile && node dist/bench/journal-replay.js [notes=100000] [starts=3]
  */
-import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, statSync } from 'node:fs'
 import { Agent } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { send } from './http-client.js'
+import { spawnService } from './spawn-service.js'
 
 const NOTES = Number(process.argv[2] ?? 100_000)
 const STARTS = Number(process.argv[3] ?? 3)
-const SERVER = fileURLToPath(new URL('../src/server.js', import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), 'notes-bench-replay-'))
 const path = join(dir, 'notes.journal')
 
 /** The service on `path`, and how long it took from spawn to listening, in ms. */
 async function start(): Promise<{ stop: () => Promise<void>; port: number; ms: number }> {
   const started = performance.now()
-  const child = spawn(process.execPath, [SERVER], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      PORT: '0',
-      DATA_FILE: path,
-      MAX_NOTES: '5000000',
-      MAX_STORE_BYTES: '469762048',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
+  const service = await spawnService({
+    DATA_FILE: path,
+    MAX_NOTES: '5000000',
+    MAX_STORE_BYTES: '469762048',
   })
-  const port = await new Promise<number>((resolve, reject) => {
-    let text = ''
-    child.stdout.on('data', (chunk: Buffer) => {
-      text += chunk.toString()
-      const found = /listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(text)
-      if (found !== null) resolve(Number(found[1]))
-    })
-    child.once('exit', () => reject(new Error('the service exited before it listened')))
-  })
-  const ms = performance.now() - started
-  const stop = async () => {
-    const exited = new Promise((resolve) => child.once('exit', resolve))
-    child.kill('SIGTERM')
-    await exited
-  }
-  return { stop, port, ms }
+  return { stop: service.stop, port: service.port, ms: performance.now() - started }
 }
 
 try {

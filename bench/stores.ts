@@ -12,7 +12,7 @@
  *   npm run compile && node dist/bench/stores.js [rounds=3] [seconds=8] [W1,W3,W4,W5,W6] \
  *     [memory,file,postgres]
  */
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { Agent } from 'node:http'
 import { tmpdir } from 'node:os'
@@ -20,6 +20,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { send } from './http-client.js'
 import { BenchCluster } from './postgres-bench.js'
+import { spawnService } from './spawn-service.js'
 
 type Store = 'memory' | 'file' | 'postgres'
 type Workload = 'W1' | 'W3' | 'W4' | 'W5' | 'W6'
@@ -32,7 +33,6 @@ for (const store of STORES) {
 }
 const SMALL_NOTE = JSON.stringify({ title: 'a note', body: 'x'.repeat(80) })
 const PRELOAD: Record<Workload, number> = { W1: 1_000, W3: 10_000, W4: 0, W5: 1_000, W6: 100_000 }
-const SERVER = fileURLToPath(new URL('../src/server.js', import.meta.url))
 const AUTOCANNON = fileURLToPath(new URL('../../node_modules/.bin/autocannon', import.meta.url))
 const CLUSTER = STORES.includes('postgres') ? await BenchCluster.start(undefined) : undefined
 const FILES = mkdtempSync(join(tmpdir(), 'notes-bench-stores-'))
@@ -61,29 +61,14 @@ async function preload(port: number, count: number): Promise<{ middle: number; l
 }
 
 async function leg(workload: Workload, store: Store): Promise<number> {
-  const child = spawn(process.execPath, [SERVER], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      PORT: '0',
-      MAX_NOTES: '5000000',
-      MAX_STORE_BYTES: '469762048',
-      ...(store === 'postgres'
-        ? { DATABASE_URL: (await CLUSTER?.createDatabase())?.url ?? '' }
-        : {}),
-      ...(store === 'file' ? { DATA_FILE: join(FILES, `leg-${++legs}.journal`) } : {}),
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
+  const service = await spawnService({
+    MAX_NOTES: '5000000',
+    MAX_STORE_BYTES: '469762048',
+    ...(store === 'postgres' ? { DATABASE_URL: (await CLUSTER?.createDatabase())?.url ?? '' } : {}),
+    ...(store === 'file' ? { DATA_FILE: join(FILES, `leg-${++legs}.journal`) } : {}),
   })
   try {
-    const port = await new Promise<number>((resolve, reject) => {
-      let text = ''
-      child.stdout.on('data', (chunk: Buffer) => {
-        text += chunk.toString()
-        const found = /listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(text)
-        if (found !== null) resolve(Number(found[1]))
-      })
-      child.once('exit', () => reject(new Error('the service exited before it listened')))
-    })
+    const { port } = service
     const ids = await preload(port, PRELOAD[workload])
     const args = ['-c', '50']
     if (workload === 'W4') {
@@ -108,7 +93,7 @@ async function leg(workload: Workload, store: Store): Promise<number> {
     if (result.non2xx > 0) throw new Error(`${workload}: ${result.non2xx} answers were not 2xx`)
     return result.requests.average
   } finally {
-    child.kill('SIGTERM')
+    await service.stop()
   }
 }
 

@@ -16,7 +16,7 @@
  *   npm run compile && node dist/bench/user-tokens.js [rounds=3] [seconds=8] [W1,W3,W4] \
  *     [HS256|ES256] [memory|postgres]
  */
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { once } from 'node:events'
 import { Agent, createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url'
 import { type CryptoKey, exportJWK, generateKeyPair, SignJWT } from 'jose'
 import { send } from './http-client.js'
 import { BenchCluster } from './postgres-bench.js'
+import { spawnService } from './spawn-service.js'
 
 const ROUNDS = Number(process.argv[2] ?? 3)
 const SECONDS = Number(process.argv[3] ?? 8)
@@ -43,7 +44,6 @@ const AUDIENCE = 'notes-bench'
 const KID = 'bench-es256'
 /** W4's body: about 100 bytes, as the bench's. */
 const SMALL_NOTE = JSON.stringify({ title: 'a note', body: 'x'.repeat(80) })
-const SERVER = fileURLToPath(new URL('../src/server.js', import.meta.url))
 const AUTOCANNON = fileURLToPath(new URL('../../node_modules/.bin/autocannon', import.meta.url))
 
 interface Leg {
@@ -94,34 +94,21 @@ async function preload(port: number, count: number, headers: Record<string, stri
 }
 
 async function leg(workload: Workload, tokens: boolean): Promise<Leg> {
-  const child = spawn(process.execPath, [SERVER], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      PORT: '0',
-      ...(CLUSTER === undefined ? {} : { DATABASE_URL: (await CLUSTER.createDatabase()).url }),
-      // A user's caps as the service's, so that W4's notebook grows as the one store does.
-      ...(tokens
-        ? {
-            ...(KEYS === undefined
-              ? { AUTH_JWT_SECRET: SECRET }
-              : { AUTH_JWKS_URL: KEYS.url, AUTH_ISSUER: ISSUER, AUTH_AUDIENCE: AUDIENCE }),
-            MAX_NOTES_PER_USER: '1000000',
-            MAX_BYTES_PER_USER: '268435456',
-          }
-        : {}),
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
+  const service = await spawnService({
+    ...(CLUSTER === undefined ? {} : { DATABASE_URL: (await CLUSTER.createDatabase()).url }),
+    // A user's caps as the service's, so that W4's notebook grows as the one store does.
+    ...(tokens
+      ? {
+          ...(KEYS === undefined
+            ? { AUTH_JWT_SECRET: SECRET }
+            : { AUTH_JWKS_URL: KEYS.url, AUTH_ISSUER: ISSUER, AUTH_AUDIENCE: AUDIENCE }),
+          MAX_NOTES_PER_USER: '1000000',
+          MAX_BYTES_PER_USER: '268435456',
+        }
+      : {}),
   })
   try {
-    const port = await new Promise<number>((resolve, reject) => {
-      let text = ''
-      child.stdout.on('data', (chunk: Buffer) => {
-        text += chunk.toString()
-        const found = /listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(text)
-        if (found !== null) resolve(Number(found[1]))
-      })
-      child.once('exit', () => reject(new Error('the service exited before it listened')))
-    })
+    const { port } = service
     const tokenOf = (sub: string) =>
       KEYS === undefined
         ? new SignJWT({ sub })
@@ -167,7 +154,7 @@ async function leg(workload: Workload, tokens: boolean): Promise<Leg> {
     if (result.non2xx > 0) throw new Error(`${workload}: ${result.non2xx} answers were not 2xx`)
     return { rps: result.requests.average, non2xx: result.non2xx }
   } finally {
-    child.kill('SIGTERM')
+    await service.stop()
   }
 }
 

@@ -1,7 +1,7 @@
 /**
  * Loaded into every service the harness starts (`node --import exit-clock.js dist/src/server.js`),
- * never by the service itself. It stops the service when the harness is gone (at the end), and
- * writes two times to stderr, by the service's own clock:
+ * never by the service itself. It loads parent-watch.ts (the service stops when the harness is
+ * gone), and writes two times to stderr, by the service's own clock:
  *   - when the process takes its first SIGTERM, so the harness knows the service has begun its
  *     shutdown without waiting for the log line that says so. Under the SIGTERM fault that line
  *     sits behind about 100,000 request log lines in the stdout pipe, which the busy harness read
@@ -15,6 +15,7 @@
  * runs in the same tick as the service's handler, and a second SIGTERM still ends the process.
  */
 import { writeSync } from 'node:fs'
+import './parent-watch.js'
 
 process.once('SIGTERM', () => {
   writeSync(2, `signal-clock ${Date.now()}\n`)
@@ -24,17 +25,3 @@ process.on('exit', () => {
   writeSync(2, `exit-clock ${Date.now()}\n`)
 })
 
-/*
- * A harness that is itself ended without a chance to stop what it started (kill -9, or a test
- * runner stopping a test file's process) would leave the service running, holding its port and
- * its store, until someone finds it by PID. Each service the harness starts therefore watches its
- * parent: when the parent is gone (the process is handed to another parent), it stops itself as
- * SIGTERM stops it.
- */
-const parent = process.ppid
-const parentWatch = setInterval(() => {
-  if (process.ppid === parent) return
-  clearInterval(parentWatch)
-  process.kill(process.pid, 'SIGTERM')
-}, 500)
-parentWatch.unref()
