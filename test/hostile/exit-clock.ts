@@ -24,4 +24,3 @@ process.once('SIGTERM', () => {
 process.on('exit', () => {
   writeSync(2, `exit-clock ${Date.now()}\n`)
 })
-
