@@ -198,23 +198,22 @@ export function runBatch(
   requests: readonly BatchRequest[],
   once: BatchKey | undefined,
 ): MaybePromise<Answer> {
-  let failure: Answer | undefined
-  let preconditionIndex = -1
+  /** The first request that failed, and its answer or the store's refusal. */
+  let failedAt = -1
+  let failure: Answer | StoreFullError | undefined
   const decide = (outcomes: readonly Outcome[]): string | undefined => {
     const parts: string[] = []
     for (let i = 0; i < outcomes.length; i++) {
       const outcome = outcomes[i] as Outcome
       if (outcome instanceof Error) {
         if (!(outcome instanceof StoreFullError)) throw outcome
-        failure = failed(i, requests[i] as BatchRequest, undefined, outcome)
-        return undefined
+      } else if (outcome.status < 400) {
+        parts.push(answerJson(outcome))
+        continue
       }
-      if (outcome.status >= 400) {
-        preconditionIndex = i
-        failure = failed(i, requests[i] as BatchRequest, outcome, undefined)
-        return undefined
-      }
-      parts.push(answerJson(outcome))
+      failedAt = i
+      failure = outcome
+      return undefined
     }
     return `{"data":[${parts.join(',')}]}`
   }
@@ -244,14 +243,16 @@ export function runBatch(
   const result = store.batch(work, once)
   const answer = (kept: Awaited<typeof result>): MaybePromise<Answer> => {
     if (kept === undefined) {
-      const refused = failure as Answer
-      if (refused.status !== 412) return refused
+      const request = requests[failedAt] as BatchRequest
+      const refused = failure as Answer | StoreFullError
+      if (refused instanceof StoreFullError || refused.status !== 412) {
+        return failed(failedAt, request, refused)
+      }
       // The ETag the request met inside the batch was never kept: name the one the note has now.
-      const request = requests[preconditionIndex] as BatchRequest
       const note = request.id === undefined ? undefined : store.get(request.id)
       return note instanceof Promise
-        ? note.then((now) => preconditionFailed(preconditionIndex, request, now))
-        : preconditionFailed(preconditionIndex, request, note)
+        ? note.then((now) => preconditionFailed(failedAt, request, now))
+        : preconditionFailed(failedAt, request, note)
     }
     const headers = kept.replayed ? ['idempotent-replayed', 'true'] : undefined
     return new Answer(200, JSON_CONTENT_TYPE, kept.body, headers)
@@ -287,20 +288,16 @@ function answerJson(answer: Answer): string {
  * The answer to a batch whose request `index` failed: that request's status, as a problem whose
  * detail names it (the contract's empty 404 becomes a 404 problem).
  */
-function failed(
-  index: number,
-  request: BatchRequest,
-  answer: Answer | undefined,
-  error: StoreFullError | undefined,
-): Answer {
+function failed(index: number, request: BatchRequest, outcome: Answer | StoreFullError): Answer {
   const at = `requests[${index}] (${request.method} ${request.url})`
   const tail = 'Nothing in the batch was applied.'
-  if (error !== undefined)
-    return problemAnswer(507, `${at}: ${error.message} ${error.advice} ${tail}`)
-  const { status } = answer as Answer
+  if (outcome instanceof StoreFullError) {
+    return problemAnswer(507, `${at}: ${outcome.message} ${outcome.advice} ${tail}`)
+  }
+  const { status } = outcome
   let detail = 'No note has this id.'
-  if (answer?.contentType === PROBLEM_CONTENT_TYPE && answer.body !== undefined) {
-    detail = (JSON.parse(String(answer.body)) as { detail: string }).detail
+  if (outcome.contentType === PROBLEM_CONTENT_TYPE && outcome.body !== undefined) {
+    detail = (JSON.parse(String(outcome.body)) as { detail: string }).detail
   }
   return problemAnswer(status, `${at}: ${detail} ${tail}`)
 }
