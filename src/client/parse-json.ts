@@ -22,21 +22,28 @@ export function parseJson(text: string): unknown {
   const keys = keyLiterals(text)
   if (keys === undefined) return JSON.parse(text)
   const names = new Map<string, number>()
+  // A key written the same way again (as in an array of like objects) is not decoded again.
+  const byLiteral = new Map<string, number>()
   const real: string[] = []
   const pieces: string[] = []
   let last = 0
   for (const [start, end] of keys) {
-    let key: unknown
-    try {
-      key = JSON.parse(text.slice(start, end))
-    } catch {
-      return JSON.parse(text) // not a string: the text is not JSON, and this says where
-    }
-    let name = names.get(key as string)
+    const literal = text.slice(start, end)
+    let name = byLiteral.get(literal)
     if (name === undefined) {
-      name = real.length
-      names.set(key as string, name)
-      real.push(key as string)
+      let key: unknown
+      try {
+        key = JSON.parse(literal)
+      } catch {
+        return JSON.parse(text) // not a string: the text is not JSON, and this says where
+      }
+      name = names.get(key as string)
+      if (name === undefined) {
+        name = real.length
+        names.set(key as string, name)
+        real.push(key as string)
+      }
+      byLiteral.set(literal, name)
     }
     pieces.push(text.slice(last, start), `"k${name}"`)
     last = end
@@ -96,30 +103,50 @@ function isSpace(code: number): boolean {
 
 /** The value with every object made again under its real keys, 'k<n>' being real[n]. */
 function withKeys(value: unknown, real: readonly string[]): unknown {
+  if (typeof value !== 'object' || value === null) return value
   const top: Record<string, unknown> = { value }
-  // Slots to fix, depth first without recursion: a text may nest as deep as its length allows.
-  const slots: [Record<string, unknown> | unknown[], string | number][] = [[top, 'value']]
-  for (let slot = slots.pop(); slot !== undefined; slot = slots.pop()) {
-    const [holder, at] = slot
-    const item = (holder as Record<string | number, unknown>)[at]
-    if (typeof item !== 'object' || item === null) continue
+  // Where each object or array still to fix sits (in `holders[i]` at `places[i]`), depth first
+  // without recursion: a text may nest as deep as its length allows.
+  const holders: (Record<string, unknown> | unknown[])[] = [top]
+  const places: (string | number)[] = ['value']
+  for (let holder = holders.pop(); holder !== undefined; holder = holders.pop()) {
+    const at = places.pop() as string | number
+    const item = (holder as Record<string | number, unknown>)[at] as object
     if (Array.isArray(item)) {
-      for (let i = 0; i < item.length; i++) slots.push([item, i])
+      for (let i = 0; i < item.length; i++) {
+        const element: unknown = item[i]
+        if (typeof element !== 'object' || element === null) continue
+        holders.push(item)
+        places.push(i)
+      }
       continue
     }
     const fresh: Record<string, unknown> = {}
-    for (const [name, field] of Object.entries(item)) {
-      define(fresh, real[Number(name.slice(1))] as string, field)
+    const names = Object.keys(item)
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i] as string
+      const key = real[Number(name.slice(1))] as string
+      const field: unknown = (item as Record<string, unknown>)[name]
+      put(fresh, key, field)
+      if (typeof field !== 'object' || field === null) continue
+      holders.push(fresh)
+      places.push(key)
     }
     if (Array.isArray(holder)) holder[at as number] = fresh
-    else define(holder, at as string, fresh)
-    for (const key of Object.keys(fresh)) slots.push([fresh, key])
+    else put(holder, at as string, fresh)
   }
   return top.value
 }
 
-/** As JSON.parse adds a property: '__proto__' is data, and a key seen before keeps its place. */
-function define(target: Record<string, unknown>, key: string, value: unknown): void {
+/**
+ * As JSON.parse adds a property: '__proto__' is data, not the prototype. Each key comes once (the
+ * text's duplicates were made one name), and one set again keeps its place.
+ */
+function put(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key !== '__proto__') {
+    target[key] = value
+    return
+  }
   Object.defineProperty(target, key, {
     value,
     writable: true,
