@@ -1,11 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
 const SERVER = fileURLToPath(new URL('../src/server.js', import.meta.url))
 const PARENT_WATCH = new URL('../test/hostile/parent-watch.js', import.meta.url).href
 
 export interface SpawnedService {
-  child: ChildProcess
   port: number
   /** Sends SIGTERM and resolves once the service has exited. */
   stop(): Promise<void>
@@ -41,7 +40,7 @@ export async function spawnService(env: Record<string, string>): Promise<Spawned
       child.stdout?.on('data', onData)
       void exited.then(() => reject(new Error('the service exited before it listened')))
     })
-    return { child, port, stop }
+    return { port, stop }
   } catch (error) {
     await stop()
     throw error

@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { existsSync, readFileSync } from 'node:fs'
 import { it } from 'node:test'
+import { waitFor } from './socket.js'
 
 const SERVER_PROCESS = new URL('./hostile/server-process.js', import.meta.url).href
 
@@ -53,9 +54,10 @@ it('a service the harness started stops by itself when the harness is killed', {
   harness.kill('SIGKILL')
   await exited
   const killed = Date.now()
-  while (alive(pid) && Date.now() - killed < 15_000) {
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  assert.equal(alive(pid), false, `the service (PID ${pid}) still runs 15 s after its harness died`)
+  await waitFor(
+    () => !alive(pid),
+    15_000,
+    `the service (PID ${pid}) to stop after its harness died`,
+  )
   console.log(`# the service stopped ${Date.now() - killed} ms after its harness was killed`)
 })
