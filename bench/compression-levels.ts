@@ -18,7 +18,7 @@ import {
   gzipSync,
   type ZlibOptions,
 } from 'node:zlib'
-import { MemoryNoteStore } from '../src/store/memory.js'
+import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
 import { median } from './numbers.js'
 import { smallNote } from './workloads.js'
 

@@ -16,7 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
-import { MemoryNoteStore } from '../src/store/memory.js'
+import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
 import { smallNote } from './workloads.js'
 
 const { values } = parseArgs({ options: { notes: { type: 'string', default: '100000' } } })

@@ -10,7 +10,7 @@ import { once } from 'node:events'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { exportJWK, generateKeyPair, SignJWT } from 'jose'
-import { UserTokens } from '../src/ops/user-tokens.js'
+import { UserTokens } from '../src/auth/user-tokens.js'
 
 const ITERATIONS = Number(process.argv[2] ?? 20_000)
 const SECRET = 'bench-secret-bench-secret-bench-secret!'

@@ -7,8 +7,8 @@ import { readPackageInfo } from './config/package-info.js'
 
 const args = process.argv.slice(2)
 if (args[0] === 'token') {
-  // A user token for trying user notebooks out: see src/ops/token-command.ts.
-  const { runTokenCommand } = await import('./ops/token-command.js')
+  // A user token for trying user notebooks out: see src/commands/token-command.ts.
+  const { runTokenCommand } = await import('./commands/token-command.js')
   process.exitCode = await runTokenCommand(
     args.slice(1),
     process.env,
@@ -16,13 +16,13 @@ if (args[0] === 'token') {
     process.stderr,
   )
 } else if ((args[0] === 'export' || args[0] === 'import') && !args.includes('--help')) {
-  // Every notebook to a file and back, on DATA_FILE or DATABASE_URL: src/ops/export-command.ts.
+  // Every notebook to a file and back, on DATA_FILE or DATABASE_URL: src/commands/export-command.ts.
   const streams = { stdout: process.stdout, stderr: process.stderr }
   if (args[0] === 'export') {
-    const { runExportCommand } = await import('./ops/export-command.js')
+    const { runExportCommand } = await import('./commands/export-command.js')
     process.exitCode = await runExportCommand(args.slice(1), process.env, streams)
   } else {
-    const { runImportCommand } = await import('./ops/import-command.js')
+    const { runImportCommand } = await import('./commands/import-command.js')
     process.exitCode = await runImportCommand(args.slice(1), process.env, streams)
   }
 } else if (args.includes('--help') || args.includes('-h')) {

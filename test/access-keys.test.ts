@@ -3,9 +3,9 @@ import type { AddressInfo } from 'node:net'
 import { after, describe, it } from 'node:test'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../src/app.js'
+import { bearerToken, requestPath } from '../src/auth/access-keys.js'
 import { type Config, DEFAULT_CONFIG } from '../src/config/config.js'
-import { bearerToken, requestPath } from '../src/ops/access-keys.js'
-import { MemoryNoteStore } from '../src/store/memory.js'
+import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
 import {
   buildTestApp,
   describeEachLane,

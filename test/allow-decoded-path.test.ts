@@ -3,7 +3,7 @@ import { describe, it } from 'node:test'
 import { pathOf } from '../src/api/error-handling.js'
 import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
-import { MemoryNoteStore } from '../src/store/memory.js'
+import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
 
 function app() {
   return buildApp({

@@ -8,6 +8,7 @@ import { describe, it, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import { type AppOptions, buildApp } from '../src/app.js'
+import { UserTokens } from '../src/auth/user-tokens.js'
 import {
   type ChangeEvent,
   ConflictError,
@@ -18,10 +19,9 @@ import {
   NotesProblem,
 } from '../src/client/index.js'
 import { type Config, DEFAULT_CONFIG } from '../src/config/config.js'
-import { UserTokens } from '../src/ops/user-tokens.js'
 import { openJournaledStore } from '../src/store/journal/journaled-notebooks.js'
-import { MemoryNoteStore } from '../src/store/memory.js'
-import { MemoryNotebooks } from '../src/store/memory-notebooks.js'
+import { MemoryNotebooks } from '../src/store/memory/memory-notebooks.js'
+import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
 import { Relay } from './client-relay.js'
 import { describeEachStore, TEST_EPOCH } from './helpers.js'
 

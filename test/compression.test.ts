@@ -6,7 +6,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { send } from '../bench/http-client.js'
 import { type CodingChoice, parseAcceptEncoding } from '../src/api/compression.js'
 import { NoteOperations } from '../src/api/note-operations.js'
-import { MemoryNoteStore } from '../src/store/memory.js'
+import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
 import {
   buildTestApp,
   describeEachStore,

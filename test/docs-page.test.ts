@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path'
 import { describe, it } from 'node:test'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import type { Page } from 'playwright-core'
-import { DOCS_PAGE_FILE_NAMES } from '../src/ops/api-docs.js'
+import { DOCS_PAGE_FILE_NAMES } from '../src/pages/api-docs.js'
 import { CHROMIUM, launchChromium, MISSING, SKIP } from './chromium.js'
 import { buildOpsApp } from './ops-app.js'
 

@@ -6,7 +6,7 @@ import { EventSource as EventSource5 } from 'eventsource'
 import { EventSource as EventSource4 } from 'eventsource4'
 import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
-import { MemoryNoteStore } from '../src/store/memory.js'
+import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
 import { TEST_EPOCH } from './helpers.js'
 
 /**

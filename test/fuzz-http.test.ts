@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { describe, it } from 'node:test'
 import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
-import { MemoryNoteStore } from '../src/store/memory.js'
+import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
 import { FUZZ_LIMITS } from './hostile/fuzz-limits.js'
 import { FuzzFailure, runFuzz } from './hostile/fuzz-run.js'
 

@@ -4,11 +4,14 @@ import { after, afterEach, before, describe } from 'node:test'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import inject, { type InjectOptions } from 'light-my-request'
 import { buildApp } from '../src/app.js'
+import { UserTokens } from '../src/auth/user-tokens.js'
 import { type Config, DEFAULT_CONFIG } from '../src/config/config.js'
-import { UserTokens } from '../src/ops/user-tokens.js'
-import { MemoryNoteStore } from '../src/store/memory.js'
-import { MemoryNotebooks, type MemoryNotebooksOptions } from '../src/store/memory-notebooks.js'
-import type { MemoryStoreOptions } from '../src/store/memory-options.js'
+import {
+  MemoryNotebooks,
+  type MemoryNotebooksOptions,
+} from '../src/store/memory/memory-notebooks.js'
+import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
+import type { MemoryStoreOptions } from '../src/store/memory/options.js'
 import { PostgresNotebooks } from '../src/store/postgres/notebooks.js'
 import { PostgresNoteStore } from '../src/store/postgres/store.js'
 import type { Notebooks, NoteStore } from '../src/store/types.js'

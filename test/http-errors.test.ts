@@ -3,7 +3,7 @@ import { it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
-import { MemoryNoteStore } from '../src/store/memory.js'
+import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
 import type { NoteStore } from '../src/store/types.js'
 import {
   type buildTestApp,

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
-import { MemoryNoteStore } from '../src/store/memory.js'
+import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
 import { fakeClock } from './helpers.js'
 
 /** Keeps the event loop blocked `blockMs` at a time, with short breaks, for `totalMs`. */

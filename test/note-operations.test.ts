@@ -5,7 +5,7 @@ import { Answer } from '../src/api/answer.js'
 import { NoteOperations } from '../src/api/note-operations.js'
 import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
-import { MemoryNoteStore } from '../src/store/memory.js'
+import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
 import type { MaybePromise, NoteFields } from '../src/store/types.js'
 import { describeEachStore, fakeClock, injectThroughServer, type SuiteContext } from './helpers.js'
 

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { buildApp } from '../src/app.js'
+import { UserTokens } from '../src/auth/user-tokens.js'
+import { signUserToken } from '../src/commands/token-command.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
-import { signUserToken } from '../src/ops/token-command.js'
-import { UserTokens } from '../src/ops/user-tokens.js'
 import {
   JournaledNotebooks,
   type JournaledNotebooksOptions,

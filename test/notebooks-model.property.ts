@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import fc from 'fast-check'
-import { SHARED_ROOM_ADVICE } from '../src/store/capacity.js'
+import { SHARED_ROOM_ADVICE } from '../src/store/kernel/capacity.js'
 import { type Change, type Notebooks, type NoteStore, StoreFullError } from '../src/store/types.js'
 import { operations, pickId } from './arbitraries.js'
 import { NoteModel } from './note-model.js'

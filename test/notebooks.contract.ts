@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { SHARED_ROOM_ADVICE } from '../src/store/capacity.js'
+import { SHARED_ROOM_ADVICE } from '../src/store/kernel/capacity.js'
 import {
   type Change,
   IdempotencyKeyReusedError,

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import { parseAcceptEncoding } from '../src/api/compression.js'
-import { PAGE_CSP, SERVICE_WORKER } from '../src/ops/notes-page.js'
+import { PAGE_CSP, SERVICE_WORKER } from '../src/pages/notes-page.js'
 import { type PatchPlan, planPatch } from '../src/ui/note-patch.js'
 import { buildOpsApp } from './ops-app.js'
 

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../src/app.js'
 import { type Config, DEFAULT_CONFIG } from '../src/config/config.js'
-import { MemoryNoteStore } from '../src/store/memory.js'
+import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
 
 /** A fresh app on a fresh store, with the shipped defaults overridden by `overrides`. */
 export function buildOpsApp(

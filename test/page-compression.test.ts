@@ -11,13 +11,13 @@ import {
   gunzipSync,
   gzipSync,
 } from 'node:zlib'
-import { loadPageFiles, pageSources } from '../src/ops/notes-page.js'
+import { loadPageFiles, pageSources } from '../src/pages/notes-page.js'
 import {
   COMPRESSED_PAGE,
   compressedPageFile,
   contentDigest,
   writeCompressedPage,
-} from '../src/ops/page-compression.js'
+} from '../src/pages/page-compression.js'
 
 const folders: string[] = []
 after(() => {

@@ -6,7 +6,7 @@ import { buildApp } from '../src/app.js'
 import { NotesClient } from '../src/client/index.js'
 import { parseJson } from '../src/client/parse-json.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
-import { MemoryNoteStore } from '../src/store/memory.js'
+import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
 import { jsonObject, malformed } from './hostile/json-text.js'
 import { createRandom } from './hostile/prng.js'
 

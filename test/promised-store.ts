@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { MemoryNoteStore } from '../src/store/memory.js'
-import type { MemoryStoreOptions } from '../src/store/memory-options.js'
+import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
+import type { MemoryStoreOptions } from '../src/store/memory/options.js'
 import type {
   BatchKey,
   BatchResult,

@@ -4,7 +4,7 @@ import { describe, it } from 'node:test'
 import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
 import { requestIdGenerator } from '../src/ops/request-id.js'
-import { MemoryNoteStore } from '../src/store/memory.js'
+import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
 import { buildOpsApp, logCollector } from './ops-app.js'
 
 /** A generated id: '3f9a0c1b7d2e-1f' (random prefix, counter in base 36). */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { MemoryNoteStore } from '../src/store/memory.js'
+import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
 import { PromisedNoteStore } from './promised-store.js'
 import { type ContractStoreOptions, runStoreContract } from './store.contract.js'
 

@@ -1,5 +1,5 @@
 import { describe } from 'node:test'
-import { MemoryNoteStore } from '../src/store/memory.js'
+import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
 import { runModelProperty } from './store-model.property.js'
 
 describe('MemoryNoteStore against the model', () => {

@@ -5,8 +5,8 @@ import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { decodeJwt, decodeProtectedHeader } from 'jose'
-import { ttlSeconds } from '../src/ops/token-command.js'
-import { UserTokens } from '../src/ops/user-tokens.js'
+import { UserTokens } from '../src/auth/user-tokens.js'
+import { ttlSeconds } from '../src/commands/token-command.js'
 
 const run = promisify(execFile)
 const CLI = join(fileURLToPath(new URL('../..', import.meta.url)), 'dist/src/cli.js')

@@ -9,8 +9,8 @@ import {
   type TokenRefusal,
   tokenRefusalAnswer,
   tokenRefusalHeaders,
-} from '../src/ops/user-token-refusals.js'
-import { type TokenVerdict, UserTokens } from '../src/ops/user-tokens.js'
+} from '../src/auth/user-token-refusals.js'
+import { type TokenVerdict, UserTokens } from '../src/auth/user-tokens.js'
 import { JwksServer, type SigningKey, signed, signingKey, unsigned } from './jwks-server.js'
 
 const SECRET = 'a-secret-of-32-bytes-or-more-000'

@@ -22,8 +22,6 @@ import { problemAnswer } from './problem.js'
 import { createAnswer, deleteAnswer, updateAnswer, writtenAnswer } from './write-answers.js'
 
 export type { RequestHeaders }
-// Defined in answer.ts now; ops/health.ts and ops/api-docs.ts still import it from here.
-export { JSON_CONTENT_TYPE }
 
 const NO_REQUEST_HEADERS: RequestHeaders = Object.freeze({})
 const NOTES_PATH = '/api/note'

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { JSON_CONTENT_TYPE } from '../api/note-operations.js'
+import { JSON_CONTENT_TYPE } from '../api/answer.js'
 import { sendProblem } from '../api/problem.js'
 import type { StoreGauges } from '../store/types.js'
 

@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { type AppConfig, buildApp } from '../../src/app.js'
 import { DEFAULT_CONFIG } from '../../src/config/config.js'
-import { MemoryNoteStore } from '../../src/store/memory.js'
+import { MemoryNoteStore } from '../../src/store/memory/memory-store.js'
 
 export interface Listening {
   app: FastifyInstance

@@ -5,9 +5,9 @@ import {
   type ImportCaps,
   ImportRefusedError,
   type ImportSource,
-} from '../import-source.js'
+} from '../kernel/import-source.js'
 import { etagOf, randomEpoch, versionToken } from '../kernel/version-token.js'
-import type { ImageNote } from '../memory-records.js'
+import type { ImageNote } from '../memory/records.js'
 import { imageRecords } from './journal-records.js'
 import { JournaledNotebooks, notebookEpoch } from './journaled-notebooks.js'
 import { encodeHeader } from './record-format.js'

@@ -1,8 +1,8 @@
 import { encodeRecord } from '../../durable/record-frame.js'
 import { parseJson } from '../kernel/parse-json.js'
 import { etagOf } from '../kernel/version-token.js'
-import type { MemoryNoteStore } from '../memory.js'
-import type { ImageNote, RememberedKey, StoreImage } from '../memory-records.js'
+import type { MemoryNoteStore } from '../memory/memory-store.js'
+import type { ImageNote, RememberedKey, StoreImage } from '../memory/records.js'
 import type { Change } from '../types.js'
 import type { DecodedRecord } from './record-format.js'
 

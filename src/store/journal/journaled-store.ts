@@ -1,7 +1,7 @@
 import { encodeRecord } from '../../durable/record-frame.js'
-import { MemoryNoteStore } from '../memory.js'
-import type { MemoryStoreOptions, SharedParts } from '../memory-options.js'
-import { type RecordedWrite, snapshot } from '../memory-records.js'
+import { MemoryNoteStore } from '../memory/memory-store.js'
+import type { MemoryStoreOptions, SharedParts } from '../memory/options.js'
+import { type RecordedWrite, snapshot } from '../memory/records.js'
 import {
   type BatchKey,
   type BatchResult,

@@ -1,5 +1,5 @@
-import { mergePatchInto } from '../merge-patch.js'
 import type { NoteFields, PatchKind } from '../types.js'
+import { mergePatchInto } from './merge-patch.js'
 import { parseJson } from './parse-json.js'
 import { setField } from './set-field.js'
 

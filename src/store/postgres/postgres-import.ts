@@ -1,12 +1,12 @@
 import type pg from 'pg'
+import { isIndexable } from '../kernel/id-placement.js'
 import {
   checkImportCaps,
   type ImportCaps,
   type ImportedNote,
   ImportRefusedError,
   type ImportSource,
-} from '../import-source.js'
-import { isIndexable } from '../kernel/id-placement.js'
+} from '../kernel/import-source.js'
 import { randomEpoch } from '../kernel/version-token.js'
 import type { Database } from './database.js'
 import { searchText } from './search-text.js'

@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import { SHARED_ROOM_ADVICE } from '../capacity.js'
+import { SHARED_ROOM_ADVICE } from '../kernel/capacity.js'
 import { type ChangeType, StoreFullError } from '../types.js'
 import type { Database } from './database.js'
 import type { NotebookDb } from './notebook-db.js'

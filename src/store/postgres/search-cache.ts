@@ -1,5 +1,5 @@
 import { MAX_CACHED_SEARCHES } from '../kernel/defaults.js'
-import { matchesText } from '../search.js'
+import { matchesText } from '../kernel/search.js'
 
 /** The notes matching one `q` at one version, in list order. */
 export interface Search {

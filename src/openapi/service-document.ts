@@ -1,0 +1,55 @@
+import { needsAccessKey } from '../auth/access-keys.js'
+import { RATE_LIMIT_EXEMPT } from '../ops/rate-limits.js'
+import { apiDocsPaths } from './api-docs-paths.js'
+import { buildOpenApiDocument, type OpenApiDocument } from './document.js'
+import { eventsPaths } from './event-paths.js'
+import { healthPaths } from './health-paths.js'
+import { metricsPaths } from './metrics-paths.js'
+import { notePaths } from './note-paths.js'
+import { notesPagePaths } from './notes-page-paths.js'
+
+export interface ServiceDescriptionOptions {
+  /** The service's version, for `info.version`. */
+  version: string
+  /** Whether `/metrics` is served. */
+  metrics: boolean
+  /** Whether `/docs` is served. */
+  docs: boolean
+  /** Whether the notes page is served at `/`. */
+  ui: boolean
+  /** Whether access keys are on (API_KEYS, API_READ_KEYS): the security scheme, 401 and 403. */
+  accessKeys: boolean
+  /** Whether user tokens are on (AUTH_JWT_SECRET, AUTH_JWKS_URL): a notebook per user. */
+  userTokens?: boolean
+  /** Whether rate limits are on (RATE_LIMIT): 429. */
+  rateLimits: boolean
+  /** Whether CORS is on (CORS_ORIGIN). */
+  cors: boolean
+  /** Whether load shedding is on (MAX_EVENT_LOOP_DELAY_MS). */
+  loadShedding: boolean
+}
+
+/**
+ * The OpenAPI document of the service as app.ts puts it together: the paths of each part that is
+ * on, as each part describes them, and what access keys and rate limits add to them.
+ */
+export function describeService(options: ServiceDescriptionOptions): OpenApiDocument {
+  return buildOpenApiDocument({
+    version: options.version,
+    paths: [
+      notePaths(),
+      eventsPaths(),
+      healthPaths(),
+      apiDocsPaths({ ui: options.docs }),
+      options.metrics ? metricsPaths() : {},
+      options.ui ? notesPagePaths() : {},
+    ],
+    accessKeys:
+      options.accessKeys || options.userTokens === true ? { guards: needsAccessKey } : undefined,
+    userTokens: options.userTokens === true,
+    serviceKeys: options.accessKeys,
+    rateLimits: options.rateLimits ? { exempt: RATE_LIMIT_EXEMPT } : undefined,
+    cors: options.cors,
+    loadShedding: options.loadShedding,
+  })
+}

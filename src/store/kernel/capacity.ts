@@ -1,0 +1,62 @@
+import { StoreFullError } from '../types.js'
+
+/**
+ * What a memory store holds and the most it may hold (DECISION 14), and, for a notebook, the
+ * capacity of the whole service it is part of (DECISION 33: caps per user and overall). A write
+ * asks for room first (roomForNote, roomForBytes), which throws and changes nothing when a cap
+ * would be passed, and then records what it did (add). Every store has one of its own; the
+ * notebooks of one service share the `whole`.
+ */
+/** What a caller refused for the service-wide caps is told: its own deletes may not be enough. */
+export const SHARED_ROOM_ADVICE = 'Its room is shared by every notebook; try again later.'
+
+export class Capacity {
+  /** Notes held. */
+  notes = 0
+  /** UTF-8 bytes of the notes' JSON held. */
+  bytes = 0
+  readonly maxNotes: number
+  readonly maxBytes: number
+  /** Who holds what, in a refusal's words: 'The store', 'This notebook', 'The service'. */
+  readonly #holder: string
+  /** What this capacity is a part of, whose caps hold too; undefined for a store of its own. */
+  readonly #whole: Capacity | undefined
+
+  constructor(maxNotes: number, maxBytes: number, holder: string, whole?: Capacity) {
+    this.maxNotes = maxNotes
+    this.maxBytes = maxBytes
+    this.#holder = holder
+    this.#whole = whole
+  }
+
+  /**
+   * Throws StoreFullError unless one more note fits, here and in the whole; the error names the
+   * cap that would be passed, the part's before the whole's, and nothing of other parts:
+   * 'This notebook holds its maximum of 2 notes.', 'The service holds its maximum of 5 notes.'
+   */
+  roomForNote(): void {
+    if (this.notes >= this.maxNotes) throw this.#full(`${this.maxNotes} notes`)
+    this.#whole?.roomForNote()
+  }
+
+  /** Throws StoreFullError unless `bytes` more (fewer when negative) fit, here and in the whole. */
+  roomForBytes(bytes: number): void {
+    if (this.bytes + bytes > this.maxBytes) throw this.#full(`${this.maxBytes} bytes of notes`)
+    this.#whole?.roomForBytes(bytes)
+  }
+
+  /** Records `notes` more notes (1, 0 or -1) of `bytes` more bytes, here and in the whole. */
+  add(notes: number, bytes: number): void {
+    this.notes += notes
+    this.bytes += bytes
+    this.#whole?.add(notes, bytes)
+  }
+
+  #full(what: string): StoreFullError {
+    const message = `${this.#holder} holds its maximum of ${what}.`
+    // The whole is shared: deleting one's own notes may not be enough, nor one's to do.
+    return this.#holder === 'The service'
+      ? new StoreFullError(message, SHARED_ROOM_ADVICE)
+      : new StoreFullError(message)
+  }
+}

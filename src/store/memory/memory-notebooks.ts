@@ -1,0 +1,70 @@
+import { Capacity } from '../kernel/capacity.js'
+import { IdSpace } from '../kernel/id-space.js'
+import { randomEpoch } from '../kernel/version-token.js'
+import type { Notebooks, StoreStats } from '../types.js'
+import { MemoryNoteStore } from './memory-store.js'
+import type { MemoryStoreOptions, SharedParts } from './options.js'
+
+export interface MemoryNotebooksOptions
+  extends Omit<MemoryStoreOptions, 'maxNotes' | 'maxBytes' | 'epoch' | 'shared'> {
+  /** Most notes held at once over every notebook. */
+  maxNotes: number
+  /** Most UTF-8 bytes of note JSON held at once over every notebook. */
+  maxBytes: number
+  /** Most notes one notebook holds (MAX_NOTES_PER_USER); default maxNotes. */
+  maxNotesPerNotebook?: number
+  /** Most UTF-8 bytes of note JSON one notebook holds (MAX_BYTES_PER_USER); default maxBytes. */
+  maxBytesPerNotebook?: number
+  /**
+   * The version epoch of a notebook, for tests that know their tokens ('e.1'); a random one,
+   * never given twice, by default (undefined draws one too).
+   */
+  epochOf?: (notebook: string) => string | undefined
+}
+
+/**
+ * The notebooks of one service in memory (DECISION 33). Each is a MemoryNoteStore of its own,
+ * with its own random epoch, so that a version token or ETag of one notebook is never valid in
+ * another; they share one IdSpace (ids unique over the service) and the service's Capacity.
+ * A notebook, once asked for, stays for the life of the process, empty or not.
+ */
+export class MemoryNotebooks implements Notebooks {
+  readonly #store: MemoryStoreOptions
+  readonly #shared: SharedParts
+  readonly #notebooks = new Map<string, MemoryNoteStore>()
+  /** Every epoch given to a notebook: a random draw that repeats one is drawn again. */
+  readonly #epochs = new Set<string>()
+  readonly #epochOf: ((notebook: string) => string | undefined) | undefined
+
+  constructor(options: MemoryNotebooksOptions) {
+    const { maxNotesPerNotebook, maxBytesPerNotebook, epochOf, ...service } = options
+    this.#epochOf = epochOf
+    this.#shared = {
+      ids: new IdSpace(),
+      capacity: new Capacity(service.maxNotes, service.maxBytes, 'The service'),
+    }
+    this.#store = {
+      ...service,
+      maxNotes: maxNotesPerNotebook ?? service.maxNotes,
+      maxBytes: maxBytesPerNotebook ?? service.maxBytes,
+      shared: this.#shared,
+    }
+  }
+
+  notebook(name: string): MemoryNoteStore {
+    let notebook = this.#notebooks.get(name)
+    if (notebook === undefined) {
+      let epoch = this.#epochOf?.(name) ?? randomEpoch()
+      while (this.#epochs.has(epoch)) epoch = randomEpoch()
+      this.#epochs.add(epoch)
+      notebook = new MemoryNoteStore({ ...this.#store, epoch })
+      this.#notebooks.set(name, notebook)
+    }
+    return notebook
+  }
+
+  stats(): StoreStats {
+    const { notes, bytes, maxNotes, maxBytes } = this.#shared.capacity
+    return { notes, bytes, maxNotes, maxBytes }
+  }
+}
