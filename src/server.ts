@@ -4,15 +4,8 @@ import { buildApp } from './app.js'
 import { UserTokens } from './auth/user-tokens.js'
 import { ConfigError, loadConfig, userTokensOn } from './config/config.js'
 import { listenErrorMessage } from './config/listen-error.js'
+import { type OpenedStores, openStores, StoreOpenError } from './open-stores.js'
 import { loggerOptions } from './ops/logger.js'
-import { JournalOpenError } from './store/journal/journal-open-error.js'
-import { SHARED_NOTEBOOK } from './store/journal/journal-records.js'
-import { JournaledNotebooks } from './store/journal/journaled-notebooks.js'
-import { MemoryNotebooks } from './store/memory/memory-notebooks.js'
-import { MemoryNoteStore } from './store/memory/memory-store.js'
-import { openFailure, redactUrl } from './store/postgres/connection.js'
-import { PostgresNotebooks } from './store/postgres/notebooks.js'
-import { PostgresNoteStore } from './store/postgres/store.js'
 
 let config: ReturnType<typeof loadConfig>
 try {
@@ -37,97 +30,33 @@ const userTokens = !userTokensOn(config)
         issuer: config.authIssuer,
         audience: config.authAudience,
       })
-const caps = {
-  maxNotes: config.maxNotes,
-  maxBytes: config.maxStoreBytes,
-  historyLimit: config.changeHistory,
+// The journal is opened (locked, replayed) before anything listens, and the database waited for
+// and migrated, so that no instance takes traffic it cannot serve.
+let opened: OpenedStores
+try {
+  opened = openStores(config, { perUser: userTokens !== undefined })
+} catch (err) {
+  exitWith(err)
 }
-const perUser = {
-  maxNotesPerNotebook: config.maxNotesPerUser,
-  maxBytesPerNotebook: config.maxBytesPerUser,
-}
-const database = {
-  url: config.databaseUrl,
-  poolSize: config.databasePoolSize,
-  statementTimeoutMs: config.databaseStatementTimeoutMs,
-}
-const postgres =
-  config.databaseUrl === ''
-    ? undefined
-    : userTokens === undefined
-      ? new PostgresNoteStore({ ...caps, ...database })
-      : new PostgresNotebooks({ ...caps, ...database, ...perUser })
-// DECISION 37: the journal is opened (locked, replayed) before anything listens.
-let journaled: JournaledNotebooks | undefined
-if (config.dataFile !== '') {
-  try {
-    journaled = new JournaledNotebooks({
-      ...caps,
-      ...(userTokens === undefined ? {} : perUser),
-      path: config.dataFile,
-    })
-  } catch (err) {
-    if (!(err instanceof JournalOpenError)) throw err
-    process.stderr.write(`notes-service: ${err.message}\n`)
-    process.exit(2)
-  }
-}
-const stores =
-  journaled !== undefined
-    ? userTokens === undefined
-      ? { store: journaled.notebook(SHARED_NOTEBOOK) }
-      : { notebooks: journaled, userTokens }
-    : postgres instanceof PostgresNotebooks
-      ? { notebooks: postgres, userTokens: userTokens as UserTokens }
-      : postgres !== undefined
-        ? { store: postgres }
-        : userTokens !== undefined
-          ? { notebooks: new MemoryNotebooks({ ...caps, ...perUser }), userTokens }
-          : { store: new MemoryNoteStore(caps) }
 const app = buildApp({
-  ...stores,
+  ...opened.stores,
+  ...(userTokens === undefined ? {} : { userTokens }),
   config,
   logger: loggerOptions(config.logLevel, process.stdout),
 })
-
-if (journaled !== undefined) {
-  const { dropped } = journaled
-  if (dropped !== undefined) {
-    app.log.warn(
-      { dataFile: config.dataFile, offset: dropped.offset, bytes: dropped.bytes },
-      'DATA_FILE ended in a torn record (a crash mid-write); it was dropped',
-    )
-  }
-  app.log.info({ dataFile: config.dataFile, notes: journaled.stats().notes }, 'journal opened')
-  const store = journaled
-  app.addHook('onClose', async () => store.close())
+app.addHook('onClose', async () => opened.close())
+try {
+  await opened.ready(app.log)
+} catch (err) {
+  await opened.close().catch(() => {})
+  exitWith(err)
 }
 
-if (postgres !== undefined) {
-  // DECISION 27: start-up waits (bounded) for the database and applies the migrations before it
-  // listens, so no instance takes traffic it cannot serve.
-  const database = redactUrl(config.databaseUrl)
-  app.log.info({ database }, 'opening the PostgreSQL store')
-  const started = Date.now()
-  try {
-    await postgres.open({
-      timeoutMs: config.databaseConnectTimeoutMs,
-      retryMs: config.databaseConnectRetryMs,
-    })
-  } catch (err) {
-    // A setting is named only when the user set it: a default they never chose tells them nothing.
-    const timeoutSet =
-      process.env.DATABASE_CONNECT_TIMEOUT_MS !== undefined ||
-      process.argv.some((arg) => /^--database-connect-timeout-ms(=|$)/.test(arg))
-    const reason = openFailure(err, {
-      waitedMs: Date.now() - started,
-      timeoutMs: timeoutSet ? config.databaseConnectTimeoutMs : undefined,
-    })
-    process.stderr.write(`notes-service: cannot open the database ${database}: ${reason}\n`)
-    await postgres.close().catch(() => {})
-    process.exit(1)
-  }
-  app.addHook('onClose', async () => postgres.close())
+/** A store that cannot be opened is told in one line; anything else is a bug, thrown. */
+function exitWith(err: unknown): never {
+  if (!(err instanceof StoreOpenError)) throw err
+  process.stderr.write(`notes-service: ${err.message}\n`)
+  process.exit(err.exitCode)
 }
 
 let shuttingDown = false

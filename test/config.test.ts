@@ -44,8 +44,20 @@ describe('loadConfig', () => {
       databaseConnectTimeoutMs: 30_000,
       databaseConnectRetryMs: 500,
       dataFile: '',
+      given: new Set(),
     })
     assert.deepEqual(loadConfig({}, []), DEFAULT_CONFIG)
+  })
+
+  it('records which settings the environment or a flag gave, and no default', () => {
+    const config = loadConfig({ PORT: '4000', HOST: '', LOG_LEVEL: 'warn' }, [
+      '--database-connect-timeout-ms=2000',
+      '--port',
+      '4001',
+    ])
+    assert.deepEqual(config.given, new Set(['port', 'logLevel', 'databaseConnectTimeoutMs']))
+    assert.equal(config.port, 4001)
+    assert.deepEqual(loadConfig({}, []).given, new Set())
   })
 
   it('reads every option from its environment variable', () => {
@@ -87,7 +99,8 @@ describe('loadConfig', () => {
       },
       [],
     )
-    assert.deepEqual(config, {
+    const { given, ...settings } = config
+    assert.deepEqual(settings, {
       port: 4000,
       host: '0.0.0.0',
       bodyLimit: 2048,
@@ -126,6 +139,13 @@ describe('loadConfig', () => {
       // DATA_FILE is refused beside DATABASE_URL: read on its own below.
       dataFile: '',
     })
+    // Every variable given a value, and none of the three left empty or unset.
+    assert.deepEqual(
+      [...given].sort(),
+      OPTIONS.map((option) => option.key)
+        .filter((key) => !['authJwtSecret', 'authJwksUrl', 'dataFile'].includes(key))
+        .sort(),
+    )
   })
 
   it('reads DATA_FILE, and refuses it beside DATABASE_URL or user tokens, in one line', () => {

@@ -5,7 +5,7 @@ import { Agent, request } from 'node:http'
 import { dirname, join, relative } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { type Config, loadConfig, OPTIONS, type Option } from '../src/config/config.js'
+import { loadConfig, OPTIONS, type Option, type Setting } from '../src/config/config.js'
 import { isRejection } from '../src/config/value-parsers.js'
 import { type ServerProcess, startServer } from './hostile/server-process.js'
 
@@ -558,7 +558,7 @@ const codeSpans = (text: string): string[] =>
   [...text.matchAll(/`([^`]+)`/g)].map((m) => m[1] as string)
 
 /** A boolean option's parser, from the table. */
-function booleanParser(): Option<keyof Config>['parse'] {
+function booleanParser(): Option<Setting>['parse'] {
   const option = OPTIONS.find((o) => typeof o.default === 'boolean')
   assert.ok(option, 'OPTIONS has a boolean option')
   return option.parse

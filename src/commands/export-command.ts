@@ -1,4 +1,5 @@
 import type { Config } from '../config/config.js'
+import { openDatabase, openJournal } from '../open-stores.js'
 import { ExportSnapshot } from '../store/postgres/export-snapshot.js'
 import {
   CommandError,
@@ -9,7 +10,6 @@ import {
   Output,
   Progress,
 } from './command-io.js'
-import { openDatabase, openJournal } from './command-stores.js'
 import { HEADER_LINE, notebookLine } from './export-file.js'
 
 /**

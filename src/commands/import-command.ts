@@ -1,4 +1,5 @@
 import { userTokensOn } from '../config/config.js'
+import { openDatabase } from '../open-stores.js'
 import { importIntoJournal } from '../store/journal/journal-import.js'
 import type { ImportSource } from '../store/kernel/import-source.js'
 import { importIntoPostgres } from '../store/postgres/postgres-import.js'
@@ -10,7 +11,6 @@ import {
   failureLine,
   Progress,
 } from './command-io.js'
-import { openDatabase } from './command-stores.js'
 import { ExportFileError, readExportFile } from './export-file.js'
 
 /**

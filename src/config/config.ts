@@ -112,10 +112,18 @@ export interface Config {
    * before it is answered (DECISION 37); empty (the default) keeps them in memory only.
    */
   dataFile: string
+  /**
+   * The settings that an environment variable or a flag gave, so that a message names a setting
+   * only when the user chose it (a default they never set tells them nothing).
+   */
+  given: ReadonlySet<Setting>
 }
 
+/** A setting's key: everything in Config but `given`. */
+export type Setting = Exclude<keyof Config, 'given'>
+
 /** One row of `OPTIONS`: a setting, its variable and flag, its default and its parser. */
-export interface Option<K extends keyof Config> {
+export interface Option<K extends Setting> {
   key: K
   env: string
   flag: string
@@ -131,7 +139,7 @@ const TEN_MINUTES = 600_000
 const ONE_DAY = 86_400_000
 
 /** Every option, in the order `--help` lists them. */
-export const OPTIONS: readonly Option<keyof Config>[] = [
+export const OPTIONS: readonly Option<Setting>[] = [
   opt('port', 'PORT', 'TCP port to listen on (0 picks a free port)', 3000, integer(0, 65535)),
   opt('host', 'HOST', 'address to listen on (0.0.0.0 for all interfaces)', '127.0.0.1', host),
   opt('bodyLimit', 'BODY_LIMIT', 'largest request body, in bytes', 1 * MIB, integer(2, 64 * MIB)),
@@ -328,21 +336,19 @@ export const OPTIONS: readonly Option<keyof Config>[] = [
   ),
 ]
 
-function secret(option: Option<keyof Config>): Option<keyof Config> {
+function secret(option: Option<Setting>): Option<Setting> {
   return { ...option, secret: true }
 }
 
-function opt<K extends keyof Config>(
+function opt<K extends Setting>(
   key: K,
   env: string,
   description: string,
   defaultValue: Config[K],
   parse: Option<K>['parse'],
-): Option<keyof Config> {
+): Option<Setting> {
   const flag = `--${env.toLowerCase().replaceAll('_', '-')}`
-  return { key, env, flag, description, default: defaultValue, parse } as unknown as Option<
-    keyof Config
-  >
+  return { key, env, flag, description, default: defaultValue, parse } as unknown as Option<Setting>
 }
 
 /** '--port' -> false (the next flag), '4000' -> true, undefined -> false */
@@ -358,9 +364,10 @@ export class ConfigError extends Error {
   }
 }
 
-export const DEFAULT_CONFIG: Readonly<Config> = Object.freeze(
-  Object.fromEntries(OPTIONS.map((o) => [o.key, o.default])) as unknown as Config,
-)
+export const DEFAULT_CONFIG: Readonly<Config> = Object.freeze({
+  ...(Object.fromEntries(OPTIONS.map((o) => [o.key, o.default])) as unknown as Config),
+  given: new Set<Setting>(),
+})
 
 /**
  * Reads the configuration from environment variables and command-line flags (flags win):
@@ -368,14 +375,16 @@ export const DEFAULT_CONFIG: Readonly<Config> = Object.freeze(
  * @throws ConfigError naming the variable or flag when a value is invalid or a flag is unknown.
  */
 export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Config {
-  const config: Record<string, unknown> = { ...DEFAULT_CONFIG }
-  const apply = (option: Option<keyof Config>, raw: string, source: string): void => {
+  const given = new Set<Setting>()
+  const config: Record<string, unknown> = { ...DEFAULT_CONFIG, given }
+  const apply = (option: Option<Setting>, raw: string, source: string): void => {
     const value = option.parse(raw.trim())
     if (isRejection(value)) {
       const shown = option.secret === true ? '(value not shown)' : JSON.stringify(raw)
       throw new ConfigError(`Invalid ${source} ${shown}: expected ${value.expected}.`)
     }
     config[option.key] = value
+    given.add(option.key)
   }
   for (const option of OPTIONS) {
     const raw = env[option.env]

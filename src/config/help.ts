@@ -1,4 +1,4 @@
-import type { Config, Option } from './config.js'
+import type { Config, Option, Setting } from './config.js'
 import type { PackageInfo } from './package-info.js'
 import { isRejection } from './value-parsers.js'
 
@@ -6,7 +6,7 @@ import { isRejection } from './value-parsers.js'
  * The text of `notes-service --help`, made from the options table so that it lists every
  * option with its flag, environment variable, default and accepted values.
  */
-export function formatHelp(options: readonly Option<keyof Config>[], info: PackageInfo): string {
+export function formatHelp(options: readonly Option<Setting>[], info: PackageInfo): string {
   const lines = [
     `${info.name} ${info.version}: ${info.description}`,
     '',
@@ -41,7 +41,7 @@ function showDefault(value: Config[keyof Config]): string {
 }
 
 /** What the option's parser accepts, in its own words: every parser rejects a NUL character. */
-function acceptedValues(option: Option<keyof Config>): string {
+function acceptedValues(option: Option<Setting>): string {
   const answer = option.parse('\0')
   return isRejection(answer) ? answer.expected : 'any text'
 }
