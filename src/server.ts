@@ -57,7 +57,7 @@ const postgres =
     : userTokens === undefined
       ? new PostgresNoteStore({ ...caps, ...database })
       : new PostgresNotebooks({ ...caps, ...database, ...perUser })
-// DECISION 37: the journal is opened (locked, replayed) before anything listens.
+// DATA_FILE: the journal is opened (locked, replayed) before anything listens.
 let journaled: JournaledNotebooks | undefined
 if (config.dataFile !== '') {
   try {
@@ -104,7 +104,7 @@ if (journaled !== undefined) {
 }
 
 if (postgres !== undefined) {
-  // DECISION 27: start-up waits (bounded) for the database and applies the migrations before it
+  // DATABASE_URL: start-up waits (bounded) for the database and applies the migrations before it
   // listens, so no instance takes traffic it cannot serve.
   const database = redactUrl(config.databaseUrl)
   app.log.info({ database }, 'opening the PostgreSQL store')
