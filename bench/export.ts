@@ -1,7 +1,7 @@
 /**
  * node --expose-gc dist/bench/export.js [--notes N]
  *
- * The export (DECISION 36) on the memory store: N notes (default 100,000, the workloads' small
+ * The export (ndjson) on the memory store: N notes (default 100,000, the workloads' small
  * note), then
  * 1. one export, GET /api/note with Accept: application/x-ndjson, read as fast as it comes over
  *    a real socket on 127.0.0.1: MB/s and notes/s (best of three);

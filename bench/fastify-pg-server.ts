@@ -2,7 +2,7 @@
  * The straightforward Fastify + `pg` implementation of the API, the reference of
  * `npm run bench -- --store postgres`: one `pg.Pool` (DATABASE_POOL_SIZE, default 10), one query
  * per request, each note a `jsonb` row (the column type a tutorial reaches for: pg hands it back
- * as an object, and `reply.send` runs JSON.stringify per answer). Ids (DECISIONS 1-4) come from a
+ * as an object, and `reply.send` runs JSON.stringify per answer). Ids come from a
  * one-row clock updated in the same statement as the insert, so they are unique and time-based
  * across instances. DATABASE_URL and PORT from the environment; 127.0.0.1.
  */
@@ -37,7 +37,7 @@ try {
   schema.release()
 }
 
-// id = max(now, last id + 1), stepping over ids that a PATCH gave to a stored note (DECISION 1);
+// id = max(now, last id + 1), stepping over ids that a PATCH gave to a stored note;
 // the UPDATE locks the clock row, so concurrent creates on any instance take turns. (The series
 // is in the select list, where it is produced lazily; in FROM it would be materialized whole.)
 const CREATE = `
@@ -50,10 +50,10 @@ const CREATE = `
   INSERT INTO notes (id, data)
   SELECT last_id, $2::jsonb || jsonb_build_object('id', last_id) FROM clock
   RETURNING data`
-/** The first note in list order with that id (DECISION 4). */
+/** The first note in list order with that id. */
 const FIRST = 'SELECT seq FROM notes WHERE id = $1 ORDER BY seq LIMIT 1'
 
-/** '007' -> 7; anything but a decimal integer (DECISION 2) -> undefined. */
+/** '007' -> 7; anything but a decimal integer -> undefined. */
 function idOf(segment: string): number | undefined {
   if (!/^-?[0-9]+$/.test(segment)) return undefined
   const id = Number(segment)

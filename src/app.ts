@@ -61,7 +61,7 @@ export interface AppOptions {
    * notebook for service keys); without it, every request acts on the shared notebook.
    */
   notebooks?: Notebooks
-  /** User tokens (DECISION 32): each request under /api/ then needs one, or a service key. */
+  /** User tokens: each request under /api/ then needs one, or a service key. */
   userTokens?: UserTokens
   /** The clock a remembered user token's expiry is checked against (default Date.now). */
   now?: () => number
@@ -181,7 +181,7 @@ export function buildApp({
     ),
     // While closing, Fastify answered requests still arriving on open connections with a bare
     // 503; serve them instead: Fastify adds 'Connection: close', so the client reconnects and
-    // is refused (DECISION 16: finish requests in flight, never a 5xx).
+    // is refused (finish requests in flight, never a 5xx).
     return503OnClosing: false,
     routerOptions: {
       ignoreTrailingSlash: true,

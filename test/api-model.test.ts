@@ -9,7 +9,7 @@ import { apiOperations, pickId, type WriteOperation } from './arbitraries.js'
 import { describeEachStore } from './helpers.js'
 import { NoteModel } from './note-model.js'
 
-/** The media type each kind of update is sent as (DECISION 25). */
+/** The media type each kind of update is sent as. */
 const PATCH_MEDIA_TYPES = {
   merge: 'application/json',
   'merge-patch': 'application/merge-patch+json',
@@ -49,7 +49,7 @@ function aim(ids: readonly number[], pick: number): { segment: string; url: stri
 }
 
 /**
- * POST /api/batch of `writes` (DECISION 35), against the model: it applies them in order to a
+ * POST /api/batch of `writes`, against the model: it applies them in order to a
  * copy of itself, kept only when every one succeeds; then the answer is 200 with each one's
  * answer as alone (its ETag the copy's version then), else the first failure's 404 naming it,
  * and the model is as it was. Each write aims among the notes the ones before it left.

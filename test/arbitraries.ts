@@ -72,7 +72,7 @@ export function operations(): fc.Arbitrary<Operation[]> {
   return fc.array(operation(), { maxLength: 60 })
 }
 
-/** A write of a batch (DECISION 35): a create, update or delete as it would be alone. */
+/** A write of a batch: a create, update or delete as it would be alone. */
 export type WriteOperation = Extract<Operation, { kind: 'create' | 'update' | 'delete' }>
 
 /** What the HTTP API takes: the single operations, and batches of 1 to 6 writes. */

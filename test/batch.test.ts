@@ -17,7 +17,7 @@ interface Problem {
   detail: string
 }
 
-describeEachStore('POST /api/batch (DECISION 35)', (suite) => {
+describeEachStore('POST /api/batch', (suite) => {
   const batch = (app: App, requests: unknown, headers: Record<string, string> = {}) =>
     app.inject({
       method: 'POST',
@@ -171,7 +171,7 @@ describeEachStore('POST /api/batch (DECISION 35)', (suite) => {
     let now = 1000
     const { app } = suite.buildApp({}, { now: () => now })
     await batch(app, [create({ a: 1 })])
-    // Moved ahead of the clock: the next creates step over 1005 while it is held (DECISION 1).
+    // Moved ahead of the clock: the next creates step over 1005 while it is held.
     const moved = await batch(app, [patch(1000, { id: 1005 })])
     const etag = answers(moved)[0]?.headers.etag as string
     now = 1005

@@ -95,7 +95,7 @@ describe('parseAcceptEncoding', () => {
   }
 })
 
-describeEachStore('compression of GET /api/note (DECISION 26)', (suite) => {
+describeEachStore('compression of GET /api/note', (suite) => {
   it('sends the list as it is without Accept-Encoding, with Vary', async () => {
     const { app } = suite.buildApp({}, { now: fakeClock(1000, 1) })
     await storeNotes(app, 20)
@@ -294,7 +294,7 @@ describeEachStore('compression of GET /api/note (DECISION 26)', (suite) => {
   })
 })
 
-describeEachStore('compression of one note (DECISION 26)', (suite) => {
+describeEachStore('compression of one note', (suite) => {
   it('sends a note of 1 KiB as it is, without Vary', async () => {
     const app = await appWithNoteOf(suite, 1024)
     const response = await app.inject({ url: '/api/note/1000', headers: BR })

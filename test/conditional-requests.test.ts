@@ -32,7 +32,7 @@ describe('noneMatch: If-None-Match against an ETag (the rule the API and the pag
   }
 })
 
-describeEachStore('versions and conditional requests (DECISIONS 21, 22)', (suite) => {
+describeEachStore('versions and conditional requests', (suite) => {
   const setUp = async () => {
     const { app, store } = suite.buildApp({}, { now: fakeClock(T0, 1) })
     const created = await app.inject({

@@ -62,7 +62,7 @@ function countByLevel(lines: readonly LogLine[]): [number, number][] {
 
 const FLOOD = 500
 
-describeEachLane('logging failed requests (DECISION 20)', (suite) => {
+describeEachLane('logging failed requests', (suite) => {
   it(`logs ${FLOOD} 507s from a full store as one warn line, without a stack, and one summary on close`, async () => {
     const { app, lines } = appWithLog(suite, new MemoryNoteStore({ maxNotes: 1, maxBytes: 10_000 }))
     const post = (i: number) =>

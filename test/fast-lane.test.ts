@@ -193,7 +193,7 @@ describeEachStore(
         },
         { method: 'POST', url: '/api/note' },
         { method: 'DELETE', url: '/api/note/1', headers: { 'content-type': 'application/json' } },
-        // DECISION 25: a merge patch is Fastify's to parse and apply, whatever its case or charset.
+        // A merge patch is Fastify's to parse and apply, whatever its case or charset.
         ...['application/merge-patch+json', 'Application/Merge-Patch+JSON; charset=utf-8'].map(
           (type) => ({
             method: 'PATCH' as const,

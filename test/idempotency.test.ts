@@ -3,7 +3,7 @@ import { it } from 'node:test'
 import { type buildTestApp, describeEachStore, fakeClock, JSON_HEADERS } from './helpers.js'
 
 describeEachStore(
-  'Idempotency-Key on POST (DECISION 30)',
+  'Idempotency-Key on POST',
   (suite) => {
     const post = (
       app: ReturnType<typeof buildTestApp>['app'],

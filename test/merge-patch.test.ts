@@ -201,7 +201,7 @@ describeEachStore('PATCH with application/merge-patch+json (RFC 7396)', (suite) 
     )
   })
 
-  it('moves the note to a patched id; removing id leaves it listed but unreachable (DECISION 4)', async () => {
+  it('moves the note to a patched id; removing id leaves it listed but unreachable', async () => {
     const { app } = suite.buildApp({}, { now: fakeClock(1) })
     await create(app, '{"a":1}')
     await create(app, '{"b":2}')

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer'
 import { parseJson } from '../src/client/parse-json.js'
 
-/** The caps the model applies (DECISIONS 5, 7 and 14). */
+/** The caps the model applies. */
 export interface ModelLimits {
   bodyLimit: number
   /** MAX_DEPTH: levels a field may nest, the body object not counted. */
@@ -14,7 +14,7 @@ type Fields = Record<string, unknown>
 
 /**
  * How much deeper a note's fields sit in a batch document than in a request of their own
- * (DECISION 35): {"requests":[{"body":{...}}]} puts the body object three levels down.
+ * ({"requests":[{"body":{...}}]} puts the body object three levels down).
  */
 export const BATCH_DEPTH = 3
 
@@ -29,27 +29,27 @@ const UNBOUNDED: ModelLimits = {
 interface ModelNote {
   value: Fields
   json: string
-  /** The store's change sequence at the note's last write: its ETag's number (DECISION 22). */
+  /** The store's change sequence at the note's last write: its ETag's number. */
   version: number
 }
 
-/** What GET /api/note?<query> should answer (DECISION 23): the page's JSON and total, or a 400. */
+/** What GET /api/note?<query> should answer: the page's JSON and total, or a 400. */
 export type PageOutcome = { ok: true; json: string; total: number } | { ok: false; status: 400 }
 
 /** What a request body should come to: its fields, or the error status it earns. */
 export type BodyOutcome = { ok: true; fields: Fields } | { ok: false; status: 400 | 413 | 415 }
 
 /**
- * How a Content-Type header value should be treated (settled by DECISIONS 5 and 25): 'merge-patch'
+ * How a Content-Type header value should be treated: 'merge-patch'
  * is application/merge-patch+json, parsed as JSON like the rest, applied by RFC 7396 on PATCH.
  */
 export type MediaClass = 'json' | 'merge-patch' | 'unsupported-media' | 'unsupported-charset'
 
-/** How an update applies its fields: the spec's shallow merge, or RFC 7396 (DECISION 25). */
+/** How an update applies its fields: the spec's shallow merge, or RFC 7396. */
 export type ModelPatchKind = 'merge' | 'merge-patch'
 
 /**
- * The notes store as the contract and DECISIONS describe it, written the plainest way: an array
+ * The notes store as the contract and docs/api.md describe it, written the plainest way: an array
  * of notes in list order, each kept as parsed JSON and as its text, scanned linearly. The one
  * model every test compares the service with: the store's and the API's property tests through
  * its store-shaped methods (create, list, get, update, delete), the fuzzer through its finer
@@ -59,15 +59,15 @@ export type ModelPatchKind = 'merge' | 'merge-patch'
 export class NoteModel {
   readonly limits: ModelLimits
   readonly notes: ModelNote[] = []
-  /** The last id the service gave a created note (DECISION 1). */
+  /** The last id the service gave a created note. */
   lastId = 0
-  /** Writes so far: the store's version number (DECISION 21). */
+  /** Writes so far: the store's version number. */
   version = 0
   /** The first part of the service's version tokens, once an answer has shown it. */
   epoch: string | undefined
   /**
-   * Idempotency keys (DECISION 30): the fields' JSON and the first answer's note and version; for
-   * a batch (DECISION 35), 'batch <the document's JSON>' and the first answer's data array.
+   * Idempotency keys: the fields' JSON and the first answer's note and version; for
+   * a batch, 'batch <the document's JSON>' and the first answer's data array.
    */
   readonly keys = new Map<string, { fields: string; json: string; version: number }>()
   readonly #now: () => number
@@ -83,7 +83,7 @@ export class NoteModel {
     return this.notes.map((n) => n.value.id).filter((id): id is number => typeof id === 'number')
   }
 
-  /** DECISION 1: max(now, last id + 1), stepping over any id a stored note holds. */
+  /** The next id: max(now, last id + 1), stepping over any id a stored note holds. */
   nextId(): number {
     let id = Math.max(this.#now(), this.lastId + 1)
     while (this.holds(id)) id++
@@ -130,12 +130,12 @@ export class NoteModel {
     return this.#listBody
   }
 
-  /** DECISION 2: the decoded segment names an id only when it is a decimal integer. */
+  /** The decoded segment names an id only when it is a decimal integer. */
   static parseId(segment: string): number | undefined {
     return /^-?[0-9]+$/.test(segment) ? Number(segment) : undefined
   }
 
-  /** The first note, in list order, whose id is strictly equal to the number (DECISION 4). */
+  /** The first note, in list order, whose id is strictly equal to the number. */
   find(segment: string): number {
     const id = NoteModel.parseId(segment)
     if (id === undefined) return -1
@@ -147,7 +147,7 @@ export class NoteModel {
     return this.notes.some((n) => n.value.id === id)
   }
 
-  /** 507 or undefined: what a create of these fields meets, given the caps (DECISION 14). */
+  /** 507 or undefined: what a create of these fields meets, given the caps. */
   createRefusal(fields: Fields): 507 | undefined {
     if (this.notes.length >= this.limits.maxNotes) return 507
     // Ids are 13 digits until the year 2286, so any 13-digit id gives the right length.
@@ -156,7 +156,7 @@ export class NoteModel {
     return this.bytes + bytes > this.limits.maxStoreBytes ? 507 : undefined
   }
 
-  /** Stores a note with `id` (the next one by DECISION 1 unless given) and returns its JSON. */
+  /** Stores a note with `id` (the next one unless given) and returns its JSON. */
   create(fields: Fields, id: number = this.nextId()): string {
     const note = withId(fields, id)
     const json = JSON.stringify(note)
@@ -182,7 +182,7 @@ export class NoteModel {
   }
 
   /**
-   * DECISION 23 for a query without `after`, written plainly: filter by q (a string value at any
+   * A page for a query without `after`, written plainly: filter by q (a string value at any
    * depth containing it, Unicode case folding), reverse for order=desc, then the first `limit`.
    */
   page(search: string): PageOutcome {
@@ -250,7 +250,7 @@ export class NoteModel {
   }
 
   /**
-   * A copy to try a batch on (DECISION 35): its notes, ids and version, and the same epoch;
+   * A copy to try a batch on: its notes, ids and version, and the same epoch;
    * `adopt` takes the copy's state back when the whole batch was kept.
    */
   copy(): NoteModel {
@@ -272,14 +272,14 @@ export class NoteModel {
   }
 
   /**
-   * DECISION 5 and 7, in the order the checks apply. `extraDepth`: levels the fields sit below
+   * The body's checks, in the order they apply. `extraDepth`: levels the fields sit below
    * the body object (a batch document's note bodies sit BATCH_DEPTH levels down).
    */
   bodyOutcome(media: MediaClass | 'absent', body: Buffer, extraDepth = 0): BodyOutcome {
     if (media === 'absent') {
       return body.length === 0 ? { ok: true, fields: {} } : { ok: false, status: 415 }
     }
-    // 'json' and 'merge-patch' parse alike (DECISION 25: the same limits and checks).
+    // 'json' and 'merge-patch' parse alike (the same limits and checks).
     if (media === 'unsupported-media') return { ok: false, status: 415 }
     if (body.length > this.limits.bodyLimit) return { ok: false, status: 413 }
     if (media === 'unsupported-charset') return { ok: false, status: 415 }

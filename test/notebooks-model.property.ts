@@ -16,7 +16,7 @@ const NAMES = ['a', 'b', 'c']
 /**
  * The model-based property every Notebooks implementation must pass: random operations, each in
  * one of three notebooks, answered exactly as three independent models answer them, with one id
- * rule over all three (DECISION 1: max(now, last id given anywhere + 1), stepping over any id a
+ * rule over all three (max(now, last id given anywhere + 1), stepping over any id a
  * note in any notebook holds) and the caps per notebook and overall. Ids are picked from every
  * notebook's notes, so most operations on another notebook's id must find nothing. After each
  * operation every notebook's version must be its own writes alone; at the end each notebook's

@@ -81,7 +81,7 @@ function documentedOperations(document: OpenApiDocument): string[] {
 
 /**
  * 'GET /api/note/{id}' for every route the app serves, read from Fastify's route tree, leaving
- * out what no API description lists: HEAD (Fastify adds one per GET, as DECISIONS.md says) and
+ * out what no API description lists: HEAD (Fastify adds one per GET) and
  * CORS's catch-all OPTIONS route.
  */
 async function servedOperations(app: FastifyInstance): Promise<string[]> {

@@ -101,7 +101,7 @@ describe('the operational features leave /api/note as it is', () => {
     for (const [i, answer] of withCors.entries()) {
       // Fastify answers an unreadable URL (400) before any hook, so without CORS headers.
       if (answer.status === 400 && answer.body.includes('percent-encoding')) continue
-      // The list varies by Accept-Encoding too (DECISION 26), with CORS or without.
+      // The list varies by Accept-Encoding too, with CORS or without.
       const vary = reference[i]?.headers.vary
       assert.equal(answer.headers.vary, vary === undefined ? 'Origin' : `Origin, ${String(vary)}`)
       assert.equal(

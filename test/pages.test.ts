@@ -25,7 +25,7 @@ function nextOf(link: unknown): string | undefined {
   return match[1]
 }
 
-describeEachStore('pages and search (DECISION 23)', (suite) => {
+describeEachStore('pages and search', (suite) => {
   it('walks the list a page at a time, with Link: rel="next" while more follow', async () => {
     const { app } = suite.buildApp({}, { now: fakeClock(1000, 1) })
     await fill(app, 5)

@@ -71,7 +71,7 @@ async function listOf(port: number): Promise<Map<number, string>> {
   return new Map(data.map((note) => [note.id, JSON.stringify(note)]))
 }
 
-/** DECISION 27: what survives, and what clients see, when an instance or the database fails. */
+/** PostgreSQL: what survives, and what clients see, when an instance or the database fails. */
 if (postgresAvailable('PostgreSQL fault tests')) {
   describe('PostgreSQL faults', () => {
     let cluster: PostgresCluster

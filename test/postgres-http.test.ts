@@ -71,7 +71,7 @@ if (postgresAvailable('HTTP API on PostgreSQL')) {
       const created = await first.app.inject({ method: 'POST', url: '/api/note', payload: {} })
       assert.equal(created.headers.etag, '"first.1"')
       // A second instance on the same schema, told another epoch: the schema's own one wins, so
-      // both answer the same ETags and versions (DECISIONS 21, 22).
+      // both answer the same ETags and versions.
       const second = build(suite, { schema, epoch: 'second' })
       const read = await second.app.inject('/api/note/5000')
       assert.equal(read.headers.etag, '"first.1"')

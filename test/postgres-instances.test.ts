@@ -6,7 +6,7 @@ import type { Change } from '../src/store/types.js'
 import { type ServerProcess, startServer } from './hostile/server-process.js'
 import { createTestDatabase, postgresAvailable } from './postgres-cluster.js'
 
-/** DECISION 27: three instances of the service on one database behave as one service. */
+/** Three instances of the service on one database behave as one service. */
 if (postgresAvailable('PostgreSQL multi-instance tests')) {
   describe('three instances on one PostgreSQL database', () => {
     let url: string
@@ -96,7 +96,7 @@ if (postgresAvailable('PostgreSQL multi-instance tests')) {
     })
 
     it('creates once when the same Idempotency-Key reaches every instance at the same moment', async () => {
-      // DECISION 30: a repeat that arrives while the first is being applied waits for it. The
+      // A repeat that arrives while the first is being applied waits for it. The
       // store's create locks the clock row before it looks the key up, so the repeats wait for
       // the first commit and then replay it.
       const before = (await (await fetch(`${base(0)}/api/note`)).json()) as { data: unknown[] }

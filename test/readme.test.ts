@@ -332,7 +332,7 @@ function applyFilter(text: string, filter: readonly string[]): string {
 
 const GENERATED_ID = /^[0-9a-f]{12}-[0-9a-z]+$/
 /**
- * A version token's epoch (DECISION 21), random per start: 'k2x9q1m3ab' of "k2x9q1m3ab.5", in a
+ * A version token's epoch, random per start: 'k2x9q1m3ab' of "k2x9q1m3ab.5", in a
  * header or a batch's answers ("etag":"\"k2x9q1m3ab.5\"").
  */
 const VERSION_EPOCH =

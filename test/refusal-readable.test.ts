@@ -16,7 +16,7 @@ function summary(outcome: UploadOutcome): string {
 }
 
 /**
- * DECISION 18: a client streaming a body far over the limit reads the 413, never a reset, also
+ * A client streaming a body far over the limit reads the 413, never a reset, also
  * while other processes keep every CPU busy (the reset used to win 1 run in 3 under load).
  */
 describe('a 20 MB upload refused with 413, on a machine with busy CPUs', () => {

@@ -38,7 +38,7 @@ const cases: [string, unknown, boolean][] = [
   ['x', JSON.parse('{"__proto__":{"y":"x"}}'), true],
 ]
 
-describe('matchesText (DECISION 23: q)', () => {
+describe('matchesText (q)', () => {
   for (const [q, note, expected] of cases) {
     it(`${JSON.stringify(q)} in ${JSON.stringify(note)} -> ${expected}`, () => {
       assert.equal(matchesText(q)(JSON.stringify(note)), expected)
@@ -87,7 +87,7 @@ describe('matchesText (DECISION 23: q)', () => {
   })
 })
 
-describeEachStore('GET /api/note?q= (DECISION 23)', (suite) => {
+describeEachStore('GET /api/note?q=', (suite) => {
   it('answers, for each q of the table, exactly the notes the definition matches, in list order', async () => {
     // On PostgreSQL the pg_trgm index narrows the candidates first: it must never drop a match.
     const { app } = suite.buildApp()

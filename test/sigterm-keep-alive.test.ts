@@ -7,7 +7,7 @@ const CLIENTS = 32
 const ROUNDS = 3
 
 /**
- * DECISION 19: SIGTERM while keep-alive clients loop POSTs resets nobody. Every request that
+ * SIGTERM while keep-alive clients loop POSTs resets nobody. Every request that
  * reaches an open connection is answered (with Connection: close), and each client ends only when
  * it is refused a new connection. Run while other processes keep every CPU busy, several times:
  * all 32 clients used to get ECONNRESET.

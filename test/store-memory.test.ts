@@ -24,9 +24,9 @@ runStoreContract(
 
 // A refused batch whose creates step past a moved id, then delete its note, once counted that id
 // twice when undone (the delete's release came after `last` had passed it): the id stayed skipped
-// after its note was gone, where DECISION 1 gives it to the next create. The undo now puts the id
+// after its note was gone, where the next create should get it. The undo now puts the id
 // space back as it was.
-test('MemoryNoteStore: a refused batch leaves no free id skipped (DECISION 1)', () => {
+test('MemoryNoteStore: a refused batch leaves no free id skipped', () => {
   let now = 100
   const store = new MemoryNoteStore(options({ now: () => now }))
   store.create({ a: 1 })

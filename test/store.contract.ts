@@ -534,7 +534,7 @@ export function runStoreContract(
         ])
       })
     })
-    describe('versions, conditions, pages, idempotency and history (DECISIONS 21-24, 30)', () => {
+    describe('versions, conditions, pages, idempotency and history', () => {
       const raw = (options: ContractStoreOptions = {}) =>
         makeRawStore({ now: fixedClock(1), ...options })
       const ids = (json: string) => (JSON.parse(json) as { id: number }[]).map((note) => note.id)
@@ -722,7 +722,7 @@ export function runStoreContract(
 }
 
 /**
- * The batch part of the contract (NoteStore.batch, DECISION 35): all or nothing, in order, seen
+ * The batch part of the contract (NoteStore.batch): all or nothing, in order, seen
  * whole by readers and subscribers, at most once per key. `work` is written as the HTTP batch
  * writes it: every write called at once, the outcomes awaited only when the store answers
  * promises (a memory store's batch must be synchronous).

@@ -8,7 +8,7 @@ export const VARY = 'vary'
 export const ACCEPT_ENCODING = 'Accept-Encoding'
 
 /**
- * Answers in the coding a request asks for (DECISION 26), for one app: what operations answer
+ * Answers in the coding a request asks for, for one app: what operations answer
  * goes in, the same answer compressed (or marked as varying) comes out. Two ways:
  * - `encoded`, per request (a note, a write's answer, a problem): compressed when its body is over
  *   1 KiB (or identity is refused);

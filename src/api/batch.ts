@@ -14,7 +14,7 @@ import { PROBLEM_CONTENT_TYPE, problemAnswer } from './problem.js'
 import { createAnswer, deleteAnswer, updateAnswer } from './write-answers.js'
 
 /**
- * POST /api/batch (DECISION 35): several writes applied in order, all or nothing. A batch is one
+ * POST /api/batch: several writes applied in order, all or nothing. A batch is one
  * more adapter of the three writes: each request in it goes through write-answers.ts exactly as
  * it would alone, on the writer of one NoteStore.batch, and its answer is the one it would have
  * had alone. This file reads the batch document and puts the answers together.

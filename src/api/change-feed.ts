@@ -52,7 +52,7 @@ class EventStream {
 }
 
 /**
- * The change feed of one app (DECISION 24): subscribes once to the store and writes every change
+ * The change feed of one app: subscribes once to the store and writes every change
  * to every open stream, exactly once and in order, whatever point each stream started from.
  *
  * A stream starts *catching up*: it is first registered to hold the changes that arrive live,

@@ -10,7 +10,7 @@ import {
 } from 'node:zlib'
 
 /**
- * Content codings of JSON answers (DECISION 26): which one a request accepts, and the body
+ * Content codings of JSON answers (br, gzip): which one a request accepts, and the body
  * compressed with it. Levels were chosen by measurement (bench/README.md, "Compression levels"):
  * time to compress W3's 1.3 MB list and a list of varied notes, against the bytes saved.
  */
@@ -108,7 +108,7 @@ export function isLarge(body: string | Buffer, extra = 0): boolean {
   return body.length * 3 > limit && Buffer.byteLength(body) > limit
 }
 
-/** '"v.1"', 'br' -> '"v.1-br"': the ETag of a compressed representation (DECISION 22, 26). */
+/** '"v.1"', 'br' -> '"v.1-br"': the ETag of a compressed representation. */
 export function encodedEtag(etag: string, coding: Coding): string {
   return `${etag.slice(0, -1)}-${coding}"`
 }

@@ -3,7 +3,7 @@ import type { Preconditions } from '../store/types.js'
 /**
  * RFC 9110 §13 conditions, read from request headers. ETags here are strong and quoted, as the
  * store writes them ('"k2x9q1.5t"'); a compressed representation's ETag carries a suffix inside
- * the quotes ('"k2x9q1.5t-br"', DECISION 26).
+ * the quotes ('"k2x9q1.5t-br"').
  */
 
 /**

@@ -1,7 +1,7 @@
 import type { Change } from '../store/types.js'
 
 /*
- * The change feed's wire format (DECISION 24, the WHATWG event-stream rules): the headers of an
+ * The change feed's wire format (the WHATWG event-stream rules): the headers of an
  * event stream, the text of each message (a change, a reset, the opening), and the chunks that
  * the feed writes to every stream's socket.
  */
@@ -42,7 +42,7 @@ export function payload(data: Buffer | string): Payload {
 export const HEARTBEAT = payload(':\n\n')
 
 /**
- * One change as an SSE event (DECISION 24). Note JSON never holds a raw line break, so it is
+ * One change as an SSE event. Note JSON never holds a raw line break, so it is
  * one `data:` line.
  * { type: 'created', version: 'e.5', data: '{"id":1}' } -> 'event: created\nid: e.5\ndata: {"id":1}\n\n'
  */

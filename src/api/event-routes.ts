@@ -5,10 +5,10 @@ import { queryOf } from './note-routes.js'
 import type { NotebookServices } from './notebook-services.js'
 import { sendProblem } from './problem.js'
 
-/** The change feed's path (DECISION 24), also the `route` label of its metrics. */
+/** The change feed's path, also the `route` label of its metrics. */
 export const EVENTS_ROUTE = '/api/events'
 
-/** What a version token looks like (DECISION 21): opaque, but made of these characters only. */
+/** What a version token looks like: opaque, but made of these characters only. */
 const TOKEN = /^[A-Za-z0-9._~-]{1,256}$/
 
 /** Seconds a client refused for the cap is told to wait before it tries again. */

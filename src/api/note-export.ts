@@ -4,7 +4,7 @@ import type { NoteExport, NoteStore } from '../store/types.js'
 import { noneMatch } from './conditional.js'
 import { parseListQuery } from './page-query.js'
 
-/** The media type of an export (DECISION 36): one note's JSON a line, each line ending in '\n'. */
+/** The media type of an export: one note's JSON a line, each line ending in '\n'. */
 export const NDJSON_CONTENT_TYPE = 'application/x-ndjson'
 
 const NDJSON = /application\/x-ndjson/i
@@ -52,7 +52,7 @@ export function exportEtag(version: string): string {
 }
 
 /**
- * What an export means (DECISION 36), free of the transport: refused with a 400 when the query
+ * What an export means, free of the transport: refused with a 400 when the query
  * asks for a page or a search (an export is the whole notebook); a 304 when If-None-Match holds
  * the ETag of the current version's export; else the store's snapshot as a stream of lines (HEAD:
  * its version and count, the snapshot let go at once). `search` is the query string without its

@@ -31,7 +31,7 @@ const DATA_WRAPPING = 9
 
 /**
  * What each note operation means: which note it acts on, what it changes in the store, and what
- * it answers, conditions (DECISION 22), pages (23), idempotency keys (30) and compression (26)
+ * it answers, conditions, pages, idempotency keys and compression (docs/api.md)
  * included. The Fastify routes (note-routes.ts) and the fast lane (http/fast-lane.ts) only
  * translate a request into one of these calls and write the Answer back with answer-head.ts;
  * neither decides anything about a note. How an answer is compressed (answer-encoding.ts) and
@@ -56,7 +56,7 @@ export class NoteOperations {
 
   /**
    * POST /api/note: stores the fields under a new id and answers the note with its ETag; with an
-   * Idempotency-Key, at most once per key (DECISION 30).
+   * Idempotency-Key, at most once per key.
    */
   create(fields: NoteFields, headers: RequestHeaders = NO_REQUEST_HEADERS): MaybePromise<Answer> {
     const choice = this.#encoding.choose(headers['accept-encoding'])
@@ -70,7 +70,7 @@ export class NoteOperations {
   }
 
   /**
-   * GET /api/note: every note in list order, or a page of them (DECISION 23). `search` is the
+   * GET /api/note: every note in list order, or a page of them. `search` is the
    * query string without its '?'. Answers 304 to a matching If-None-Match without reading the list
    * (uncompressed) or the store (compressed: from the version's cached answer).
    */
@@ -109,7 +109,7 @@ export class NoteOperations {
 
   /**
    * PATCH /api/note/:id: the fields merged over the note (shallow, or RFC 7396 for a merge patch:
-   * DECISION 25), under If-Match / If-Unmodified-Since (412 when they fail), or the contract's 404.
+   * by type), under If-Match / If-Unmodified-Since (412 when they fail), or the contract's 404.
    */
   update(
     id: number | undefined,
@@ -138,7 +138,7 @@ export class NoteOperations {
   }
 
   /**
-   * POST /api/batch (DECISION 35): the requests of the batch document `body` applied in order, all
+   * POST /api/batch: the requests of the batch document `body` applied in order, all
    * or nothing (batch.ts); with an Idempotency-Key, at most once per key.
    */
   batch(body: NoteFields, headers: RequestHeaders = NO_REQUEST_HEADERS): MaybePromise<Answer> {

@@ -64,7 +64,7 @@ export function registerNoteRoutes(
 }
 
 /**
- * GET /api/note with Accept: application/x-ndjson (DECISION 36): the caller's notebook as a
+ * GET /api/note with Accept: application/x-ndjson: the caller's notebook as a
  * stream of lines with its Notes-Version, written with backpressure by Fastify's stream sending
  * (which destroys the stream, and so closes the export, when the client goes away). HEAD answers
  * the head alone. While shutting down, 503 with Retry-After, as the change feed answers.
@@ -118,7 +118,7 @@ function bodyFields(request: FastifyRequest): NoteFields {
 }
 
 /**
- * DECISION 25: application/merge-patch+json is an RFC 7396 merge patch; application/json, any
+ * Merge patch: application/merge-patch+json is an RFC 7396 merge patch; application/json, any
  * other +json type and no body at all keep the spec's shallow merge. The media type is compared
  * as Fastify's parser compares it (parameters off, trimmed, case-insensitive), and the parser has
  * already refused a charset other than UTF-8 with 415. The fast lane takes only

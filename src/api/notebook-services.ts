@@ -24,7 +24,7 @@ export interface NotebookServicesOptions {
 }
 
 /**
- * What serves each notebook (DECISION 33): its NoteOperations (with their list caches) and its
+ * What serves each notebook: its NoteOperations (with their list caches) and its
  * change feed, made on first use and kept. Every lane asks here with the notebook the request's
  * caller acts on, so that nothing one notebook's requests build (a cached list, an ETag, a
  * stream) is ever served to another's. The feeds share one cap on open streams.
@@ -52,7 +52,7 @@ export class NotebookServices {
     return operations
   }
 
-  /** The store of the notebook (an export reads it directly: DECISION 36). */
+  /** The store of the notebook (an export reads it directly). */
   store(notebook: string): NoteStore {
     return this.#options.storeOf(notebook)
   }

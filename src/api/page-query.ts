@@ -1,6 +1,6 @@
 import type { PageQuery } from '../store/types.js'
 
-/** What a list request asks for (DECISION 23): the whole list, or a page of it. */
+/** What a list request asks for: the whole list, or a page of it. */
 export type ListRequest =
   | { readonly kind: 'whole' }
   | { readonly kind: 'page'; readonly query: PageQuery; readonly paged: boolean }

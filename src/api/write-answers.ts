@@ -12,8 +12,8 @@ import { httpDate, writeConditions } from './conditional.js'
 import { problemAnswer } from './problem.js'
 
 /**
- * What the three writes mean (the spec's POST, PATCH and DELETE, with the conditions of DECISION
- * 22 and the merge patch of 25): the store call each makes and the answer it gets, uncompressed.
+ * What the three writes mean (the spec's POST, PATCH and DELETE, with their
+ * conditions and the merge patch): the store call each makes and the answer it gets, uncompressed.
  * A request alone (NoteOperations, which compresses the answer) and a request inside a batch
  * (batch.ts, on the batch's writer) both come here, so that they mean the same.
  * A synchronous writer gets a synchronous answer.

@@ -65,7 +65,7 @@ export function needsAccessKey(path: string): boolean {
 }
 
 /**
- * Who may do what, when access keys are on (DECISION 28): the one decision, which the Fastify
+ * Who may do what, when access keys are on: the one decision, which the Fastify
  * hook and the fast lane both call. Every request under /api/ and /metrics needs
  * `Authorization: Bearer <key>` with one of the keys; a read key may only GET and HEAD. OPTIONS
  * stays open (a browser sends CORS preflights without credentials; it answers only Allow), and

@@ -65,7 +65,7 @@ interface Remembered {
 }
 
 /**
- * Who a request is and which notebook it acts on (DECISIONS 28, 32-34): the one decision, which
+ * Who a request is and which notebook it acts on: the one decision, which
  * the Fastify hook and the fast lane both ask for.
  *
  * Without user tokens, every request acts on the shared notebook and service keys (when set)

@@ -13,7 +13,7 @@ import {
 import { HEADER_LINE, notebookLine } from './export-file.js'
 
 /**
- * `notes-service export [--out FILE]` (DECISION 36): every notebook of the configured store
+ * `notes-service export [--out FILE]`: every notebook of the configured store
  * (DATA_FILE or DATABASE_URL), as one consistent snapshot, in the export file format
  * (export-file.ts), to FILE or stdout, without the HTTP server.
  */

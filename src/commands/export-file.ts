@@ -5,7 +5,7 @@ import { parseJson } from '../store/kernel/parse-json.js'
 import { isNotebookName } from '../store/types.js'
 
 /**
- * The file of `notes-service export` and `import` (DECISION 36): every notebook of a store, each
+ * The file of `notes-service export` and `import`: every notebook of a store, each
  * note line exactly as GET /api/note with Accept: application/x-ndjson sends it.
  *   {"notes-service-export":1}
  *   {"notebook":"shared","notes":2}

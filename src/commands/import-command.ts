@@ -14,7 +14,7 @@ import {
 import { ExportFileError, readExportFile } from './export-file.js'
 
 /**
- * `notes-service import FILE [--replace]` (DECISION 36): the notes of an export file (or of an
+ * `notes-service import FILE [--replace]`: the notes of an export file (or of an
  * HTTP export, into the shared notebook) into the configured store (DATA_FILE or DATABASE_URL),
  * without the HTTP server. The whole file is checked first; a store that holds notes is refused
  * without --replace; either way nothing changes unless everything is imported.

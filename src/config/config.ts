@@ -80,13 +80,13 @@ export interface Config {
   maxEventStreams: number
   /**
    * `postgres://user:password@host:port/database`: keep the notes in PostgreSQL, shared by every
-   * instance given the same URL (DECISION 27); empty (the default) keeps them in memory.
+   * instance given the same URL; empty (the default) keeps them in memory.
    */
   databaseUrl: string
   /**
    * The secret user tokens are signed with (HS256, at least 32 UTF-8 bytes): with it, every
    * request under /api/ needs a user token or a service key, and each user has a notebook of
-   * their own (DECISIONS 32-34). Empty (the default) leaves user tokens off.
+   * their own. Empty (the default) leaves user tokens off.
    */
   authJwtSecret: string
   /** An identity provider's key set (its jwks_uri): user tokens signed by its keys. */
@@ -109,7 +109,7 @@ export interface Config {
   databaseConnectRetryMs: number
   /**
    * A file to keep the notes in: memory, with every write appended to this journal and fsynced
-   * before it is answered (DECISION 37); empty (the default) keeps them in memory only.
+   * before it is answered; empty (the default) keeps them in memory only.
    */
   dataFile: string
   /**

@@ -15,7 +15,7 @@ const UNRESOLVED = new Set([
 ])
 
 /**
- * The one line to print when listening fails because of the PORT or HOST setting (DECISION 17),
+ * The one line to print when listening fails because of the PORT or HOST setting,
  * naming the setting and what to do; undefined for any other failure, which is a bug.
  * EADDRINUSE on 3000 -> 'PORT 3000 is already in use on 127.0.0.1; choose another with PORT=... or --port ...'
  */

@@ -48,7 +48,7 @@ const LIST_WITH_QUERY = `${NOTES_ROUTE}?`
  * through both.
  *
  * It takes a request only when nothing about it needs Fastify:
- * - the URL is exactly '/api/note' (a GET may add a query: pages, DECISION 23) or
+ * - the URL is exactly '/api/note' (a GET may add a query: pages and search) or
  *   '/api/note/<decimal id>' (no query, no trailing slash, no percent-encoding);
  * - GET (but an export, Accept: application/x-ndjson, which streams); POST or PATCH with Content-Type 'application/json' (optionally '; charset=utf-8') and a
  *   Content-Length within the body limit; DELETE with no body;
@@ -168,7 +168,7 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
       return
     }
     const { url, method } = request
-    // An export (DECISION 36) streams: Fastify's route sends it, with backpressure.
+    // An export (ndjson) streams: Fastify's route sends it, with backpressure.
     if (
       method === 'GET' &&
       request.headers.accept !== undefined &&

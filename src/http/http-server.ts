@@ -11,7 +11,7 @@ export type ServerTimeouts = Pick<
 >
 
 /**
- * The HTTP/1.1 server the app listens on, with the service's timeouts (DECISION 15). Fastify
+ * The HTTP/1.1 server the app listens on, with the service's timeouts. Fastify
  * sets keepAliveTimeout, requestTimeout and the socket timeout only on servers it creates itself,
  * so they are set here for the server made through its `serverFactory`.
  */
@@ -21,7 +21,7 @@ export function createHttpServer(listener: RequestListener, timeouts: ServerTime
 
 /**
  * node:http's Server, except that closing it does not destroy the connections that are between
- * requests at once (DECISION 19). Node's close() and Fastify's close() call
+ * requests at once. Node's close() and Fastify's close() call
  * closeIdleConnections(), which did: a keep-alive client that had just sent its next request met
  * a reset (all 32 of 32 clients looping POSTs did). Here such a connection stays open: a request
  * that arrives on it is served with `Connection: close` (Fastify adds it while closing; the fast

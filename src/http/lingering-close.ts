@@ -23,7 +23,7 @@ export function isLingering(socket: Socket): boolean {
 }
 
 /**
- * Closes a connection without losing the last answer written on it (RFC 9112 §9.6, DECISION 18):
+ * Closes a connection without losing the last answer written on it (RFC 9112 §9.6):
  * half-closes (FIN after whatever is queued), then reads and discards what the client still sends
  * until it closes its side, goes quiet, or passes LINGER_LIMITS, and only then closes.
  *

@@ -7,7 +7,7 @@ import { closeLingering, isLingering, lingerOnClose } from './lingering-close.js
 import { afterResponsesOn } from './pipelining.js'
 
 /**
- * How a connection ends after a refusal (DECISION 18): the answer is read by the client, never
+ * How a connection ends after a refusal: the answer is read by the client, never
  * cut off by a reset, and nothing sent behind a refused body is taken for a next request.
  */
 
@@ -61,7 +61,7 @@ const refusing = new WeakSet<Socket>()
  * Responses already under way on the connection (pipelining) are finished first: the refusal
  * used to be written at once and the socket destroyed, so a POST followed in the same write by a
  * malformed request, or by any request after 'Connection: close', was stored while its client
- * read only the 400. The close lingers (DECISION 18), so a client still sending reads the refusal
+ * read only the 400. The close lingers, so a client still sending reads the refusal
  * instead of a reset.
  */
 export function clientErrorHandler(

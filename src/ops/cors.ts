@@ -24,8 +24,8 @@ const PREFLIGHT_MAX_AGE = 600
 export function registerCors(app: FastifyInstance, options: CorsOptions): void {
   const { origins, accessKeys = false, rateLimits = false } = options
   if (origins.length === 0) return
-  // Besides the CORS-safelisted ones: the conditions (DECISION 22), retries (30) and the feed's
-  // resume (24), which a page sends.
+  // Besides the CORS-safelisted ones: the conditions, retries and the feed's
+  // resume, which a page sends.
   const allowedHeaders = [
     'Content-Type',
     'X-Request-Id',

@@ -13,7 +13,7 @@ interface Interval {
 }
 
 /**
- * How both lanes log a request that failed (DECISION 20), by the status it is answered with:
+ * How both lanes log a request that failed, by the status it is answered with:
  * - 500 is a bug: `error`, with the error, its stack and the request's id, every time.
  * - Anything else is an expected condition, logged without a stack: 507 (store full) and any
  *   other 5xx at `warn`, since an operator can act on them; a 4xx at `info`, since it is the

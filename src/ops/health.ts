@@ -10,7 +10,7 @@ const READY = Buffer.from('{"status":"ready"}')
  * `GET /healthz`: the process answers (liveness). `GET /readyz`: the service takes traffic
  * (readiness): 200 once the app is ready, 503 before that and from the moment `close()` begins,
  * so a load balancer stops sending requests while the ones in flight finish, and 503 while the
- * store's database cannot be reached (DECISION 27; `/healthz` stays 200: the process is fine).
+ * store's database cannot be reached (`/healthz` stays 200: the process is fine).
  * Both are constant answers, logged at warn and above only, so probes never flood the logs.
  */
 export function registerHealthChecks(app: FastifyInstance, store?: StoreGauges): void {

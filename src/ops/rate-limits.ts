@@ -18,7 +18,7 @@ export interface RateLimitsOptions {
 export const RATE_LIMIT_EXEMPT: ReadonlySet<string> = new Set(['/healthz', '/readyz'])
 
 /**
- * At most `max` requests per `windowMs` per client (DECISION 31), counted with
+ * At most `max` requests per `windowMs` per client, counted with
  * @fastify/rate-limit in a fixed window that starts at the client's first request. A client is
  * its access key when it sends a valid one, else its address (an IPv6 address by its /64, as
  * the plugin does by default). Every answer carries `RateLimit-Limit`, `RateLimit-Remaining`

@@ -3,7 +3,7 @@ export type NoteFields = Record<string, unknown>
 
 /**
  * How an update applies its fields: 'merge' is the spec's shallow merge (each field replaces the
- * stored one); 'merge-patch' is RFC 7396 JSON Merge Patch (DECISION 25).
+ * stored one); 'merge-patch' is RFC 7396 JSON Merge Patch.
  */
 export type PatchKind = 'merge' | 'merge-patch'
 
@@ -30,11 +30,11 @@ export interface NoteRecord {
   readonly json: string
   /**
    * The strong validator of this content, quoted: '"k2x9q1.5t"'. It is the version token of the
-   * write that produced this content (DECISION 21), so the same ETag means the same bytes on every
+   * write that produced this content, so the same ETag means the same bytes on every
    * instance of the store, and a restarted memory store (a new epoch) never repeats one.
    */
   readonly etag: string
-  /** When the note was last written, in ms since the epoch (Last-Modified, DECISION 22). */
+  /** When the note was last written, in ms since the epoch (Last-Modified). */
   readonly modified: number
 }
 
@@ -42,13 +42,13 @@ export interface NoteRecord {
 export interface ListRecord {
   /** The JSON array of every note in list order. */
   readonly json: string
-  /** The version token (DECISION 21) this list is at. */
+  /** The version token this list is at. */
   readonly version: string
   /** Notes in the list. */
   readonly count: number
 }
 
-/** One page of the list (DECISION 23): a keyset walk over list positions. */
+/** One page of the list: a keyset walk over list positions. */
 export interface PageQuery {
   /** Most notes in the page, 1-1000. */
   readonly limit: number
@@ -70,7 +70,7 @@ export interface PageRecord {
   readonly next: number | undefined
 }
 
-/** Conditions a write applies atomically with itself (DECISION 22). */
+/** Conditions a write applies atomically with itself. */
 export interface Preconditions {
   /** The note's etag must be one of these ('"..."', as NoteRecord.etag), or '*' for any note. */
   readonly ifMatch?: readonly string[] | '*' | undefined
@@ -86,7 +86,7 @@ export class PreconditionFailed {
   ) {}
 }
 
-/** A create under an Idempotency-Key (DECISION 30). */
+/** A create under an Idempotency-Key. */
 export interface IdempotentCreate {
   /** The note as the first request created it (not as it may have changed since). */
   readonly note: NoteRecord
@@ -96,7 +96,7 @@ export interface IdempotentCreate {
 
 export type ChangeType = 'created' | 'updated' | 'deleted'
 
-/** One write, as the change feed (DECISION 24) sends it. */
+/** One write, as the change feed sends it. */
 export interface Change {
   readonly type: ChangeType
   /** The version token after this change: the SSE event id. */
@@ -120,7 +120,7 @@ export interface Change {
  * When several notes share an id (a PATCH can cause that), the first in list order is the one
  * that get, update and delete act on.
  *
- * Every write advances the store's version (DECISION 21): one change sequence per store, shared by
+ * Every write advances the store's version: one change sequence per store, shared by
  * every instance of it, kept as a bounded history that the change feed replays (`changesSince`).
  */
 export interface NoteStore {
@@ -131,7 +131,7 @@ export interface NoteStore {
    */
   create(fields: NoteFields): MaybePromise<NoteRecord>
   /**
-   * create() applied at most once per `key` (DECISION 30): a repeat with the same `fingerprint`
+   * create() applied at most once per `key`: a repeat with the same `fingerprint`
    * (of the request body) within the retention answers the first note with `replayed: true`.
    * Keys are remembered only for creates that succeeded.
    * @throws IdempotencyKeyReusedError when the key was used with another fingerprint.
@@ -140,20 +140,20 @@ export interface NoteStore {
   createOnce(key: string, fingerprint: string, fields: NoteFields): MaybePromise<IdempotentCreate>
   /** Every note in list order. The same record is returned until a write. */
   list(): MaybePromise<ListRecord>
-  /** A page of the list (DECISION 23). Costs O(limit), not O(notes), without `q`. */
+  /** A page of the list. Costs O(limit), not O(notes), without `q`. */
   page(query: PageQuery): MaybePromise<PageRecord>
   /** The note with this id, or undefined. */
   get(id: number): MaybePromise<NoteRecord | undefined>
   /**
    * Applies `fields` to the note with this id, atomically, and returns the new note, or
-   * undefined. `kind` says how (DECISION 25):
+   * undefined. `kind` says how:
    * - 'merge' (the spec's PATCH): shallow, each field replaces the stored one, a null included;
    * - 'merge-patch' (RFC 7396, for application/merge-patch+json): a null removes the field, an
    *   object merges recursively (over {} when the stored value is absent or not an object),
    *   anything else (arrays too) replaces; mergePatchInto in merge-patch.ts is the reference.
    * Either way `__proto__` is a plain field at any depth, an `id` field moves the note to that
    * id, and a merge patch that removes `id` leaves a note that no id finds but the list still
-   * holds (DECISION 4: a note is found by its `id` field only). The note keeps its place in the
+   * holds (a note is found by its `id` field only). The note keeps its place in the
    * list. With `conditions`, a note that does not meet them is left as it is and answered as
    * PreconditionFailed, checked and written as one step.
    * @throws StoreFullError when the changed note would pass the capacity; nothing changes.
@@ -181,14 +181,14 @@ export interface NoteStore {
   subscribe(listener: (change: Change) => void): () => void
   stats(): MaybePromise<StoreStats>
   /**
-   * Every note of the store as one consistent snapshot (DECISION 36): the version it is at, and
+   * Every note of the store as one consistent snapshot (an export): the version it is at, and
    * the notes' JSON in list order, read a chunk at a time, so that an export of any size holds
    * one chunk in memory at once. Later writes do not change what it yields. Close it when it is
    * not read to the end (a client went away): a store that holds something for it lets go.
    */
   exportNotes(): MaybePromise<NoteExport>
   /**
-   * Applies the writes that `work` makes through `writer` as one atomic step (DECISION 35): when
+   * Applies the writes that `work` makes through `writer` as one atomic step (a batch): when
    * `work` answers a string, every one of them is kept, and the string is the batch's answer;
    * when it answers undefined (one write was refused) or throws, none is, and the store is as it
    * was. No read and no subscriber sees part of a batch: subscribers hear of its changes, in
@@ -206,7 +206,7 @@ export interface NoteStore {
     once?: BatchKey,
   ): MaybePromise<BatchResult | undefined>
   /**
-   * Whether the store's backend answers now; /readyz is 503 while it does not (DECISION 27).
+   * Whether the store's backend answers now; /readyz is 503 while it does not.
    * A store without a backend to lose (memory) leaves it out.
    */
   available?(): MaybePromise<boolean>
@@ -215,7 +215,7 @@ export interface NoteStore {
 /** The writes a batch makes (NoteStore.batch), meaning what the store's own mean. */
 export type NoteWriter = Pick<NoteStore, 'create' | 'update' | 'delete'>
 
-/** A batch's Idempotency-Key (DECISION 30 on a batch) and the fingerprint of its body. */
+/** A batch's Idempotency-Key and the fingerprint of its body. */
 export interface BatchKey {
   readonly key: string
   readonly fingerprint: string
@@ -228,7 +228,7 @@ export interface BatchResult {
 }
 
 /**
- * One export of a store (DECISION 36): its version, and its notes' JSON (exactly as the list holds
+ * One export of a store: its version, and its notes' JSON (exactly as the list holds
  * each) in list order, in chunks of at most a few thousand notes.
  *   { version: 'k2x9q1.5', notes: 2 } then ['{"id":1,"a":1}', '{"id":2}'], then done
  */
@@ -244,10 +244,10 @@ export interface NoteExport {
 }
 
 /**
- * Every notebook of one service (DECISION 33): each is a NoteStore of its own, exactly as if each
+ * Every notebook of one service: each is a NoteStore of its own, exactly as if each
  * user had a store to themselves (its list, pages, search, version and ETags, change history,
  * subscribers and idempotency keys), while the ids that creates give are unique over all of them
- * (DECISION 1 over the whole service) and the caps hold per notebook and overall. Nothing of one
+ * and the caps hold per notebook and overall. Nothing of one
  * notebook shows in another: another notebook's id is not found there (undefined, false: never
  * PreconditionFailed), its version tokens are unknown there (changesSince answers undefined).
  *
@@ -291,7 +291,7 @@ export class StoreFullError extends Error {
   }
 }
 
-/** An Idempotency-Key sent again with a different body (DECISION 30). Nothing was created. */
+/** An Idempotency-Key sent again with a different body. Nothing was created. */
 export class IdempotencyKeyReusedError extends Error {
   constructor(message: string) {
     super(message)
@@ -301,7 +301,7 @@ export class IdempotencyKeyReusedError extends Error {
 
 /**
  * The store's backend cannot be reached (a database down, restarting, or too slow): nothing is
- * known to have changed. Answered with 503 and Retry-After (DECISION 27).
+ * known to have changed. Answered with 503 and Retry-After.
  */
 export class StoreUnavailableError extends Error {
   constructor(

@@ -229,7 +229,7 @@ export function randomKey(): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
 }
 
-/** Whether a note's id can name it in a URL (DECISION 2): 7 -> true, "7" -> false. */
+/** Whether a note's id can name it in a URL: 7 -> true, "7" -> false. */
 export function hasPath(id: unknown): id is number {
   return typeof id === 'number' && Number.isSafeInteger(id)
 }

@@ -127,7 +127,7 @@ export function checkStall(
 }
 
 /**
- * DECISION 20: an expected condition (a 4xx, a 507) is logged once, then summed up once per
+ * An expected condition (a 4xx, a 507) is logged once, then summed up once per
  * interval, not once per request: over `seconds`, no condition may have more lines than its first
  * one, one summary per interval begun, and the summary written at shutdown.
  */

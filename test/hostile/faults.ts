@@ -113,7 +113,7 @@ export async function sigtermUnderLoad(options: {
     await fetch(`${base}/api/note`, {
       method: 'POST',
       // Closed after the answer: a closing server keeps an idle keep-alive connection open for
-      // the keep-alive timeout (DECISION 19), and this one would make the shutdown wait for it.
+      // the keep-alive timeout, and this one would make the shutdown wait for it.
       headers: { 'content-type': 'application/json', connection: 'close' },
       body: '{}',
     })
@@ -501,7 +501,7 @@ export interface KeepAliveSigtermResult {
 }
 
 /**
- * DECISION 19's bar: `clients` keep-alive clients each loop POSTs on their own connection
+ * A shutdown resets nobody: `clients` keep-alive clients each loop POSTs on their own connection
  * (node:http, an Agent with keepAlive and one socket, as a service calling another does); SIGTERM
  * comes while they do. Every request must be answered (no reset, no 5xx), each client must end
  * only by being refused a new connection, and the process must exit 0.

@@ -6,9 +6,9 @@ import type { Random } from './prng.js'
 export type Expectation =
   /** A create or an update whose body is good; the model decides 200 or 404 or 507. */
   | { type: 'create'; body: Buffer; media: MediaClass | 'absent'; key?: string }
-  /** `query`: the query string without '?' (pages and search, DECISION 23). */
+  /** `query`: the query string without '?' (pages and search). */
   | { type: 'list'; query: string }
-  /** `condition`: an If-None-Match naming an ETag (DECISION 22). */
+  /** `condition`: an If-None-Match naming an ETag. */
   | { type: 'get'; segment: string; condition?: Condition }
   | {
       type: 'patch'
@@ -19,7 +19,7 @@ export type Expectation =
     }
   | { type: 'delete'; segment: string; condition?: Condition }
   /**
-   * POST /api/batch (DECISION 35): `body` is the batch document; the model applies `items` to a
+   * POST /api/batch: `body` is the batch document; the model applies `items` to a
    * copy of itself and keeps the copy only when every one succeeds.
    */
   | { type: 'batch'; body: Buffer; items: BatchItem[]; key?: string }
@@ -77,7 +77,7 @@ export interface FuzzCase {
 export const COLLECTION_ALLOW = 'GET, HEAD, OPTIONS, POST'
 export const NOTE_ALLOW = 'DELETE, GET, HEAD, OPTIONS, PATCH'
 
-/** Content-Type values and how DECISION 5 treats them (checked once against the service by hand). */
+/** Content-Type values and how they are treated (checked once against the service by hand). */
 const JSON_TYPES = [
   'application/json',
   'application/json; charset=utf-8',
@@ -123,7 +123,7 @@ const BAD_CHARSET_TYPES = [
 ]
 
 /**
- * DECISION 25: a JSON media type is a merge patch when it is application/merge-patch+json, any
+ * A JSON media type is a merge patch when it is application/merge-patch+json, any
  * case, with any parameters; every other one is plain JSON. Only for the types above.
  */
 function mediaOf(contentType: string): MediaClass {
@@ -231,7 +231,7 @@ export function nextCase(rng: Random, model: NoteModel, limits: CaseLimits): Fuz
 function createCase(rng: Random, limits: CaseLimits): FuzzCase {
   const { body, media, contentType } = goodBody(rng, limits)
   if (rng.chance(0.12)) {
-    // DECISION 30: a few keys, reused, so that repeats and conflicts happen; some malformed.
+    // Idempotency keys: a few, reused, so that repeats and conflicts happen; some malformed.
     const key = rng.weighted([
       [10, `key-${rng.int(6)}`],
       [1, rng.pick(['', 'has space', 'x'.repeat(256), '\u00e9'])],
@@ -260,7 +260,7 @@ function listCase(rng: Random, model: NoteModel): FuzzCase {
   })
 }
 
-/** A page or search query (DECISION 23), good or bad: limit, order, q, a garbage after. */
+/** A page or search query, good or bad: limit, order, q, a garbage after. */
 function pageQuery(rng: Random, model: NoteModel): string {
   const parts: string[] = []
   if (rng.chance(0.6)) {
@@ -408,7 +408,7 @@ function unknownPathCase(rng: Random): FuzzCase {
   })
 }
 
-// --- batches (DECISION 35) ---
+// --- batches ---
 
 /**
  * POST /api/batch with 1 to 20 requests drawn from the generators of the single writes: creates,
@@ -1020,7 +1020,7 @@ function query(rng: Random): string {
  * ('007', '%37', '-3'), a free integer, or something that is not a decimal integer at all.
  */
 /**
- * Sometimes a conditional header (DECISION 22) naming the note's ETag or an old one, once the
+ * Sometimes a conditional header naming the note's ETag or an old one, once the
  * model knows the service's version epoch.
  */
 function conditionFor(

@@ -5,7 +5,7 @@
  * limits, on the memory store or (--store postgres) on a fresh database of a throwaway PostgreSQL
  * cluster that is removed at the end; sends generated requests over raw sockets, checks each
  * answer against the model, then stops the service with SIGTERM and checks that it exits 0 with
- * no error logged and no condition logged once per request (DECISION 20). On PostgreSQL,
+ * no error logged and no condition logged once per request. On PostgreSQL,
  * --instances N starts N instances on the one database and spreads the requests over them.
  * --users N runs the isolation run instead (isolation-run.ts): user tokens on, N users and a
  * service key, each checked against a model of its own notebook, and none ever shown another's.

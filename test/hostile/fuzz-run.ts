@@ -12,7 +12,7 @@ export interface FuzzOptions {
    * Ports of further instances of the service on `host` that share its store (PostgreSQL): each
    * batch of requests goes to one instance, and the list check after it to another, so every
    * answer also checks that a write acknowledged by one instance is what the others serve
-   * (DECISION 27). Chosen by their own generator: the seed makes the same requests either way.
+   * (one service). Chosen by their own generator: the seed makes the same requests either way.
    */
   otherPorts?: readonly number[]
   seed: number
@@ -155,7 +155,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzStats> {
         }
         const status = response === CLOSED ? 'closed' : String(response.status)
         stats.byStatus[status] = (stats.byStatus[status] ?? 0) + 1
-        // 507 is the documented answer at capacity (DECISION 14); check() decides whether it was due.
+        // 507 is the documented answer at capacity; check() decides whether it was due.
         if (response !== CLOSED && response.status >= 500 && response.status !== 507) {
           fail(`a ${response.status}`, response)
         }
@@ -303,9 +303,8 @@ function check(
         return 'the created note has no integer id'
       const earliest = Math.max(sentAt, model.lastId + 1)
       const latest = Math.max(Date.now(), model.lastId + 1) + model.notes.length
-      if (id < earliest || id > latest)
-        return `id ${id} is outside [${earliest}, ${latest}] (DECISION 1)`
-      if (model.holds(id)) return `id ${id} is already held by a stored note (DECISION 1)`
+      if (id < earliest || id > latest) return `id ${id} is outside [${earliest}, ${latest}]`
+      if (model.holds(id)) return `id ${id} is already held by a stored note`
       const json = model.create(outcome.fields, id)
       stats.notesCreated++
       if (key !== undefined) {
@@ -327,7 +326,7 @@ function check(
       if (expect.condition !== undefined && expect.condition.etag !== model.etagOf(at)) {
         return preconditionMismatch(response, method, model, at)
       }
-      // DECISION 25: only a PATCH as application/merge-patch+json is an RFC 7396 merge patch.
+      // Only a PATCH as application/merge-patch+json is an RFC 7396 merge patch.
       const kind = expect.media === 'merge-patch' ? 'merge-patch' : 'merge'
       const merged = model.merged(at, outcome.fields, kind)
       if (merged.refused) return problemMismatch(response, 507, method)
@@ -340,7 +339,7 @@ function check(
 }
 
 /**
- * DECISION 35: a batch answered as the model says, all or nothing. In the service's order: the
+ * A batch answered as the model says, all or nothing. In the service's order: the
  * document's size and depth, each request as a request (the first refused one is named), the
  * Idempotency-Key, then the writes in order on a copy of the model, which is kept only when every
  * one succeeds: 200 with each answer as it would have been alone, or the first failure's status,
@@ -369,7 +368,7 @@ function checkBatch(
     if (!/^[\x21-\x7e]{1,255}$/.test(key)) return problemMismatch(response, 400, 'POST')
     const known = model.keys.get(key)
     if (known !== undefined) {
-      // A create's key, or another batch's: one key stands for one request (DECISION 30).
+      // A create's key, or another batch's: one key stands for one request.
       if (known.fields !== fingerprint) return problemMismatch(response, 422, 'POST')
       if (header(response, 'idempotent-replayed') !== 'true')
         return 'a repeated Idempotency-Key without Idempotent-Replayed: true'
@@ -394,7 +393,7 @@ function checkBatch(
   let created = 0
   /**
    * A refused batch's answer shows no created id, and the service made each one at a moment the
-   * model does not know, between `sentAt` and now (DECISION 1: max(now, last + 1), stepping over
+   * model does not know, between `sentAt` and now (max(now, last + 1), stepping over
    * held ids). So the copy gives each such create the latest id it can have had (the one at now),
    * and keeps here the earliest one too: the note's id is in between, unknown.
    */
@@ -423,7 +422,7 @@ function checkBatch(
         const earliest = Math.max(sentAt, copy.lastId + 1)
         const latest = Math.max(Date.now(), copy.lastId + 1) + copy.notes.length
         if (given < earliest || given > latest)
-          return `requests[${i}]: id ${given} is outside [${earliest}, ${latest}] (DECISION 1)`
+          return `requests[${i}]: id ${given} is outside [${earliest}, ${latest}]`
         if (copy.holds(given)) return `requests[${i}]: id ${given} is already held by a stored note`
         id = given
       } else {
@@ -531,7 +530,7 @@ function escapeRegExp(text: string): string {
 }
 
 /**
- * DECISION 21: the answer's version (`Notes-Version`, or a written note's ETag) is the model's:
+ * The answer's version (`Notes-Version`, or a written note's ETag) is the model's:
  * every write advanced it by exactly one. The first answer teaches the model the epoch.
  */
 function versionMismatch(
@@ -554,7 +553,7 @@ function etagMismatch(response: WireResponse, etag: string | undefined): string 
     : `ETag ${header(response, 'etag')}, not ${etag}`
 }
 
-/** DECISION 22: a stale If-Match gets 412 with the note's current ETag, and changes nothing. */
+/** A stale If-Match gets 412 with the note's current ETag, and changes nothing. */
 function preconditionMismatch(
   response: WireResponse,
   method: string,
@@ -573,7 +572,7 @@ function createdId(response: WireResponse): unknown {
   }
 }
 
-/** DECISION 9: 200, JSON media type, body exactly {"data":...} (none for HEAD). */
+/** Success: 200, JSON media type, body exactly {"data":...} (none for HEAD). */
 function dataMismatch(
   response: WireResponse,
   method: string,
@@ -596,7 +595,7 @@ function dataMismatch(
     : `body differs from the model:\n  expected ${excerpt(expected)}\n  got      ${excerpt(body)}`
 }
 
-/** DECISION 10: the contract's 404 has no body and no Content-Type. */
+/** The contract's 404 has no body and no Content-Type. */
 function emptyNotFoundMismatch(response: WireResponse): string | undefined {
   if (response.status !== 404) return `expected the empty 404, got ${response.status}`
   if (response.body.length !== 0 || header(response, 'content-length') !== '0')
@@ -606,7 +605,7 @@ function emptyNotFoundMismatch(response: WireResponse): string | undefined {
     : 'the empty 404 has a content-type'
 }
 
-/** DECISION 11: RFC 9457 problem JSON with a detail. */
+/** Other errors: RFC 9457 problem JSON with a detail. */
 function problemMismatch(
   response: WireResponse,
   status: number,

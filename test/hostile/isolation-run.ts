@@ -70,7 +70,7 @@ interface Caller {
 /** A note's mark, which names its owner: 'mark-user-2-17-4411' -> 'user-2'. */
 const MARK = /mark-(user-\d+|service)-\d+-\d+/g
 
-/** A batch document (DECISION 35). */
+/** A batch document. */
 interface BatchDocument {
   requests: { method: string; url: string; body?: Record<string, unknown> }[]
 }
@@ -88,7 +88,7 @@ interface Answer {
 }
 
 /**
- * The randomized isolation run (DECISION 33): several users and a service key send a mix of
+ * The randomized isolation run: several users and a service key send a mix of
  * creates, reads, updates, deletes, lists, pages and searches against a real service, over their
  * own notes and over everybody else's ids, cursors, ETags, version tokens, idempotency keys and
  * event ids, and batches that name other callers' notes or reuse their keys. A model per notebook
@@ -342,7 +342,7 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
         }
       } else if (kind === 'batch') {
         // Creates, patches and deletes, some of other callers' notes: one of those (or a note the
-        // batch deleted already) refuses the batch whole with a 404 naming it (DECISION 35).
+        // batch deleted already) refuses the batch whole with a 404 naming it.
         const count = rng.between(1, 6)
         const document: BatchDocument = { requests: [] }
         const targets: ({ id: number; owner: Caller } | undefined)[] = []

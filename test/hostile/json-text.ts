@@ -169,7 +169,7 @@ export function nestedObject(rng: Random, depth: number): string {
   return depth <= 1 ? '{}' : `{"deep":${inner}}`
 }
 
-/** A JSON value that is not an object, which DECISION 5 refuses. */
+/** A JSON value that is not an object, which a body may not be. */
 export function nonObject(rng: Random): string {
   return rng.pick([
     '[]',

@@ -194,7 +194,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const fdsAfterSoak = openFds(server)
 
   // Closed after the answer: the server's stop would otherwise wait out the keep-alive timeout
-  // for this idle connection (DECISION 19).
+  // for this idle connection.
   const list = (await (
     await fetch(`${base}/api/note`, { headers: { connection: 'close' } })
   ).json()) as { data: { id: number }[] }

@@ -2,7 +2,7 @@ import { takePidLock } from '../../durable/pid-lock.js'
 import { JournalOpenError } from './journal-open-error.js'
 
 /**
- * One process per journal (DECISION 37), with the PID lock of durable/pid-lock.ts and the
+ * One process per journal, with the PID lock of durable/pid-lock.ts and the
  * journal's own words for a refusal. '/data/notes.journal' -> '/data/notes.journal.lock' holding
  * '4242\n'.
  */

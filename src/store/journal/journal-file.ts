@@ -45,7 +45,7 @@ interface Append {
 }
 
 /**
- * The journal on disk (DECISION 37): opened under a lock, appended to with group commit (every
+ * The journal on disk (DATA_FILE): opened under a lock, appended to with group commit (every
  * append queued while a write and its fsync run goes into the next single write and fsync), and
  * compacted as SQLite commits and Redis rewrites its AOF: a snapshot written to `path.tmp`,
  * fsynced, renamed over `path`, the directory fsynced. Appends made meanwhile wait for the rename

@@ -24,7 +24,7 @@ export interface JournalImportOptions extends ImportCaps {
 }
 
 /**
- * Imports `source` (DECISION 36) as a new journal at `path`, under the journal's lock, so a
+ * Imports `source` (an export) as a new journal at `path`, under the journal's lock, so a
  * running server (which holds it) is refused with one line: the snapshot is written to
  * `path.tmp`, fsynced, renamed over the journal, the directory fsynced, as a compaction writes
  * one, so a crash leaves the old journal or the new one, never a mix. The new journal has a new

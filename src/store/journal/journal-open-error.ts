@@ -1,5 +1,5 @@
 /**
- * A journal that cannot be opened (DECISION 37): its one-line message is what start-up prints
+ * A journal that cannot be opened: its one-line message is what start-up prints
  * before it exits 2. 'DATA_FILE /data/notes is not a notes-service journal.'
  */
 export class JournalOpenError extends Error {

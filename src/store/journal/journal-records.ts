@@ -7,7 +7,7 @@ import type { Change } from '../types.js'
 import type { DecodedRecord } from './record-format.js'
 
 /**
- * What the journal's records say (DECISION 37), as JSON payloads of record-format's frames, and
+ * What the journal's records say, as JSON payloads of record-format's frames, and
  * how they are replayed into memory stores, one per notebook.
  *
  * A record of a notebook other than the shared one names it (`nb`); the shared notebook's carry

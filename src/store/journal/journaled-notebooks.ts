@@ -26,7 +26,7 @@ export interface JournaledNotebooksOptions extends JournaledStoreOptions {
 }
 
 /**
- * Every notebook of one journal (DECISION 33 on DECISION 37): one file, one lock, one group
+ * Every notebook of one journal: one file, one lock, one group
  * commit, and per notebook a JournaledStore over a memory store of its own, as MemoryNotebooks
  * keeps them (one IdSpace, so ids are unique over the service; the service's caps beside each
  * notebook's). The shared notebook's epoch is the journal's; another's is derived from the

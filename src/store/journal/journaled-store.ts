@@ -46,7 +46,7 @@ export interface JournalHost {
 }
 
 /**
- * One notebook of a journal (DECISION 37), or the whole store without user tokens: every write is
+ * One notebook of a journal, or the whole store without user tokens: every write is
  * applied to a MemoryNoteStore, written to the journal as its result, and answered once the fsync
  * that covers it completed; the change feed hears of it only then. Reads are the memory store's,
  * so a read may see a write a few ms before that write is acknowledged (and, if the disk then

@@ -1,7 +1,7 @@
 import { scanRecords } from '../../durable/record-frame.js'
 
 /**
- * The journal's bytes (DECISION 37), after LevelDB's log format: a header line naming the format
+ * The journal's bytes (DATA_FILE), after LevelDB's log format: a header line naming the format
  * and the store's epoch, then records, each `[u32 BE length][u32 BE crc32 of payload][payload]`,
  * the payload UTF-8 JSON. 'notes-service journal 1 k2x9q1ab3c\n' then 8 + n bytes per record.
  */

@@ -1,8 +1,8 @@
 import { StoreFullError } from '../types.js'
 
 /**
- * What a memory store holds and the most it may hold (DECISION 14), and, for a notebook, the
- * capacity of the whole service it is part of (DECISION 33: caps per user and overall). A write
+ * What a memory store holds and the most it may hold, and, for a notebook, the
+ * capacity of the whole service it is part of (caps per user and overall). A write
  * asks for room first (roomForNote, roomForBytes), which throws and changes nothing when a cap
  * would be passed, and then records what it did (add). Every store has one of its own; the
  * notebooks of one service share the `whole`.

@@ -4,7 +4,7 @@ import { IdempotencyKeyReusedError } from '../types.js'
 export const STORE_DEFAULTS = {
   /** Changes kept for the change feed to replay (CHANGE_HISTORY). */
   historyLimit: 10_000,
-  /** Idempotency keys remembered (DECISION 30). */
+  /** Idempotency keys remembered. */
   maxIdempotencyKeys: 100_000,
   /** How long an idempotency key is remembered, in ms: 24 h. */
   idempotencyTtlMs: 24 * 60 * 60 * 1000,
@@ -16,7 +16,7 @@ export const STORE_DEFAULTS = {
  */
 export const MAX_CACHED_SEARCHES = 16
 
-/** An Idempotency-Key sent again with another body (DECISION 30): the same words from every store. */
+/** An Idempotency-Key sent again with another body (a 422): the same words from every store. */
 export function keyReused(): IdempotencyKeyReusedError {
   return new IdempotencyKeyReusedError(
     'This Idempotency-Key was already used with a different request body.',

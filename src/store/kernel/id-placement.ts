@@ -2,7 +2,7 @@ import type { NoteFields } from '../types.js'
 import { setField } from './set-field.js'
 
 /**
- * Where a created note's id goes in its JSON (DECISION 1: the id always overrides the body's), as
+ * Where a created note's id goes in its JSON (the id always overrides the body's), as
  * `{ ...fields, id }` would place it without copying the object: at the end, or where the body's
  * own `id` was. The JSON is the four pieces joined once the third, the id's slot, holds the id:
  * { a: 1 } -> ['{"a":1', ',"id":', <id>, '}']

@@ -2,9 +2,9 @@
 const SWEEP_FLOOR = 64
 
 /**
- * The ids that creates give (DECISION 1): max(now, last id given + 1), stepping over any id that
+ * The ids that creates give: max(now, last id given + 1), stepping over any id that
  * a note holds. A memory store has one of its own; the notebooks of one service share one, so
- * that ids are unique over the whole service (DECISION 33) whichever notebook creates.
+ * that ids are unique over the whole service whichever notebook creates.
  *
  * It needs no store's index to step over held ids. Created ids increase strictly, so a note that
  * still holds the id its create gave holds one at or below `last`, and a candidate (above `last`)

@@ -1,5 +1,5 @@
 /**
- * What an import (DECISION 36) hands a store: the notebooks of a whole export file, checked, and
+ * What an import hands a store: the notebooks of a whole export file, checked, and
  * their notes read again a chunk at a time, so that a store learns everything it must refuse for
  * (a non-empty target, caps, names) before it changes anything, and never holds the file whole.
  */
@@ -28,7 +28,7 @@ export interface ImportSource {
   readonly bytes: number
   /**
    * The highest id that is a safe integer, or -Infinity: later creates give ids above it
-   * (DECISION 1). Other numeric ids are held as a PATCH would hold them.
+   * (ids are max(now, last + 1)). Other numeric ids are held as a PATCH would hold them.
    */
   readonly lastId: number
   /** Every note in file order (each notebook's notes together, in list order), by chunks. */
@@ -43,7 +43,7 @@ export class ImportRefusedError extends Error {
   }
 }
 
-/** The caps an import must fit, as the running service would hold them (DECISION 14, 33). */
+/** The caps an import must fit, as the running service would hold them. */
 export interface ImportCaps {
   maxNotes: number
   maxBytes: number

@@ -1,5 +1,5 @@
 /**
- * The `q` filter of DECISION 23: a note matches when one of its string values, at any depth (keys
+ * The `q` filter of the list: a note matches when one of its string values, at any depth (keys
  * excluded), contains the text, compared case-insensitively by Unicode simple case folding (as a
  * JavaScript regular expression with the `iu` flags compares). Both sides are compared as they
  * are: no normalization, no trimming.

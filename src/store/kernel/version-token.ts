@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 
 /**
- * Version tokens (DECISION 21): the store's epoch, a dot, and the change sequence in base 36.
+ * Version tokens: the store's epoch, a dot, and the change sequence in base 36.
  * The epoch differs between stores (and between runs of a memory store), so a token never repeats
  * for different contents.
  */
@@ -26,7 +26,7 @@ export function tokenSequence(token: string, epoch: string): number | undefined 
 
 /**
  * The strong ETag of the content a write produced: its version token, quoted. 'k2x9q1.5' ->
- * '"k2x9q1.5"'. The same ETag means the same bytes on every instance (DECISION 22).
+ * '"k2x9q1.5"'. The same ETag means the same bytes on every instance.
  */
 export function etagOf(version: string): string {
   return JSON.stringify(version)

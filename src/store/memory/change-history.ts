@@ -1,7 +1,7 @@
 import type { Change } from '../types.js'
 
 /**
- * A memory store's change feed (DECISION 24): the last changes, kept for `after` to replay, and
+ * A memory store's change feed: the last changes, kept for `after` to replay, and
  * the subscribers each change goes to. Changes are numbered by sequence from 1; the history holds
  * changes start+1 ... the last one published, at least the last `limit` of them (none when
  * `limit` is 0).

@@ -70,7 +70,7 @@ export function walkPage(
 
 /**
  * id -> the entry holding it, or its holders in list order when a PATCH duplicated it (the first
- * is the one found, DECISION 4). Which ids notes hold is told to the store's IdSpace, so that
+ * is the one found). Which ids notes hold is told to the store's IdSpace, so that
  * creates step over them.
  */
 export class EntryIndex {

@@ -23,7 +23,7 @@ export interface MemoryNotebooksOptions
 }
 
 /**
- * The notebooks of one service in memory (DECISION 33). Each is a MemoryNoteStore of its own,
+ * The notebooks of one service in memory. Each is a MemoryNoteStore of its own,
  * with its own random epoch, so that a version token or ETag of one notebook is never valid in
  * another; they share one IdSpace (ids unique over the service) and the service's Capacity.
  * A notebook, once asked for, stays for the life of the process, empty or not.

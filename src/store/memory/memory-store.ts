@@ -70,7 +70,7 @@ export class MemoryNoteStore implements NoteStore {
   /** Every note in list order; positions increase strictly along it. */
   #entries: Entry[] = []
   readonly #byId: EntryIndex
-  /** The number of changes so far: the version (DECISION 21). */
+  /** The number of changes so far: the version. */
   #sequence = 0
   #version: string
   readonly #cache = new ReadCache()
@@ -171,7 +171,7 @@ export class MemoryNoteStore implements NoteStore {
   }
 
   /**
-   * The live notes' JSON at this version (DECISION 36): an array of references to the strings the
+   * The live notes' JSON at this version (an export): an array of references to the strings the
    * store holds, which a write replaces and never changes, so later writes leave it as it is.
    */
   exportNotes(): NoteExport {

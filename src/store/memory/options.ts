@@ -15,13 +15,13 @@ export interface MemoryStoreOptions {
   now?: () => number
   /** Changes kept for the change feed to replay (CHANGE_HISTORY); default 10,000. */
   historyLimit?: number
-  /** Idempotency keys remembered (DECISION 30); default 100,000. */
+  /** Idempotency keys remembered; default 100,000. */
   maxIdempotencyKeys?: number
   /** How long an idempotency key is remembered, in ms; default 24 h. */
   idempotencyTtlMs?: number
   /**
    * The first part of every version token; default random. Two stores (or one restarted) must
-   * not share it, or their tokens and ETags could repeat for different contents (DECISION 21).
+   * not share it, or their tokens and ETags could repeat for different contents.
    */
   epoch?: string
   /**
@@ -33,8 +33,8 @@ export interface MemoryStoreOptions {
   /** Who holds the notes, in a refusal's words; 'The store', or 'This notebook' with `shared`. */
   holder?: string
   /**
-   * Told of every write, synchronously, as the result it had (a journal writes it down, DECISION
-   * 37); `replay` applies such a result again.
+   * Told of every write, synchronously, as the result it had (a journal writes it down);
+   * `replay` applies such a result again.
    */
   onWrite?: (write: RecordedWrite) => void
 }

@@ -3,15 +3,15 @@ import type { Change, NoteRecord } from '../types.js'
 /**
  * A write as its result, so that replaying it needs no clock and gives the same store: a create's
  * id and time, an update's new JSON, a delete, each at its sequence and list position (a create's
- * position is its sequence). A memory store tells its `onWrite` of each (a journal writes it down,
- * DECISION 37) and applies one again with `replay`.
+ * position is its sequence). A memory store tells its `onWrite` of each (a journal writes it down)
+ * and applies one again with `replay`.
  */
 export type RecordedWrite =
   | { type: 'created'; sequence: number; id: number; json: string; modified: number }
   | { type: 'updated'; sequence: number; position: number; json: string; modified: number }
   | { type: 'deleted'; sequence: number; position: number; id: number }
 
-/** An idempotency key as the store remembers it (DECISION 30). */
+/** An idempotency key as the store remembers it. */
 export interface RememberedKey {
   readonly fingerprint: string
   readonly note: NoteRecord

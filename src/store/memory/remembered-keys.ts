@@ -1,7 +1,7 @@
 import type { RememberedKey } from './records.js'
 
 /**
- * The idempotency keys a memory store remembers (DECISION 30), oldest first: each until it
+ * The idempotency keys a memory store remembers, oldest first: each until it
  * expires, and at most `max` of them, the oldest dropped first.
  */
 export class RememberedKeys {

@@ -83,7 +83,7 @@ export class Database {
     if (!this.#open) await this.open()
   }
 
-  /** Whether the database answers now (readiness, DECISION 27). */
+  /** Whether the database answers now (readiness: /readyz). */
   async available(): Promise<boolean> {
     try {
       await this.open()

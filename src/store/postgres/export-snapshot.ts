@@ -15,7 +15,7 @@ export interface SnapshotNotebook {
 }
 
 /**
- * One consistent view of the database for an export (DECISION 36): a REPEATABLE READ, READ ONLY
+ * One consistent view of the database for an export: a REPEATABLE READ, READ ONLY
  * transaction on a pooled connection of its own, so every statement in it sees the notes as they
  * were at its first, whatever is written meanwhile, and reads them in keyset chunks by list
  * position (EXPORT_CHUNK_ROWS at a time, so memory does not grow with the notebook). The

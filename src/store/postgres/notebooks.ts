@@ -17,7 +17,7 @@ export interface PostgresNotebooksOptions extends Omit<PostgresStoreOptions, 'ep
 }
 
 /**
- * The notebooks of one service in PostgreSQL (DECISION 33), shared by every instance on the
+ * The notebooks of one service in PostgreSQL, shared by every instance on the
  * database: each is a PostgresNoteStore of its own (its rows, clock row, epoch, history and
  * idempotency keys, every statement naming it), on the service's one pool and one change
  * listener. Ids are unique over every notebook and the service-wide caps hold over all of them,

@@ -21,7 +21,7 @@ export interface PostgresImportOptions extends ImportCaps {
 }
 
 /**
- * Imports `source` (DECISION 36) into the database in one transaction: all of it or nothing.
+ * Imports `source` (an export) into the database in one transaction: all of it or nothing.
  * It locks the notebooks' table (so no write of a running instance interleaves; they wait) and
  * the service's clock row, refuses a database that holds notes unless `replace` (which then
  * empties every notebook, its change history and idempotency keys), and writes each notebook's

@@ -233,7 +233,7 @@ export async function readChangesAfter(
   return rows
 }
 
-/** An idempotency key (DECISION 30) as notes_create keeps it. */
+/** An idempotency key as notes_create keeps it. */
 export interface KeyToKeep {
   key: string
   fingerprint: string

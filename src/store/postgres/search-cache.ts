@@ -50,7 +50,7 @@ export function searchAmong(
 }
 
 /**
- * One page of a search (DECISION 23): up to `limit` notes after list position `after`, walking
+ * One page of a search (`q`): up to `limit` notes after list position `after`, walking
  * `order`; `next` is the last one's position when more follow.
  * positions [2, 5, 9], limit 2, 'asc', after undefined -> notes at 2 and 5, next 5
  * positions [2, 5, 9], limit 2, 'desc', after 9 -> notes at 5 and 2, next undefined

@@ -72,7 +72,7 @@ export interface PostgresStoreOptions {
   epoch?: string
   /** Changes kept for the change feed (CHANGE_HISTORY); default 10,000. */
   historyLimit?: number
-  /** Idempotency keys remembered (DECISION 30); default 100,000. */
+  /** Idempotency keys remembered; default 100,000. */
   maxIdempotencyKeys?: number
   /** How long an idempotency key is remembered, in ms; default 24 h. */
   idempotencyTtlMs?: number
@@ -96,7 +96,7 @@ export const SHARED = 'shared'
 
 /**
  * The notes of one notebook in PostgreSQL, shared by every instance that opens the same database
- * (DECISION 27). Each write is one call of a function in the database (schema.ts) that locks the
+ * (one service). Each write is one call of a function in the database (schema.ts) that locks the
  * notebook's clock row, so writes are atomic, numbered in commit order, and see every write
  * committed before them; each read is one statement, so it sees every write acknowledged before
  * it started, on any instance. Notes cross as JSON text, stored exactly as serialized.
@@ -168,7 +168,7 @@ export class PostgresNoteStore implements NoteStore {
     return this.#db.open(retry)
   }
 
-  /** Whether the database answers now (readiness, DECISION 27). */
+  /** Whether the database answers now (readiness: /readyz). */
   available(): Promise<boolean> {
     return this.#db.db.available()
   }
@@ -246,7 +246,7 @@ export class PostgresNoteStore implements NoteStore {
   }
 
   /**
-   * The notebook as one snapshot (DECISION 36), read in keyset chunks within a REPEATABLE READ
+   * The notebook as one snapshot (an export), read in keyset chunks within a REPEATABLE READ
    * transaction on a connection of its own (ExportSnapshot), given back at the end, on an error,
    * or on close.
    */
