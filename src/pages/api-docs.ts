@@ -13,11 +13,10 @@ import {
 } from '../api/compression.js'
 import { noneMatch } from '../api/conditional.js'
 import { sendProblem } from '../api/problem.js'
-import type { OpenApiDocument } from '../openapi/document.js'
 
 export interface ApiDocsOptions {
-  /** The OpenAPI document served at /api/openapi.json. */
-  document: OpenApiDocument
+  /** The OpenAPI document served at /api/openapi.json, as src/openapi/ builds it. */
+  document: object
   /** Also serve the Swagger UI page at /docs, with its assets from the npm package. */
   ui: boolean
 }
