@@ -1,5 +1,6 @@
 import { type NoteRecord, StoreUnavailableError } from '../types.js'
-import { type CreatedRow, type NewNote, storeFull } from './queries.js'
+import type { Written } from './note-writes.js'
+import type { NewNote } from './queries.js'
 
 /** Creates stored by one statement at most. */
 const MAX_CREATES_PER_STATEMENT = 64
@@ -15,32 +16,28 @@ interface QueuedCreate extends NewNote {
  * create goes at once; the ones that arrive meanwhile wait for it and then go together.
  */
 export class CreateBatcher {
-  readonly #store: (
-    notes: readonly NewNote[],
-  ) => Promise<(Partial<CreatedRow> & { r_full: string | null })[]>
-  readonly #written: (row: CreatedRow) => NoteRecord
+  readonly #store: (notes: readonly NewNote[]) => Promise<(Written<NoteRecord> | Error)[]>
+  readonly #written: (sequence: number) => void
   /** Creates waiting for the statement in flight to commit. */
   #queued: QueuedCreate[] = []
   #committing = false
 
   /**
-   * @param store runs one statement for a batch (callCreateMany), one row per note in order
-   * @param written the record of a note that a row says was stored
+   * @param store runs one statement for a batch (createNotes), one answer per note in order
+   * @param written told the sequence of each note stored, before its record is given
    */
   constructor(
-    store: (
-      notes: readonly NewNote[],
-    ) => Promise<(Partial<CreatedRow> & { r_full: string | null })[]>,
-    written: (row: CreatedRow) => NoteRecord,
+    store: (notes: readonly NewNote[]) => Promise<(Written<NoteRecord> | Error)[]>,
+    written: (sequence: number) => void,
   ) {
     this.#store = store
     this.#written = written
   }
 
   /** Stores a note in the next statement; its record once that statement has committed. */
-  create(now: number, prefix: string, suffix: string, search: string): Promise<NoteRecord> {
+  create(note: NewNote): Promise<NoteRecord> {
     return new Promise((resolve, reject) => {
-      this.#queued.push({ now, prefix, suffix, search, resolve, reject })
+      this.#queued.push({ ...note, resolve, reject })
       if (!this.#committing) void this.#commitQueued()
     })
   }
@@ -50,12 +47,14 @@ export class CreateBatcher {
     while (this.#queued.length > 0) {
       const batch = this.#queued.splice(0, MAX_CREATES_PER_STATEMENT)
       try {
-        const rows = await this.#store(batch)
+        const created = await this.#store(batch)
         for (const [i, create] of batch.entries()) {
-          const row = rows[i]
-          if (row === undefined) create.reject(new Error('notes_create_many answered too few rows'))
-          else if (row.r_full !== null) create.reject(storeFull(row.r_full))
-          else create.resolve(this.#written(row as CreatedRow))
+          const note = created[i] as Written<NoteRecord> | Error
+          if (note instanceof Error) create.reject(note)
+          else {
+            this.#written(note.sequence)
+            create.resolve(note.answer)
+          }
         }
       } catch (err) {
         // The database is away: the creates queued behind this statement would each wait out a

@@ -2,7 +2,7 @@ import { isNotebookName, type Notebooks, type StoreStats } from '../types.js'
 import { ChangeListener } from './change-delivery.js'
 import type { Database } from './database.js'
 import { readServiceStats } from './queries.js'
-import { openDatabase, PostgresNoteStore, type PostgresStoreOptions } from './store.js'
+import { openDatabase, PostgresNoteStore, type PostgresStoreOptions, statsOf } from './store.js'
 
 export interface PostgresNotebooksOptions extends Omit<PostgresStoreOptions, 'epoch'> {
   /** Most notes one notebook holds (MAX_NOTES_PER_USER); default maxNotes. */
@@ -72,13 +72,8 @@ export class PostgresNotebooks implements Notebooks {
   }
 
   async stats(): Promise<StoreStats> {
-    const row = await readServiceStats(this.#db)
-    return {
-      notes: Number(row.notes),
-      bytes: Number(row.bytes),
-      maxNotes: this.#options.maxNotes,
-      maxBytes: this.#options.maxBytes,
-    }
+    const { maxNotes, maxBytes } = this.#options
+    return statsOf(await readServiceStats(this.#db), maxNotes, maxBytes)
   }
 
   available(): Promise<boolean> {

@@ -1,6 +1,4 @@
 import { keyReused, STORE_DEFAULTS } from '../kernel/defaults.js'
-import { isIndexable, jsonAroundId } from '../kernel/id-placement.js'
-import { patchNote } from '../kernel/patch-note.js'
 import { tokenSequence } from '../kernel/version-token.js'
 import type {
   BatchKey,
@@ -25,20 +23,22 @@ import { ChangeDelivery, ChangeListener, changeOf } from './change-delivery.js'
 import { CreateBatcher } from './create-batcher.js'
 import { Database } from './database.js'
 import { ExportSnapshot } from './export-snapshot.js'
-import { LOST, NoteWrites } from './note-writes.js'
+import {
+  createNotes,
+  deleteNote,
+  NoteWrites,
+  newNote,
+  recordOf,
+  updateNote,
+} from './note-writes.js'
 import { NotebookDb } from './notebook-db.js'
 import {
-  type CreatedRow,
   callCreate,
-  callCreateMany,
-  callDelete,
-  callUpdate,
   findKey,
   findNote,
   keepKey,
   lockNotebook,
   type NewNote,
-  type NoteRow,
   readCandidates,
   readChangesSince,
   readList,
@@ -48,7 +48,7 @@ import {
   type WriteLimits,
 } from './queries.js'
 import { pageOfSearch, SearchCache, searchAmong } from './search-cache.js'
-import { likePattern, searchText } from './search-text.js'
+import { likePattern } from './search-text.js'
 
 export interface PostgresStoreOptions {
   /** postgres://user:password@host:port/database */
@@ -107,8 +107,9 @@ export const SHARED = 'shared'
  *
  * This class says what each operation means; the jobs behind it have a file each: queries.ts
  * (the SQL), database.ts (connections, opening, the epoch), create-batcher.ts (group commit),
- * note-writes.ts (one write of a note at a time, retried when another came first),
- * search-cache.ts (`q`), change-delivery.ts (subscribers, across instances).
+ * note-writes.ts (each write of a note, for single requests and batch-writer.ts alike, and a
+ * single request's retries when another write came first), search-cache.ts (`q`),
+ * change-delivery.ts (subscribers, across instances).
  */
 export class PostgresNoteStore implements NoteStore {
   readonly #db: NotebookDb
@@ -148,15 +149,12 @@ export class PostgresNoteStore implements NoteStore {
     }
     const db = new NotebookDb(database, parts?.name ?? SHARED, parts?.epoch ?? options.epoch)
     this.#db = db
+    const written = (sequence: number) => this.#written(sequence)
     this.#creates = new CreateBatcher(
-      (notes: readonly NewNote[]) => callCreateMany(db, notes, this.#limits),
-      (row: CreatedRow) => this.#written(row.r_json, Number(row.r_written), Number(row.r_modified)),
+      (notes: readonly NewNote[]) => createNotes(db, notes, this.#limits),
+      written,
     )
-    this.#noteWrites = new NoteWrites(
-      (id) => findNote(db, id),
-      (row) => this.#record(row),
-      statementTimeoutMs,
-    )
+    this.#noteWrites = new NoteWrites(db, written, statementTimeoutMs)
     this.#delivery = new ChangeDelivery(db, listener)
   }
 
@@ -186,8 +184,7 @@ export class PostgresNoteStore implements NoteStore {
   }
 
   create(fields: NoteFields): Promise<NoteRecord> {
-    const [prefix, suffix] = jsonAroundId(fields)
-    return this.#creates.create(Math.trunc(this.#now()), prefix, suffix, createdSearch(fields))
+    return this.#creates.create(newNote(fields, this.#now()))
   }
 
   async createOnce(
@@ -195,21 +192,20 @@ export class PostgresNoteStore implements NoteStore {
     fingerprint: string,
     fields: NoteFields,
   ): Promise<IdempotentCreate> {
-    const [prefix, suffix] = jsonAroundId(fields)
-    const now = Math.trunc(this.#now())
-    const row = await callCreate(
-      this.#db,
-      { now, prefix, suffix, search: createdSearch(fields) },
-      this.#limits,
-      { key, fingerprint, expires: now + this.#keyTtlMs, maxKeys: this.#maxKeys },
-    )
+    const note = newNote(fields, this.#now())
+    const row = await callCreate(this.#db, note, this.#limits, {
+      key,
+      fingerprint,
+      expires: note.now + this.#keyTtlMs,
+      maxKeys: this.#maxKeys,
+    })
     if (row.r_replayed && row.r_fingerprint !== fingerprint) throw keyReused()
     const written = Number(row.r_written)
-    const modified = Number(row.r_modified)
-    const note = row.r_replayed
-      ? this.#db.record(row.r_json, written, modified)
-      : this.#written(row.r_json, written, modified)
-    return { note, replayed: row.r_replayed }
+    if (!row.r_replayed) this.#written(written)
+    return {
+      note: this.#db.record(row.r_json, written, Number(row.r_modified)),
+      replayed: row.r_replayed,
+    }
   }
 
   async list(): Promise<ListRecord> {
@@ -280,7 +276,7 @@ export class PostgresNoteStore implements NoteStore {
 
   async get(id: number): Promise<NoteRecord | undefined> {
     const row = await findNote(this.#db, id)
-    return row === undefined ? undefined : this.#record(row)
+    return row === undefined ? undefined : recordOf(this.#db, row)
   }
 
   update(
@@ -289,25 +285,11 @@ export class PostgresNoteStore implements NoteStore {
     kind: PatchKind = 'merge',
     conditions?: Preconditions,
   ): Promise<NoteRecord | undefined | PreconditionFailed> {
-    return this.#noteWrites.write(id, conditions, undefined, async (row) => {
-      const note = patchNote(row.json, fields, kind)
-      const json = JSON.stringify(note)
-      const modified = this.#now()
-      const id = isIndexable(note.id) ? note.id : null
-      const search = searchText(note)
-      const seq = await callUpdate(this.#db, row, { json, id, search, modified }, this.#limits)
-      return seq === null ? LOST : this.#written(json, Number(seq), modified)
-    })
+    return this.#noteWrites.write(id, conditions, updateNote(fields, kind, this.#limits, this.#now))
   }
 
   delete(id: number, conditions?: Preconditions): Promise<boolean | PreconditionFailed> {
-    return this.#noteWrites.write(id, conditions, false, async (row) => {
-      const seq = await callDelete(this.#db, row, `{"id":${JSON.stringify(id)}}`, this.#limits)
-      if (seq === null) return LOST
-      this.#db.see(Number(seq))
-      this.#delivery.pump()
-      return true
-    })
+    return this.#noteWrites.write(id, conditions, deleteNote(id, this.#limits))
   }
 
   /**
@@ -343,10 +325,7 @@ export class PostgresNoteStore implements NoteStore {
       }
       return { commit: true, value: { body, replayed: false } }
     })
-    if (written > 0) {
-      this.#db.see(written)
-      this.#delivery.pump()
-    }
+    if (written > 0) this.#written(written)
     return result
   }
 
@@ -374,13 +353,8 @@ export class PostgresNoteStore implements NoteStore {
   }
 
   async stats(): Promise<StoreStats> {
-    const row = await readStats(this.#db)
-    return {
-      notes: Number(row.notes),
-      bytes: Number(row.bytes),
-      maxNotes: this.#limits.notebookMaxNotes,
-      maxBytes: this.#limits.notebookMaxBytes,
-    }
+    const { notebookMaxNotes, notebookMaxBytes } = this.#limits
+    return statsOf(await readStats(this.#db), notebookMaxNotes, notebookMaxBytes)
   }
 
   async #searchPage(
@@ -403,16 +377,20 @@ export class PostgresNoteStore implements NoteStore {
     return { json, version: this.#db.token(at), total: search.positions.length, next }
   }
 
-  /** A note this instance has just written: seen, delivered to subscribers, answered. */
-  #written(json: string, sequence: number, modified: number): NoteRecord {
+  /** A write this instance has just made, before its answer: seen, delivered to subscribers. */
+  #written(sequence: number): void {
     this.#db.see(sequence)
     this.#delivery.pump()
-    return this.#db.record(json, sequence, modified)
   }
+}
 
-  #record(row: NoteRow): NoteRecord {
-    return this.#db.record(row.json, Number(row.written), Number(row.modified))
-  }
+/** The counts of a notebook (readStats) or of the service (readServiceStats), with its caps. */
+export function statsOf(
+  counts: { notes: string; bytes: string },
+  maxNotes: number,
+  maxBytes: number,
+): StoreStats {
+  return { notes: Number(counts.notes), bytes: Number(counts.bytes), maxNotes, maxBytes }
 }
 
 /** The connections of a service (or of a store of its own) to its database. */
@@ -424,12 +402,4 @@ export function openDatabase(options: PostgresStoreOptions): Database {
     schema: options.schema ?? 'public',
     epoch: options.epoch,
   })
-}
-
-/**
- * The search text of a note to be created: its fields' string values, without the body's own
- * `id`, which the created note does not hold.
- */
-function createdSearch(fields: NoteFields): string {
-  return searchText(fields, 'id')
 }
