@@ -9,7 +9,7 @@ import { NoteOperations } from './api/note-operations.js'
 import { registerNoteRoutes } from './api/note-routes.js'
 import { NotebookServices } from './api/notebook-services.js'
 import { AccessKeys } from './auth/access-keys.js'
-import { Callers, registerCallers, SHARED_NOTEBOOK } from './auth/callers.js'
+import { Callers, registerCallers } from './auth/callers.js'
 import type { UserTokens } from './auth/user-tokens.js'
 import type { Config } from './config/config.js'
 import { readPackageInfo } from './config/package-info.js'
@@ -31,6 +31,7 @@ import { setUpLogging } from './ops/request-logging.js'
 import { registerApiDocs } from './pages/api-docs.js'
 import { registerNotesPage } from './pages/notes-page.js'
 import type { Notebooks, NoteStore, StoreGauges } from './store/types.js'
+import { SHARED_NOTEBOOK } from './store/types.js'
 
 export type AppConfig = Pick<
   Config,

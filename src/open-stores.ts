@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs'
 import type { Config } from './config/config.js'
 import { JournalOpenError } from './store/journal/journal-open-error.js'
-import { SHARED_NOTEBOOK } from './store/journal/journal-records.js'
 import { JournaledNotebooks } from './store/journal/journaled-notebooks.js'
 import { MemoryNotebooks } from './store/memory/memory-notebooks.js'
 import { MemoryNoteStore } from './store/memory/memory-store.js'
@@ -10,6 +9,7 @@ import { Database } from './store/postgres/database.js'
 import { PostgresNotebooks } from './store/postgres/notebooks.js'
 import { PostgresNoteStore } from './store/postgres/store.js'
 import type { Notebooks, NoteStore } from './store/types.js'
+import { SHARED_NOTEBOOK } from './store/types.js'
 
 /**
  * The one place that turns the configuration into the store that holds the notes, for the server

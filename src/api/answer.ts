@@ -13,6 +13,8 @@ export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
 
 /** The response header that carries the request's id (the caller's, or one generated for it). */
 export const REQUEST_ID_HEADER = 'x-request-id'
+/** The contract's collection; a note is `${NOTES_PATH}/{id}`. */
+export const NOTES_PATH = '/api/note'
 
 const NO_HEADERS: readonly string[] = Object.freeze([])
 

@@ -8,7 +8,7 @@ import {
   type PatchKind,
   StoreFullError,
 } from '../store/types.js'
-import { Answer, JSON_CONTENT_TYPE, type RequestHeaders } from './answer.js'
+import { Answer, JSON_CONTENT_TYPE, NOTES_PATH, type RequestHeaders } from './answer.js'
 import { parseNoteId } from './note-id.js'
 import { PROBLEM_CONTENT_TYPE, problemAnswer } from './problem.js'
 import { createAnswer, deleteAnswer, updateAnswer } from './write-answers.js'
@@ -44,7 +44,6 @@ export interface BatchRequest {
 }
 
 const MEMBERS = new Set(['method', 'url', 'headers', 'body'])
-const NOTE_PATH = '/api/note'
 const JSON_MEDIA_TYPE = /^application\/(?:json|[\w!#$&^.-]+\+json)$/
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i
 
@@ -97,16 +96,16 @@ function parseRequest(value: unknown, at: string): BatchRequest | Answer {
   if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1)
   let segment = ''
   if (method === 'POST') {
-    if (path !== NOTE_PATH) return badBatch(`${at}.url must be "${NOTE_PATH}" for a POST.`)
+    if (path !== NOTES_PATH) return badBatch(`${at}.url must be "${NOTES_PATH}" for a POST.`)
   } else {
-    const raw = path.startsWith(`${NOTE_PATH}/`) ? path.slice(NOTE_PATH.length + 1) : ''
+    const raw = path.startsWith(`${NOTES_PATH}/`) ? path.slice(NOTES_PATH.length + 1) : ''
     try {
       segment = raw.includes('/') ? '' : decodeURIComponent(raw)
     } catch {
       return badBatch(`${at}.url has a malformed percent-encoding.`)
     }
     if (segment === '') {
-      return badBatch(`${at}.url must be "${NOTE_PATH}/{id}" for a ${method}.`)
+      return badBatch(`${at}.url must be "${NOTES_PATH}/{id}" for a ${method}.`)
     }
   }
   const contentType = headers['content-type']

@@ -11,7 +11,14 @@ import type {
   PageRecord,
   PatchKind,
 } from '../store/types.js'
-import { Answer, JSON_CONTENT_TYPE, NOT_FOUND, notModified, type RequestHeaders } from './answer.js'
+import {
+  Answer,
+  JSON_CONTENT_TYPE,
+  NOT_FOUND,
+  NOTES_PATH,
+  notModified,
+  type RequestHeaders,
+} from './answer.js'
 import { ACCEPT_ENCODING, AnswerEncoding, VARY } from './answer-encoding.js'
 import { parseBatch, runBatch } from './batch.js'
 import { type CodingChoice, encodedEtag, isLarge } from './compression.js'
@@ -24,7 +31,6 @@ import { createAnswer, deleteAnswer, updateAnswer, writtenAnswer } from './write
 export type { RequestHeaders }
 
 const NO_REQUEST_HEADERS: RequestHeaders = Object.freeze({})
-const NOTES_PATH = '/api/note'
 const VISIBLE_ASCII = /^[\x21-\x7e]{1,255}$/
 /** Bytes that '{"data":' and '}' add around a note's JSON. */
 const DATA_WRAPPING = 9

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { MaybePromise, NoteFields, PatchKind } from '../store/types.js'
-import type { Answer } from './answer.js'
+import { type Answer, NOTES_PATH } from './answer.js'
 import { sendAnswer } from './answer-head.js'
 import { BATCH_PATH } from './batch.js'
 import { exportNotes, NDJSON_CONTENT_TYPE, wantsExport } from './note-export.js'
@@ -10,8 +10,7 @@ import type { NotebookServices } from './notebook-services.js'
 import { sendProblem } from './problem.js'
 
 /** The two route patterns of the contract, also the `route` label of their metrics. */
-export const NOTES_ROUTE = '/api/note'
-export const NOTE_ROUTE = '/api/note/:id'
+export const NOTE_ROUTE = `${NOTES_PATH}/:id`
 
 interface IdParams {
   id: string
@@ -28,11 +27,11 @@ export function registerNoteRoutes(
   // The operations of the caller's notebook: what they read and write is that notebook's alone.
   const of = (request: FastifyRequest): NoteOperations => services.operations(request.notebook)
 
-  app.post(NOTES_ROUTE, (request, reply) =>
+  app.post(NOTES_PATH, (request, reply) =>
     write(reply, of(request).create(bodyFields(request), request.headers)),
   )
 
-  app.get(NOTES_ROUTE, (request, reply) => {
+  app.get(NOTES_PATH, (request, reply) => {
     if (wantsExport(request.headers.accept)) return sendExport(request, reply, services)
     return write(reply, of(request).list(queryOf(request.url), request.headers))
   })

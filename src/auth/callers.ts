@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance } from 'fastify'
 import { sendProblem } from '../api/problem.js'
+import { SHARED_NOTEBOOK } from '../store/types.js'
 import {
   type AccessKeys,
   authorizationsOf,
@@ -10,12 +11,6 @@ import {
 } from './access-keys.js'
 import { tokenRefusalHeaders } from './user-token-refusals.js'
 import { LEEWAY_SECONDS, tokenInQuery, type UserTokens } from './user-tokens.js'
-
-/**
- * The notebook of requests that carry a service key, and of every request when user tokens are
- * off. A user's notebook is `user:` and the token's `sub`, so no `sub` can name this one.
- */
-export const SHARED_NOTEBOOK = 'shared'
 
 /** 'alice' -> 'user:alice' */
 export const userNotebook = (sub: string): string => `user:${sub}`

@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs'
 import { exceedsDepth } from '../api/json-depth.js'
 import type { ImportedNote, ImportedNotebook, ImportSource } from '../store/kernel/import-source.js'
 import { parseJson } from '../store/kernel/parse-json.js'
-import { isNotebookName } from '../store/types.js'
+import { isNotebookName, SHARED_NOTEBOOK } from '../store/types.js'
 
 /**
  * The file of `notes-service export` and `import`: every notebook of a store, each
@@ -20,8 +20,6 @@ import { isNotebookName } from '../store/types.js'
 export const FORMAT_KEY = 'notes-service-export'
 export const FORMAT_VERSION = 1
 export const HEADER_LINE = `{"${FORMAT_KEY}":${FORMAT_VERSION}}`
-/** The notebook of service keys, and of every note when user tokens are off. */
-export const SHARED_NOTEBOOK = 'shared'
 
 /** ('shared', 2) -> '{"notebook":"shared","notes":2}' */
 export function notebookLine(name: string, notes: number): string {

@@ -1,13 +1,13 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
-import { type Answer, JSON_CONTENT_TYPE } from '../api/answer.js'
+import { type Answer, JSON_CONTENT_TYPE, NOTES_PATH } from '../api/answer.js'
 import { writeAnswer } from '../api/answer-head.js'
 import { type FailureReporter, problemForError } from '../api/error-handling.js'
 import { parseUtf8JsonObject } from '../api/json-body.js'
 import { wantsExport } from '../api/note-export.js'
 import { parseNoteId } from '../api/note-id.js'
 import type { NoteOperations } from '../api/note-operations.js'
-import { NOTE_ROUTE, NOTES_ROUTE } from '../api/note-routes.js'
+import { NOTE_ROUTE } from '../api/note-routes.js'
 import { problemAnswer } from '../api/problem.js'
 import type { MaybePromise, NoteFields } from '../store/types.js'
 import { closeAfterRefusal } from './refusals.js'
@@ -31,8 +31,8 @@ export interface FastLaneOptions {
   record?: ((method: string, route: string, status: number, seconds: number) => void) | undefined
 }
 
-const NOTE_PREFIX = `${NOTES_ROUTE}/`
-const LIST_WITH_QUERY = `${NOTES_ROUTE}?`
+const NOTE_PREFIX = `${NOTES_PATH}/`
+const LIST_WITH_QUERY = `${NOTES_PATH}?`
 
 /**
  * Takes the five note operations in their everyday form straight from node:http, and hands
@@ -178,7 +178,7 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
       return
     }
     if (method === 'GET' && url?.startsWith(LIST_WITH_QUERY) === true && !closing()) {
-      const exchange = new Exchange(request, response, NOTES_ROUTE)
+      const exchange = new Exchange(request, response, NOTES_PATH)
       try {
         exchange.settle(operations.list(url.slice(LIST_WITH_QUERY.length), request.headers))
       } catch (err) {
@@ -186,9 +186,9 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
       }
       return
     }
-    if (url === NOTES_ROUTE && !closing()) {
+    if (url === NOTES_PATH && !closing()) {
       if (method === 'GET') {
-        const exchange = new Exchange(request, response, NOTES_ROUTE)
+        const exchange = new Exchange(request, response, NOTES_PATH)
         try {
           exchange.settle(operations.list('', request.headers))
         } catch (err) {
@@ -197,7 +197,7 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
         return
       }
       if (method === 'POST' && hasJsonBody(request)) {
-        const exchange = new Exchange(request, response, NOTES_ROUTE)
+        const exchange = new Exchange(request, response, NOTES_PATH)
         exchange.readFields((fields) => {
           try {
             exchange.settle(operations.create(fields, request.headers))

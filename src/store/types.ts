@@ -271,6 +271,13 @@ export interface Notebooks {
 }
 
 /**
+ * The notebook of requests that carry a service key, and of every request when user tokens are
+ * off; in the journal, the one whose records carry no name, and in an export file, the one named
+ * so. A user's notebook is `user:` and the token's `sub`, so no `sub` can name this one.
+ */
+export const SHARED_NOTEBOOK = 'shared'
+
+/**
  * Whether every Notebooks implementation can keep `name` apart from every other name: text that
  * is well-formed (no lone surrogate, which UTF-8 storage turns into U+FFFD, making two names one)
  * and holds no NUL (which PostgreSQL's text cannot hold). The callers refuse any other `sub`.

@@ -4,6 +4,7 @@ import { etagOf } from '../kernel/version-token.js'
 import type { MemoryNoteStore } from '../memory/memory-store.js'
 import type { ImageNote, RememberedKey, StoreImage } from '../memory/records.js'
 import type { Change } from '../types.js'
+import { SHARED_NOTEBOOK } from '../types.js'
 import type { DecodedRecord } from './record-format.js'
 
 /**
@@ -49,9 +50,6 @@ export type WritePayload =
   | { t: 'd'; s: number; p: number; id: number; nb?: string }
 
 export type BatchKeyPayload = Extract<Payload, { t: 'b' }>['key']
-
-/** The notebook whose records carry no name: the only one without user tokens. */
-export const SHARED_NOTEBOOK = 'shared'
 
 /**
  * The snapshot records of one notebook's image, in the order replayJournal reads them (an import

@@ -19,16 +19,12 @@ import {
   type PatchKind,
   PreconditionFailed,
   type Preconditions,
+  SHARED_NOTEBOOK,
   StoreFullError,
   type StoreStats,
   StoreUnavailableError,
 } from '../types.js'
-import {
-  type BatchKeyPayload,
-  type Payload,
-  SHARED_NOTEBOOK,
-  type WritePayload,
-} from './journal-records.js'
+import type { BatchKeyPayload, Payload, WritePayload } from './journal-records.js'
 
 /**
  * What a notebook's store needs of the journal that holds it (JournaledNotebooks): appends that
