@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { pathOf } from '../src/api/error-handling.js'
+import { pathOf } from '../src/api/request-target.js'
 import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
 import { MemoryNoteStore } from '../src/store/memory/memory-store.js'

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { IdempotencyKeyReusedError, StoreFullError, StoreUnavailableError } from '../store/types.js'
 import { sendProblem } from './problem.js'
+import { pathOf } from './request-target.js'
 
 /** Where a failed request is reported (ops/failure-log.ts's FailureLog is one). */
 export interface FailureReporter {
@@ -109,25 +110,4 @@ function clientErrorDetail(error: Error & { code?: string }, bodyLimit: number):
     default:
       return error.message
   }
-}
-
-/**
- * The path as the router matched it: query and fragment cut, percent-encoding decoded except
- * for '%2F', which stays inside its segment.
- * '/api/note?x=1' -> '/api/note'; '/api/%6eote#f' -> '/api/note'; '/api%2Fnote' -> '/api%2Fnote'
- */
-export function pathOf(url: string): string {
-  const end = url.search(/[?#]/)
-  const path = end === -1 ? url : url.slice(0, end)
-  if (!path.includes('%')) return path
-  return path
-    .split(/%2f/i)
-    .map((part) => {
-      try {
-        return decodeURIComponent(part)
-      } catch {
-        return part
-      }
-    })
-    .join('%2F')
 }

@@ -1,9 +1,9 @@
 import type { OutgoingHttpHeaders } from 'node:http'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { EVENT_STREAM_HEADERS } from './event-framing.js'
-import { queryOf } from './note-routes.js'
 import type { NotebookServices } from './notebook-services.js'
 import { sendProblem } from './problem.js'
+import { queryOf } from './request-target.js'
 
 /** The change feed's path, also the `route` label of its metrics. */
 export const EVENTS_ROUTE = '/api/events'

@@ -8,6 +8,7 @@ import { parseNoteId } from './note-id.js'
 import type { NoteOperations } from './note-operations.js'
 import type { NotebookServices } from './notebook-services.js'
 import { sendProblem } from './problem.js'
+import { queryOf } from './request-target.js'
 
 /** The two route patterns of the contract, also the `route` label of their metrics. */
 export const NOTE_ROUTE = `${NOTES_PATH}/:id`
@@ -102,12 +103,6 @@ async function sendExport(
   if (answer.body === undefined) return reply.send()
   exports.track(answer.body, reply.raw)
   return reply.send(answer.body)
-}
-
-/** '/api/note?limit=2' -> 'limit=2'; '/api/note' -> '' */
-export function queryOf(url: string): string {
-  const mark = url.indexOf('?')
-  return mark === -1 ? '' : url.slice(mark + 1)
 }
 
 /** The body parser only lets JSON objects through; a request with no body at all means `{}`. */

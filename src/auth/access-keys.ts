@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
-import { pathOf } from '../api/error-handling.js'
+import { authorizationsOf, bearerToken, requestPath } from '../api/request-target.js'
 
 export interface AccessKeysOptions {
   /** Keys that may read and write (API_KEYS). */
@@ -130,45 +130,6 @@ export class AccessKeys {
   }
 }
 
-/**
- * The path of a request target, decoded as the router decodes it:
- * '/api/note?x' -> '/api/note'; '/%61pi/note' -> '/api/note';
- * 'http://host:3000/api/note' (absolute form, RFC 9112 §3.2.2) -> '/api/note'.
- */
-export function requestPath(url: string): string {
-  const origin = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(url)
-  return pathOf(origin === null ? url : url.slice(origin[0].length) || '/')
-}
-
 function digestOf(text: string): Buffer {
   return createHash('sha256').update(text, 'utf8').digest()
-}
-
-/**
- * Every Authorization header of the request, as sent. Node keeps only the first of several in
- * `headers`, so they are counted in `rawHeaders`, whose names keep the case they were sent in.
- */
-export function authorizationsOf(request: IncomingMessage): string[] {
-  if (request.headers.authorization === undefined) return []
-  const raw = request.rawHeaders
-  const values: string[] = []
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i] as string
-    if (name.length === 13 && name.toLowerCase() === 'authorization') {
-      values.push(raw[i + 1] as string)
-    }
-  }
-  return values
-}
-
-/**
- * The key in an Authorization value: 'Bearer k1' -> 'k1'; 'bearer k1' -> 'k1' (the scheme is
- * case-insensitive, RFC 9110 §11.1); 'Bearer k1 ' -> 'k1' (whitespace around a field value is
- * not part of it, RFC 9110 §5.5: Node's parser drops it before we see it, so it is dropped here
- * too, and a request means the same whichever way it arrives); 'Basic k1', 'Bearer', 'Bearer a b'
- * -> undefined.
- */
-export function bearerToken(value: string): string | undefined {
-  const match = /^[ \t]*bearer +([^ \t]+)[ \t]*$/i.exec(value)
-  return match?.[1]
 }

@@ -1,16 +1,11 @@
 import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance } from 'fastify'
 import { sendProblem } from '../api/problem.js'
+import { authorizationsOf, bearerToken, requestPath, tokenInQuery } from '../api/request-target.js'
 import { SHARED_NOTEBOOK } from '../store/types.js'
-import {
-  type AccessKeys,
-  authorizationsOf,
-  bearerToken,
-  needsAccessKey,
-  requestPath,
-} from './access-keys.js'
+import { type AccessKeys, needsAccessKey } from './access-keys.js'
 import { tokenRefusalHeaders } from './user-token-refusals.js'
-import { LEEWAY_SECONDS, tokenInQuery, type UserTokens } from './user-tokens.js'
+import { LEEWAY_SECONDS, type UserTokens } from './user-tokens.js'
 
 /** 'alice' -> 'user:alice' */
 export const userNotebook = (sub: string): string => `user:${sub}`

@@ -6,8 +6,8 @@ import {
   type JWTVerifyOptions,
   jwtVerify,
 } from 'jose'
+import { authorizationsOf, bearerToken, tokenInQuery } from '../api/request-target.js'
 import { isNotebookName } from '../store/types.js'
-import { authorizationsOf, bearerToken } from './access-keys.js'
 import { JwksKeys, KeysUnavailable } from './jwks-keys.js'
 import {
   algorithmRefused,
@@ -279,19 +279,6 @@ function jsonObjectOf(part: string): Record<string, unknown> | undefined {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
     ? (value as Record<string, unknown>)
     : undefined
-}
-
-/**
- * Whether the request target's query carries an access_token parameter (RFC 6750 §2.3), by any
- * spelling: '/api/note?access_token=x' and '/api/note?a=1&access%5Ftoken=' -> true.
- */
-export function tokenInQuery(url: string): boolean {
-  const query = url.indexOf('?')
-  if (query === -1) return false
-  const fragment = url.indexOf('#', query)
-  return new URLSearchParams(url.slice(query + 1, fragment === -1 ? undefined : fragment)).has(
-    'access_token',
-  )
 }
 
 function positive(value: number, name: string): number {

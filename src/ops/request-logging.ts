@@ -6,7 +6,7 @@ import {
   LogController,
 } from 'fastify'
 import pino, { type Bindings, type ChildLoggerOptions, type Level, type Logger } from 'pino'
-import { tokenInQuery } from '../auth/user-tokens.js'
+import { tokenInQuery } from '../api/request-target.js'
 
 type LoggerOption = FastifyServerOptions['logger']
 
