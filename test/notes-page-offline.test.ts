@@ -102,6 +102,8 @@ async function editBody(page: Page, title: string, body: string): Promise<void> 
 class Front {
   port = 0
   version = 1
+  /** Requests for the change feed forwarded: a second one is the feed connecting again. */
+  feeds = 0
   #server: Server | undefined
   readonly #sockets = new Set<Socket>()
   readonly #target: number
@@ -136,6 +138,7 @@ class Front {
   }
 
   #forward(req: IncomingMessage, res: ServerResponse): void {
+    if (req.url?.startsWith('/api/events') === true) this.feeds++
     const rewrite = this.version === 2 && (req.url === '/' || req.url?.startsWith('/?'))
     const headers = { ...req.headers }
     if (rewrite) {
@@ -492,5 +495,66 @@ describe('the notes page offline, in Chromium', { skip: SKIP, concurrency: false
     )
     await page.locator('#feed-status[data-state="live"]').waitFor()
     await context.close()
+  })
+
+  it('leaves "Offline" once a queued write reaches the service, though the feed never dropped, and never says "Live" while writes fail', {
+    timeout: 90_000,
+  }, async () => {
+    const service = await startService()
+    const front = new Front(service.port)
+    await front.up()
+    const context = await newContext({ axe: true })
+    try {
+      const page = await openControlled(context, front.origin)
+      await synced(page)
+      assert.equal(front.feeds, 1)
+      const status = page.locator('#feed-status')
+      // Chromium's offline fails new requests but leaves the feed's connection open (as when
+      // only the way to the API breaks): it even brings a change made elsewhere meanwhile.
+      await context.setOffline(true)
+      await page.locator('#create-title').fill('Written offline')
+      await page.getByRole('button', { name: 'Create note' }).click()
+      await page.locator('#waiting', { hasText: '1 change waiting' }).waitFor()
+      await page.locator('#feed-status[data-state="retrying"]').waitFor()
+      // Every state the status goes to from now on, however briefly.
+      await page.evaluate(`(() => {
+        const status = document.getElementById('feed-status')
+        window.states = [status.dataset.state]
+        new MutationObserver(() => {
+          if (window.states.at(-1) !== status.dataset.state) window.states.push(status.dataset.state)
+        }).observe(status, { attributes: true, childList: true, characterData: true, subtree: true })
+      })()`)
+      await create(front.origin, { title: 'Made elsewhere' })
+      await item(page, 'Made elsewhere').waitFor()
+      // The change came in on the feed while the write still fails: not "Live", not for a moment.
+      await new Promise((resolve) => setTimeout(resolve, 2_000))
+      assert.equal(await page.locator('#waiting').textContent(), '1 change waiting to be sent.')
+      assert.deepEqual(await page.evaluate('window.states'), ['retrying'])
+      assert.equal(await status.getAttribute('data-state'), 'retrying')
+      assert.equal(
+        await status.textContent(),
+        'Offline: the notes shown are this device’s copy; changes are kept and sent when the service is back.',
+      )
+
+      await context.setOffline(false)
+      await eventually(async () => (await page.locator('#waiting').textContent()) === '', 'sent')
+      // The answer to that write is the first the page had since the outage began.
+      await page.locator('#feed-status[data-state="live"]').waitFor({ timeout: 2_000 })
+      assert.deepEqual(await page.evaluate('window.states'), ['retrying', 'live'])
+      assert.equal(await status.textContent(), 'Live: changes made elsewhere appear here.')
+      // On the same connection as before the outage, which still brings changes.
+      assert.equal(front.feeds, 1)
+      await create(front.origin, { title: 'Made elsewhere after' })
+      await item(page, 'Made elsewhere after').waitFor()
+      assert.equal(front.feeds, 1)
+      assert.deepEqual(
+        (await listed(front.origin)).map((note) => note.title),
+        ['Made elsewhere', 'Written offline', 'Made elsewhere after'],
+      )
+      await axeClean(page, 'back online')
+    } finally {
+      await context.close()
+      await front.down()
+    }
   })
 })

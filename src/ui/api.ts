@@ -74,9 +74,15 @@ export interface AnswerWatcher {
   writeRefused(method: string, failure: Failure): void
   /** A read of the list failed: unreachable (status 0), or refused. */
   listFailed(failure: Failure): void
-  /** Any answer from the service: it is reachable. */
-  answered(): void
+  /**
+   * Whether a request reached the service: true for an answer, false for none (the network
+   * failed, a connection broke) or a 502, 503 or 504 (a gateway, or a service shedding load).
+   */
+  reached(reachable: boolean): void
 }
+
+/** Answers that say the service itself could not answer: a gateway's, or load shedding's. */
+const UNREACHABLE = new Set([502, 503, 504])
 
 let answerWatcher: AnswerWatcher | undefined
 
@@ -99,7 +105,7 @@ async function failureFrom(response: Response): Promise<Failure> {
 
 /** Tells the watcher what an answer means for the page. */
 async function heard(method: string, url: URL, response: Response): Promise<void> {
-  answerWatcher?.answered()
+  answerWatcher?.reached(!UNREACHABLE.has(response.status))
   if (response.ok) return
   const list = method === 'GET' && url.pathname === '/api/note'
   const write = method !== 'GET' && method !== 'HEAD'
@@ -140,6 +146,7 @@ const pageFetch: typeof fetch = async (input, init) => {
     response = await fetch(url, { ...init, cache: 'no-store', credentials: 'omit' })
   } catch (err) {
     if (init?.signal?.aborted !== true) {
+      answerWatcher?.reached(false)
       if (feed) feedWatcher?.dropped()
       if (method === 'GET' && url.pathname === '/api/note') {
         answerWatcher?.listFailed({ status: 0, detail: undefined })
@@ -154,8 +161,11 @@ const pageFetch: typeof fetch = async (input, init) => {
   }
   feedWatcher?.live()
   const signal = init?.signal
-  const dropped = (): void => {
-    if (signal?.aborted !== true) feedWatcher?.dropped()
+  /** `broken`: the connection failed, rather than the service ending the stream. */
+  const dropped = (broken: boolean): void => {
+    if (signal?.aborted === true) return
+    if (broken) answerWatcher?.reached(false)
+    feedWatcher?.dropped()
   }
   const reader = response.body.getReader()
   const body = new ReadableStream<Uint8Array>({
@@ -163,13 +173,13 @@ const pageFetch: typeof fetch = async (input, init) => {
       try {
         const { done, value } = await reader.read()
         if (done) {
-          dropped()
+          dropped(false)
           controller.close()
         } else {
           controller.enqueue(value)
         }
       } catch (err) {
-        dropped()
+        dropped(true)
         controller.error(err)
       }
     },

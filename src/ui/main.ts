@@ -201,6 +201,8 @@ async function openNotebook(): Promise<void> {
   loaded = false
   loadFailure = undefined
   waitingForKey = false
+  // This notebook's feed has not connected yet (the last one's was stopped).
+  feedOpen(false)
   shown = PAGE_SIZE
   showCounts(0, 0)
   let storage: ReplicaStorage
@@ -226,9 +228,6 @@ async function openNotebook(): Promise<void> {
       loadFailure = undefined
       render()
     }
-    // A write that could not be sent says the service is out of reach, even while the feed's
-    // connection has not noticed yet.
-    if (event.type === 'online' && !opened.online) feedState({ state: 'retrying' })
     if (event.type === 'change' || event.type === 'reset') render()
     if (event.type === 'waiting' || event.type === 'online') showWaiting()
     if (event.type === 'conflict' || event.type === 'change') conflicts.show(opened.conflicts)
@@ -240,30 +239,47 @@ async function openNotebook(): Promise<void> {
   if (nearEnd()) showMore()
 }
 
-type FeedState =
-  | { state: 'connecting' }
-  | { state: 'live' }
-  | { state: 'retrying' }
-  | { state: 'unavailable'; why: string }
+/**
+ * What the page knows of its link to the service, from which showLink() says it: the change
+ * feed's connection, and whether the last request reached the service. A feed connection can
+ * outlive an outage (only the way to the API was cut) and writes can fail while it holds, so
+ * neither alone says it: "Live" needs both, and the first answer after an outage ends "Offline".
+ */
+const link = { feedOpen: false, unreachable: false }
 
-function feedState(state: FeedState): void {
-  feedStatus.dataset.state = state.state
-  feedStatus.textContent =
-    state.state === 'live'
-      ? 'Live: changes made elsewhere appear here.'
-      : state.state === 'connecting'
-        ? 'Connecting to live changes…'
-        : state.state === 'retrying'
-          ? 'Offline: the notes shown are this device’s copy; changes are kept and sent when the service is back.'
-          : state.why
+/** The banner's words for each state (its data-state). */
+const LINK_TEXT = {
+  unavailable: 'Not following changes: a key is needed.',
+  retrying:
+    'Offline: the notes shown are this device’s copy; changes are kept and sent when the service is back.',
+  live: 'Live: changes made elsewhere appear here.',
+  connecting: 'Connecting to live changes…',
+} as const
+
+function showLink(): void {
+  const state: keyof typeof LINK_TEXT = waitingForKey
+    ? 'unavailable'
+    : link.unreachable
+      ? 'retrying'
+      : link.feedOpen
+        ? 'live'
+        : // The last request was answered: the feed is on its way (back).
+          'connecting'
+  // A role="status" is read out on each change: the same words are not said again.
+  if (feedStatus.dataset.state === state) return
+  feedStatus.dataset.state = state
+  feedStatus.textContent = LINK_TEXT[state]
+}
+
+function feedOpen(open: boolean): void {
+  link.feedOpen = open
+  showLink()
 }
 
 watchFeed({
-  connecting: () => {
-    if (feedStatus.dataset.state !== 'retrying') feedState({ state: 'connecting' })
-  },
-  live: () => feedState({ state: 'live' }),
-  dropped: () => feedState({ state: 'retrying' }),
+  connecting: () => feedOpen(false),
+  live: () => feedOpen(true),
+  dropped: () => feedOpen(false),
 })
 
 watchAnswers({
@@ -276,7 +292,7 @@ watchAnswers({
       loadFailure = failure
       showCounts(0, 0)
     }
-    feedState({ state: 'unavailable', why: 'Not following changes: a key is needed.' })
+    showLink()
     askForKey(failure)
   },
   writeRefused(method, failure) {
@@ -290,8 +306,10 @@ watchAnswers({
     loadFailure = failure
     showCounts(0, 0)
   },
-  answered() {
-    if (!loaded && loadFailure?.status === 0) {
+  reached(reachable) {
+    link.unreachable = !reachable
+    showLink()
+    if (reachable && !loaded && loadFailure?.status === 0) {
       loadFailure = undefined
       showCounts(0, 0)
     }
