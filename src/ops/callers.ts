@@ -8,7 +8,7 @@ import {
   needsAccessKey,
   requestPath,
 } from './access-keys.js'
-import { tokenRefusalHeaders } from './user-token-refusals.js'
+import { tokenRefusalHeaders, withServiceKeys } from './user-token-refusals.js'
 import { LEEWAY_SECONDS, tokenInQuery, type UserTokens } from './user-tokens.js'
 
 /**
@@ -126,11 +126,12 @@ export class Callers {
         decision = Object.freeze({ allowed: true, notebook, key: notebook })
         this.#remember(bearerOf(request) as string, decision, verdict.exp)
       } else {
+        const refusal = this.#keys === undefined ? verdict : withServiceKeys(verdict)
         decision = Object.freeze({
           allowed: false,
-          status: verdict.status,
-          detail: verdict.detail,
-          headers: tokenRefusalHeaders(verdict),
+          status: refusal.status,
+          detail: refusal.detail,
+          headers: tokenRefusalHeaders(refusal),
           key: undefined,
         })
       }
