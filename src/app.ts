@@ -29,6 +29,7 @@ import { describeService } from './ops/openapi-service.js'
 import { registerRateLimits } from './ops/rate-limits.js'
 import { registerRequestIds, requestIdGenerator, withRequestIdHeader } from './ops/request-id.js'
 import { setUpLogging } from './ops/request-logging.js'
+import { turnedOff } from './ops/turned-off.js'
 import type { UserTokens } from './ops/user-tokens.js'
 import type { Notebooks, NoteStore, StoreGauges } from './store/types.js'
 
@@ -207,6 +208,7 @@ export function buildApp({
     allowFor,
     failures,
     endConnection: (request, reply) => endAfterError(request, reply, config.bodyLimit),
+    turnedOff: turnedOff(config),
   })
   // Hooks first, so that they apply to every route registered after them.
   registerRequestIds(app, requestId)
