@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import pg from 'pg'
 import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
 import { PostgresNoteStore } from '../src/store/postgres/store.js'
@@ -17,6 +18,17 @@ async function startUpFailure(env: Record<string, string>): Promise<string> {
     return message.replace(/^the server exited \(1\) before listening; stderr: /, '')
   }
   assert.fail('the server started')
+}
+
+/** Runs `statements` in turn on the database of `url` (the cluster's superuser's). */
+async function superuser(url: string, ...statements: string[]): Promise<void> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    for (const statement of statements) await client.query(statement)
+  } finally {
+    await client.end()
+  }
 }
 
 /**
@@ -100,6 +112,39 @@ if (postgresAvailable('PostgreSQL connection errors')) {
       )
       // Not a retry until DATABASE_CONNECT_TIMEOUT_MS's default (30 s): a password does not heal.
       assert.ok(Date.now() - started < 10_000, `exited after ${Date.now() - started} ms`)
+    })
+
+    it('refuses to start on a database the role does not own, saying what to grant or own, and starts once that is done', async () => {
+      await superuser(
+        cluster.url(),
+        'CREATE ROLE visitor LOGIN',
+        'CREATE DATABASE visited OWNER postgres',
+        'CREATE DATABASE owned OWNER postgres',
+      )
+      const advice = (database: string) =>
+        `notes-service: cannot open the database postgres://visitor@127.0.0.1:${cluster.port}/${database}: permission denied for database ${database}: the role visitor may not create the service's tables in the database ${database}. As a superuser, either make the role its owner: ALTER DATABASE "${database}" OWNER TO "visitor"; or, connected to ${database}, grant what start-up needs: GRANT CREATE ON DATABASE "${database}" TO "visitor"; GRANT CREATE ON SCHEMA "public" TO "visitor";\n`
+      for (const database of ['visited', 'owned']) {
+        const url = `postgres://visitor@127.0.0.1:${cluster.port}/${database}`
+        assert.equal(await startUpFailure({ DATABASE_URL: url }), advice(database))
+      }
+      // Each of the two ways the line gives, as it gives them.
+      await superuser(cluster.url(), 'ALTER DATABASE "owned" OWNER TO "visitor"')
+      await superuser(
+        cluster.url('visited'),
+        'GRANT CREATE ON DATABASE "visited" TO "visitor"',
+        'GRANT CREATE ON SCHEMA "public" TO "visitor"',
+      )
+      for (const database of ['visited', 'owned']) {
+        const instance = await startServer({
+          env: { DATABASE_URL: `postgres://visitor@127.0.0.1:${cluster.port}/${database}` },
+        })
+        try {
+          const response = await fetch(`http://127.0.0.1:${instance.port}/readyz`)
+          assert.equal(response.status, 200, database)
+        } finally {
+          await instance.stop()
+        }
+      }
     })
 
     it('opens with the right password (the role is reachable: the wrong one is what failed)', async () => {
