@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { type AddressInfo, createServer, type Socket } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import pg from 'pg'
 import { buildApp } from '../src/app.js'
@@ -99,6 +100,53 @@ if (postgresAvailable('PostgreSQL connection errors')) {
         ),
       )
       assert.doesNotMatch(line, /secret-pw/)
+    })
+
+    it('gives up when DATABASE_CONNECT_TIMEOUT_MS says, on a closed port, and says so', async () => {
+      const port = await freePort()
+      const started = Date.now()
+      const line = await startUpFailure({
+        DATABASE_URL: `postgres://notes@127.0.0.1:${port}/notes`,
+        DATABASE_CONNECT_TIMEOUT_MS: '2000',
+      })
+      const elapsed = Date.now() - started
+      // Attempts at 0, 0.5, 1 and 1.5 s, then the wait to 2 s (it stopped at 1.5 s, and said so).
+      assert.match(
+        line,
+        new RegExp(
+          `^notes-service: cannot open the database postgres://notes@127\\.0\\.0\\.1:${port}/notes: gave up after 2(\\.1)? s \\(DATABASE_CONNECT_TIMEOUT_MS=2000\\): connection refused at 127\\.0\\.0\\.1:${port}\\n$`,
+        ),
+      )
+      assert.ok(elapsed >= 2000, `exited after ${elapsed} ms`)
+    })
+
+    it('gives up when DATABASE_CONNECT_TIMEOUT_MS says, on an address that never answers, and says so', async () => {
+      // Takes connections and never writes a byte, as a host that stopped responding.
+      const held: Socket[] = []
+      const silent = createServer((socket) => void held.push(socket))
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+      const { port } = silent.address() as AddressInfo
+      try {
+        const started = Date.now()
+        const line = await startUpFailure({
+          DATABASE_URL: `postgres://notes@127.0.0.1:${port}/notes`,
+          DATABASE_CONNECT_TIMEOUT_MS: '3000',
+        })
+        const elapsed = Date.now() - started
+        // An attempt bounded at 2 s, 0.5 s of wait, one bounded at the 0.5 s left: 3 s (each
+        // bounded at 2 s, it was 4.5 s, and the cause read 'the database closed the connection').
+        assert.match(
+          line,
+          new RegExp(
+            `^notes-service: cannot open the database postgres://notes@127\\.0\\.0\\.1:${port}/notes: gave up after 3(\\.1)? s \\(DATABASE_CONNECT_TIMEOUT_MS=3000\\): no answer within the connect timeout at 127\\.0\\.0\\.1:${port}\\n$`,
+          ),
+        )
+        assert.ok(elapsed >= 3000, `exited after ${elapsed} ms`)
+        assert.equal(held.length, 2, 'two attempts')
+      } finally {
+        for (const socket of held) socket.destroy()
+        await new Promise((resolve) => silent.close(resolve))
+      }
     })
 
     it('refuses to start on a wrong password at once, saying so, with no setting the user did not set', async () => {
