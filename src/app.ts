@@ -28,6 +28,7 @@ import { createRequestRecorder, registerMetrics } from './ops/metrics.js'
 import { registerRateLimits } from './ops/rate-limits.js'
 import { registerRequestIds, requestIdGenerator, withRequestIdHeader } from './ops/request-id.js'
 import { setUpLogging } from './ops/request-logging.js'
+import { turnedOff } from './ops/turned-off.js'
 import { registerApiDocs } from './pages/api-docs.js'
 import { registerNotesPage } from './pages/notes-page.js'
 import type { Notebooks, NoteStore, StoreGauges } from './store/types.js'
@@ -208,6 +209,7 @@ export function buildApp({
     allowFor,
     failures,
     endConnection: (request, reply) => endAfterError(request, reply, config.bodyLimit),
+    turnedOff: turnedOff(config),
   })
   // Hooks first, so that they apply to every route registered after them.
   registerRequestIds(app, requestId)

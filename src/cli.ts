@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-// The `notes-service` command: --help, --version, `token`, `export` and `import` here, anything
-// else starts the server.
+// The `notes-service` command: --help, --version, `token`, `export` and `import` (each with a
+// --help of its own) here, anything else starts the server.
 import { OPTIONS } from './config/config.js'
-import { formatHelp } from './config/help.js'
+import { asksForHelp, formatHelp } from './config/help.js'
 import { readPackageInfo } from './config/package-info.js'
 
 const args = process.argv.slice(2)
@@ -15,7 +15,7 @@ if (args[0] === 'token') {
     process.stdout,
     process.stderr,
   )
-} else if ((args[0] === 'export' || args[0] === 'import') && !args.includes('--help')) {
+} else if (args[0] === 'export' || args[0] === 'import') {
   // Every notebook to a file and back, on DATA_FILE or DATABASE_URL: src/commands/export-command.ts.
   const streams = { stdout: process.stdout, stderr: process.stderr }
   if (args[0] === 'export') {
@@ -25,7 +25,7 @@ if (args[0] === 'token') {
     const { runImportCommand } = await import('./commands/import-command.js')
     process.exitCode = await runImportCommand(args.slice(1), process.env, streams)
   }
-} else if (args.includes('--help') || args.includes('-h')) {
+} else if (asksForHelp(args)) {
   process.stdout.write(formatHelp(OPTIONS, readPackageInfo()))
 } else if (args.includes('--version') || args.includes('-v')) {
   process.stdout.write(`${readPackageInfo().version}\n`)

@@ -14,6 +14,8 @@ import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
+import { EXPORT_HELP } from '../src/commands/export-command.js'
+import { IMPORT_HELP } from '../src/commands/import-command.js'
 import { OPTIONS } from '../src/config/config.js'
 import { formatHelp } from '../src/config/help.js'
 import { readPackageInfo } from '../src/config/package-info.js'
@@ -74,6 +76,39 @@ describe('notes-service --help', () => {
       code: 2,
       stderr: 'notes-service: Invalid PORT "x": expected an integer from 0 to 65535.\n',
     })
+  })
+})
+
+describe('notes-service export --help and import --help', () => {
+  it("print each command's help on stdout and exit 0, with -h too, whatever else is there and with no store set", async () => {
+    const env = { PATH: process.env.PATH ?? '' }
+    const cases: [string[], string, string][] = [
+      [['export', '--help'], EXPORT_HELP, 'Usage: notes-service export [--out FILE]'],
+      [['export', '-h'], EXPORT_HELP, 'Usage: notes-service export [--out FILE]'],
+      [
+        ['export', '--out', 'x.ndjson', '--help'],
+        EXPORT_HELP,
+        'Usage: notes-service export [--out FILE]',
+      ],
+      [['import', '--help'], IMPORT_HELP, 'Usage: notes-service import FILE [--replace]'],
+      [['import', '-h'], IMPORT_HELP, 'Usage: notes-service import FILE [--replace]'],
+      [
+        ['import', 'dump.ndjson', '--replace', '-h'],
+        IMPORT_HELP,
+        'Usage: notes-service import FILE [--replace]',
+      ],
+    ]
+    for (const [args, help, usage] of cases) {
+      const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { env })
+      assert.deepEqual({ stdout, stderr }, { stdout: help, stderr: '' }, args.join(' '))
+      assert.equal(help.split('\n')[0], usage)
+      assert.match(help, /^ {2}--help, -h\n/m)
+    }
+  })
+
+  it('are named by the top-level --help', () => {
+    const help = formatHelp(OPTIONS, readPackageInfo())
+    assert.match(help, /^ {7}notes-service token\|export\|import --help$/m)
   })
 })
 

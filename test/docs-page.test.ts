@@ -314,16 +314,31 @@ describe('GET /docs and its files', () => {
     }
   })
 
-  it('serves neither the page nor its files when the page is off', async () => {
+  it('serves neither the page nor its files when the page is off, and says which setting turns it on', async () => {
     const { app } = buildOpsApp({ docs: false })
     for (const url of [
       '/docs',
+      '/docs/',
+      '/docs?x=1',
       '/docs/static/swagger-ui.css',
       '/docs/static/swagger-initializer.js',
     ]) {
       const response = await app.inject({ method: 'GET', url })
       assert.equal(response.statusCode, 404, url)
-      assert.deepEqual(response.json(), NOT_FOUND, url)
+      assert.equal(response.headers['content-type'], 'application/problem+json', url)
+      assert.deepEqual(
+        response.json(),
+        {
+          type: 'about:blank',
+          title: 'Not Found',
+          status: 404,
+          detail:
+            'The API reference page (/docs) is off: start the service with DOCS=true (or the flag --docs) to serve it.',
+        },
+        url,
+      )
     }
+    // A path that is no feature's keeps the 404 that points at the notes.
+    assert.deepEqual((await app.inject({ method: 'GET', url: '/docsx' })).json(), NOT_FOUND)
   })
 })

@@ -13,11 +13,24 @@ function samples(text: string, ...names: string[]): string[] {
 }
 
 describe('GET /metrics', () => {
-  it('is not served by default', async () => {
+  it('is not served by default, and says which setting turns it on', async () => {
     const { app } = buildOpsApp()
-    const response = await app.inject({ method: 'GET', url: '/metrics' })
-    assert.equal(response.statusCode, 404)
-    assert.equal(response.headers['content-type'], 'application/problem+json')
+    for (const url of ['/metrics', '/metrics/', '/metrics?name=x']) {
+      const response = await app.inject({ method: 'GET', url })
+      assert.equal(response.statusCode, 404, url)
+      assert.equal(response.headers['content-type'], 'application/problem+json', url)
+      assert.deepEqual(
+        response.json(),
+        {
+          type: 'about:blank',
+          title: 'Not Found',
+          status: 404,
+          detail:
+            'Prometheus metrics (/metrics) are off: start the service with METRICS=true (or the flag --metrics) to serve them.',
+        },
+        url,
+      )
+    }
   })
 
   for (const lane of LANES) {

@@ -693,6 +693,22 @@ describe('README.md', () => {
     assert.match(README, /a boolean flag alone is true/)
   })
 
+  it('says what PATCH does per content type: application/json shallow, only a merge patch removes with null', () => {
+    const sentences = README.replace(/\s+/g, ' ').split(/(?<=\.) /)
+    const shallow = sentences.filter((s) => s.startsWith('- PATCH with `application/json`'))
+    assert.equal(shallow.length, 1, 'one sentence says what PATCH with application/json does')
+    assert.match(
+      shallow[0] as string,
+      /merges shallowly: each body field replaces the stored field/,
+    )
+    assert.match(shallow[0] as string, /a `null` is stored as `null`/)
+    const removing = sentences.filter((s) => s.includes('`null` removes'))
+    assert.ok(removing.length > 0, 'a sentence says when null removes a field')
+    for (const sentence of removing) {
+      assert.match(sentence, /^Only `Content-Type: application\/merge-patch\+json` applies/)
+    }
+  })
+
   it('names -h and -v, which do what --help and --version do', async () => {
     assert.match(README, /`--help` \(or `-h`\)/)
     assert.match(README, /`-v` is `--version`/)

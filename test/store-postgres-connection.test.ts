@@ -4,6 +4,7 @@ import {
   describeFailure,
   endpointOf,
   openFailure,
+  retryUntilConnected,
   unavailableOr,
 } from '../src/store/postgres/connection.js'
 import { StoreUnavailableError } from '../src/store/types.js'
@@ -52,6 +53,11 @@ describe('describeFailure', () => {
     [
       "pg's connect timeout",
       failure('timeout expired'),
+      'no answer within the connect timeout at db.example:5432',
+    ],
+    [
+      "pg-pool's connect timeout, which is not the server closing",
+      failure('Connection terminated due to connection timeout'),
       'no answer within the connect timeout at db.example:5432',
     ],
     [
@@ -113,6 +119,65 @@ describe('unavailableOr', () => {
       () => unavailableOr(bug, 'h:1'),
       (err: unknown) => err === bug,
     )
+  })
+})
+
+describe('retryUntilConnected', () => {
+  const refused = () => failure('connect ECONNREFUSED 127.0.0.1:9', { code: 'ECONNREFUSED' })
+
+  /** Runs it on an attempt that always fails: when each attempt came and what it was given. */
+  async function attempts(
+    timeoutMs: number,
+    retryMs: number,
+    error: () => Error = refused,
+  ): Promise<{ at: number[]; left: number[]; gaveUpAt: number; error: unknown }> {
+    const started = Date.now()
+    const at: number[] = []
+    const left: number[] = []
+    let thrown: unknown
+    try {
+      await retryUntilConnected(
+        async (leftMs) => {
+          at.push(Date.now() - started)
+          left.push(leftMs)
+          throw error()
+        },
+        { timeoutMs, retryMs },
+      )
+    } catch (err) {
+      thrown = err
+    }
+    return { at, left, gaveUpAt: Date.now() - started, error: thrown }
+  }
+
+  it('tries every retryMs and gives up timeoutMs after the start, not at the last attempt', async () => {
+    // 3000 and 1200: attempts at 0, 1200 and 2400; the next would be at 3600, so it waits to
+    // 3000. The gaps are wide so that a busy machine's late timers (a few hundred ms) change
+    // nothing.
+    const { at, left, gaveUpAt, error } = await attempts(3000, 1200)
+    assert.equal(at.length, 3, `attempts at ${at.join(', ')} ms`)
+    assert.ok(gaveUpAt >= 3000 && gaveUpAt < 4500, `gave up at ${gaveUpAt} ms`)
+    assert.match(String(error), /ECONNREFUSED/)
+    // Each attempt is given the time left, to bound its connecting by.
+    assert.equal(left[0], 3000)
+    for (const [i, ms] of left.entries()) {
+      const expected = 3000 - (at[i] as number)
+      assert.ok(Math.abs(ms - expected) <= 5, `attempt ${i}: ${ms} ms left, about ${expected}`)
+    }
+  })
+
+  it('tries once, with no bound of its own, when timeoutMs is 0', async () => {
+    const { left, gaveUpAt } = await attempts(0, 500)
+    assert.deepEqual(left, [Number.POSITIVE_INFINITY])
+    assert.ok(gaveUpAt < 1000, `gave up at ${gaveUpAt} ms`)
+  })
+
+  it('throws at once what is not about reaching the database', async () => {
+    const wrong = () => failure('password authentication failed for user "x"', { code: '28P01' })
+    const { at, gaveUpAt, error } = await attempts(2000, 100, wrong)
+    assert.equal(at.length, 1)
+    assert.ok(gaveUpAt < 1000, `gave up at ${gaveUpAt} ms`)
+    assert.equal((error as Error).message, 'password authentication failed for user "x"')
   })
 })
 

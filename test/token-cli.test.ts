@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { decodeJwt, decodeProtectedHeader } from 'jose'
 import { UserTokens } from '../src/auth/user-tokens.js'
-import { ttlSeconds } from '../src/commands/token-command.js'
+import { TOKEN_HELP, ttlSeconds } from '../src/commands/token-command.js'
 
 const run = promisify(execFile)
 const CLI = join(fileURLToPath(new URL('../..', import.meta.url)), 'dist/src/cli.js')
@@ -158,11 +158,6 @@ describe('notes-service token', () => {
         SECRET,
         `notes-service token: Unknown argument "--user"; usage: ${USAGE}\n`,
       ],
-      [
-        ['--sub', 'alice', '--help'],
-        SECRET,
-        `notes-service token: Unknown argument "--help"; usage: ${USAGE}\n`,
-      ],
     ]
     for (const [args, secret, stderr] of cases) {
       assert.deepEqual(await token(args, secret), { code: 2, stdout: '', stderr }, args.join(' '))
@@ -196,6 +191,27 @@ describe('notes-service token', () => {
       ['9999999999d', undefined],
     ]
     for (const [text, seconds] of cases) assert.equal(ttlSeconds(text), seconds, text)
+  })
+
+  it('prints its help on stdout and exits 0 with --help or -h, wherever it is, secret or not', async () => {
+    for (const [args, secret] of [
+      [['--help'], SECRET],
+      [['-h'], null],
+      [['--sub', 'alice', '--help'], SECRET],
+      [['--user', 'alice', '-h'], null],
+    ] as const) {
+      const answer = await token([...args], secret)
+      assert.deepEqual(answer, { code: 0, stdout: TOKEN_HELP, stderr: '' }, args.join(' '))
+    }
+    const lines = TOKEN_HELP.split('\n')
+    assert.equal(lines[0], `Usage: ${USAGE}`)
+    for (const flag of ['--sub NAME', '--ttl 1h', '--help, -h']) {
+      assert.ok(
+        lines.some((line) => line.startsWith(`  ${flag}`)),
+        flag,
+      )
+    }
+    assert.match(TOKEN_HELP, /AUTH_JWT_SECRET from the environment/)
   })
 
   it('is named by --help', async () => {

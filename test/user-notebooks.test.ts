@@ -211,8 +211,8 @@ describeEachLane('user notebooks', (context) => {
     assert.equal((await named.request('GET', `/api/note/${note.id}`)).statusCode, 404)
     assertRefused(await reader.request('POST', '/api/note', { x: 1 }), 403, /may only read/)
     const anonymous = as(app, {})
-    assertRefused(await anonymous.request('GET', '/api/note'), 401, /needs a user token/)
-    assertRefused(await anonymous.request('GET', `/api/note/${note.id}`), 401, /needs a user token/)
+    assertRefused(await anonymous.request('GET', '/api/note'), 401, /needs a service key/)
+    assertRefused(await anonymous.request('GET', `/api/note/${note.id}`), 401, /or a user token/)
     // What needs no token stays open.
     assert.equal((await anonymous.request('GET', '/healthz')).statusCode, 200)
     assert.equal((await anonymous.request('GET', '/api/openapi.json')).statusCode, 200)
@@ -238,13 +238,13 @@ describeEachLane('user notebooks', (context) => {
         /signature does not match/,
       ],
       ['alg none', bearer(unsigned({ alg: 'none' }, { sub: 'alice', exp: T + 60 })), /algorithm/],
-      ['not a JWT', bearer('not.a.jwt'), /not a JWT/],
+      ['not a JWT', bearer('not.a.jwt'), /neither a service key nor a valid user token/],
       ['too long', bearer('a'.repeat(8193)), /longer than 8192/],
       ['empty sub', bearer(await tokenFor('')), /subject \(sub\) is empty/],
       ['sub not a string', bearer(await tokenFor(42)), /not a string/],
       ['no sub', bearer(await tokenFor(undefined)), /no subject/],
       ['not Bearer', { authorization: 'Basic YWxpY2U6eA==' }, /must be Bearer/],
-      ['none', {}, /needs a user token/],
+      ['none', {}, /needs a service key \(one of API_KEYS or API_READ_KEYS\) or a user token/],
       ['in the query', {}, /in the URL/, '?access_token=abc'],
     ]
     for (const [name, headers, detail, query = ''] of cases) {
@@ -283,6 +283,65 @@ describeEachLane('user notebooks', (context) => {
       headers: { authorization: [`Bearer ${token}`, `Bearer ${token}`] as unknown as string },
     })
     assertRefused(twice, 401, /one Authorization header/)
+  })
+
+  it('tells a caller with no credential, a wrong service key or a malformed header, with keys on too, of both kinds, never echoing what was sent', async () => {
+    const { app } = userApp(context)
+    const cases: [Record<string, string>, string][] = [
+      [
+        {},
+        'This API needs a service key (one of API_KEYS or API_READ_KEYS) or a user token (a JWT): send Authorization: Bearer <key or token>.',
+      ],
+      [
+        bearer('service-key-2'),
+        'The credential is neither a service key nor a valid user token: a service key is one of API_KEYS or API_READ_KEYS exactly as set, a user token a JWT (three base64url parts joined by dots: header.payload.signature). Send one of them as Authorization: Bearer <key or token>.',
+      ],
+      [
+        { authorization: 'service-key-2' },
+        'The Authorization header must be Bearer <key or token>: the word Bearer, a space, and a service key or a user token.',
+      ],
+    ]
+    for (const [headers, detail] of cases) {
+      const response = await app.inject({ method: 'GET', url: '/api/note', headers })
+      const where = JSON.stringify(headers)
+      assert.equal(response.statusCode, 401, where)
+      assert.equal(response.headers['content-type'], 'application/problem+json', where)
+      assert.equal(
+        response.headers['www-authenticate'],
+        `Bearer error="invalid_token", error_description="${detail}"`,
+        where,
+      )
+      assert.deepEqual(
+        response.json(),
+        { type: 'about:blank', title: 'Unauthorized', status: 401, detail },
+        where,
+      )
+      assert.doesNotMatch(JSON.stringify([response.headers, response.body]), /service-key-2/)
+    }
+  })
+
+  it('tells a caller of user tokens alone, without service keys, of tokens only', async () => {
+    const { app } = userApp(context, {}, { keys: false })
+    const cases: [Record<string, string>, string][] = [
+      [{}, 'This API needs a user token: send Authorization: Bearer <token>.'],
+      [
+        bearer('service-key-1'),
+        'The token is not a JWT: it must be three base64url parts joined by dots (header.payload.signature), the header and the payload each a JSON object.',
+      ],
+      [
+        { authorization: 'service-key-1' },
+        'The Authorization header must be Bearer <token>: the word Bearer, a space, and the token.',
+      ],
+    ]
+    for (const [headers, detail] of cases) {
+      const response = await app.inject({ method: 'GET', url: '/api/note', headers })
+      assert.equal(response.statusCode, 401)
+      assert.deepEqual(
+        response.json(),
+        { type: 'about:blank', title: 'Unauthorized', status: 401, detail },
+        JSON.stringify(headers),
+      )
+    }
   })
 
   it('refuses a token in the URL even when the one in the header is remembered', async () => {

@@ -19,6 +19,11 @@ export interface ErrorHandlingOptions {
    * close linger (http/refusals.ts's endAfterError): the connection is the server's business.
    */
   endConnection: (request: FastifyRequest, reply: FastifyReply) => void
+  /**
+   * For a path of a feature that is turned off (/docs, /metrics), the 404's detail saying so and
+   * which setting turns it on; undefined for any other path.
+   */
+  turnedOff?: (path: string) => string | undefined
 }
 
 /**
@@ -35,9 +40,12 @@ export function registerErrorHandling(app: FastifyInstance, options: ErrorHandli
 
   app.setNotFoundHandler((request, reply) => {
     options.endConnection(request, reply)
-    const allow = options.allowFor(pathOf(request.url))
+    const path = pathOf(request.url)
+    const allow = options.allowFor(path)
     if (allow === undefined) {
-      sendProblem(reply, 404, 'Nothing is served at this path; the notes are at /api/note.')
+      const detail =
+        options.turnedOff?.(path) ?? 'Nothing is served at this path; the notes are at /api/note.'
+      sendProblem(reply, 404, detail)
     } else if (request.method === 'OPTIONS') {
       reply.code(204).header('allow', allow).send()
     } else {

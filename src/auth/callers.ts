@@ -4,7 +4,7 @@ import { sendProblem } from '../api/problem.js'
 import { authorizationsOf, bearerToken, requestPath, tokenInQuery } from '../api/request-target.js'
 import { SHARED_NOTEBOOK } from '../store/types.js'
 import { type AccessKeys, needsAccessKey } from './access-keys.js'
-import { tokenRefusalHeaders } from './user-token-refusals.js'
+import { tokenRefusalHeaders, withServiceKeys } from './user-token-refusals.js'
 import { LEEWAY_SECONDS, type UserTokens } from './user-tokens.js'
 
 /** 'alice' -> 'user:alice' */
@@ -116,11 +116,12 @@ export class Callers {
         decision = Object.freeze({ allowed: true, notebook, key: notebook })
         this.#remember(bearerOf(request) as string, decision, verdict.exp)
       } else {
+        const refusal = this.#keys === undefined ? verdict : withServiceKeys(verdict)
         decision = Object.freeze({
           allowed: false,
-          status: verdict.status,
-          detail: verdict.detail,
-          headers: tokenRefusalHeaders(verdict),
+          status: refusal.status,
+          detail: refusal.detail,
+          headers: tokenRefusalHeaders(refusal),
           key: undefined,
         })
       }

@@ -65,6 +65,32 @@ export const KEY_UNUSABLE = refused(
   'The token cannot be checked: the key it names cannot be used for its algorithm. Get a new token.',
 )
 
+/**
+ * With service keys on too, what a request whose Authorization is neither is told: the refusals
+ * that cannot tell a key from a token name both, and what each looks like. A wrong key is not a
+ * JWT, and 'The token is not a JWT' alone sends its sender hunting for a token they never meant
+ * to send. A refusal of something that is a JWT (expired, forged) stays as it is.
+ */
+const MISSING_KEY_OR_TOKEN = refused(
+  'This API needs a service key (one of API_KEYS or API_READ_KEYS) or a user token (a JWT): send Authorization: Bearer <key or token>.',
+)
+const MALFORMED_KEY_OR_TOKEN = refused(
+  'The Authorization header must be Bearer <key or token>: the word Bearer, a space, and a service key or a user token.',
+)
+const NEITHER_KEY_NOR_TOKEN = refused(
+  'The credential is neither a service key nor a valid user token: a service key is one of API_KEYS or API_READ_KEYS exactly as set, a user token a JWT (three base64url parts joined by dots: header.payload.signature). Send one of them as Authorization: Bearer <key or token>.',
+)
+const WITH_SERVICE_KEYS = new Map<TokenRefusal, TokenRefusal>([
+  [MISSING, MISSING_KEY_OR_TOKEN],
+  [MALFORMED, MALFORMED_KEY_OR_TOKEN],
+  [NOT_JWT, NEITHER_KEY_NOR_TOKEN],
+])
+
+/** A refusal as told while service keys are on too: MISSING -> one that names keys and tokens. */
+export function withServiceKeys(refusal: TokenRefusal): TokenRefusal {
+  return WITH_SERVICE_KEYS.get(refusal) ?? refusal
+}
+
 /** 'alg none' -> the algorithm named, with what to do instead. */
 export function algorithmRefused(alg: unknown, accepted: readonly string[]): TokenRefusal {
   const name = plain(alg)

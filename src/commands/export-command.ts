@@ -1,4 +1,5 @@
 import type { Config } from '../config/config.js'
+import { asksForHelp } from '../config/help.js'
 import { openDatabase, openJournal } from '../open-stores.js'
 import { ExportSnapshot } from '../store/postgres/export-snapshot.js'
 import {
@@ -19,6 +20,24 @@ import { HEADER_LINE, notebookLine } from './export-file.js'
  */
 
 export const EXPORT_USAGE = 'notes-service export [--out FILE]'
+
+/** What `notes-service export --help` prints. */
+export const EXPORT_HELP = `Usage: ${EXPORT_USAGE}
+
+Writes every notebook of the store that DATA_FILE or DATABASE_URL names, as one consistent
+snapshot, in the export format (a first line {"notes-service-export":1}, then per notebook a line
+naming it and its notes, one per line), without starting the HTTP server. A DATA_FILE in use by a
+running service is refused: export that over HTTP (GET /api/note, Accept: application/x-ndjson).
+
+  --out FILE, --out=FILE
+      the file to write, made whole or not at all (written to FILE.partial, then renamed);
+      without --out, or with --out -, stdout
+  --help, -h
+      print this help and exit
+
+Reads DATA_FILE or DATABASE_URL (and the other settings) from the environment, as the service
+does. Exit codes: 0 done, 1 failed (one line on stderr), 2 a usage error or a bad setting.
+`
 
 /** '--out', 'a.ndjson' -> 'a.ndjson'; [] -> undefined (stdout); '--out=-' -> undefined. */
 export function exportArgs(args: readonly string[]): string | undefined {
@@ -44,6 +63,10 @@ export async function runExportCommand(
   env: NodeJS.ProcessEnv,
   streams: CommandStreams,
 ): Promise<number> {
+  if (asksForHelp(args)) {
+    streams.stdout.write(EXPORT_HELP)
+    return EXIT.ok
+  }
   let output: Output | undefined
   try {
     const out = exportArgs(args)

@@ -1,4 +1,5 @@
 import { userTokensOn } from '../config/config.js'
+import { asksForHelp } from '../config/help.js'
 import { openDatabase } from '../open-stores.js'
 import { importIntoJournal } from '../store/journal/journal-import.js'
 import type { ImportSource } from '../store/kernel/import-source.js'
@@ -22,6 +23,26 @@ import { ExportFileError, readExportFile } from './export-file.js'
 
 export const IMPORT_USAGE = 'notes-service import FILE [--replace]'
 
+/** What `notes-service import --help` prints. */
+export const IMPORT_HELP = `Usage: ${IMPORT_USAGE}
+
+Reads FILE, an export (of notes-service export, or of the HTTP export, which goes into the shared
+notebook), into the store that DATA_FILE or DATABASE_URL names, without starting the HTTP server.
+The whole file is checked first; nothing changes unless all of it is imported. A DATA_FILE in use
+by a running service is refused.
+
+  FILE
+      the export file to read
+  --replace
+      replace every notebook the store holds; without it, a store that holds notes is refused
+  --help, -h
+      print this help and exit
+
+Reads DATA_FILE or DATABASE_URL (and the other settings) from the environment, as the service
+does. Exit codes: 0 done, 1 refused or failed (one line on stderr, nothing changed), 2 a usage
+error or a bad setting.
+`
+
 /** ['dump.ndjson', '--replace'] -> { file: 'dump.ndjson', replace: true } */
 export function importArgs(args: readonly string[]): { file: string; replace: boolean } {
   let file: string | undefined
@@ -44,6 +65,10 @@ export async function runImportCommand(
   env: NodeJS.ProcessEnv,
   streams: CommandStreams,
 ): Promise<number> {
+  if (asksForHelp(args)) {
+    streams.stdout.write(IMPORT_HELP)
+    return EXIT.ok
+  }
   try {
     const { file, replace } = importArgs(args)
     const config = commandConfig(env, 'import')

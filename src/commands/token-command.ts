@@ -1,15 +1,33 @@
 import { SignJWT } from 'jose'
 import { MAX_SUBJECT_LENGTH } from '../auth/user-token-refusals.js'
 import { MIN_SECRET_BYTES } from '../auth/user-tokens.js'
+import { asksForHelp } from '../config/help.js'
 
 /**
  * `notes-service token --sub NAME [--ttl 1h]`: prints a user token signed with AUTH_JWT_SECRET,
- * for trying user tokens out and for scripts. It is in neither --help nor the README yet: the
- * server checks no user tokens until they are wired into the app, and a documented command whose
- * tokens the server ignores would mislead.
+ * for trying user tokens out and for scripts.
  */
 
 export const TOKEN_USAGE = 'notes-service token --sub NAME [--ttl 1h]'
+
+/** What `notes-service token --help` prints. */
+export const TOKEN_HELP = `Usage: ${TOKEN_USAGE}
+
+Prints a user token (a JWT signed with HS256) for the user NAME, which a service started with the
+same AUTH_JWT_SECRET accepts as Authorization: Bearer <token>: for trying user notebooks out and
+for scripts.
+
+  --sub NAME, --sub=NAME
+      the user the token is for (its sub), 1 to ${MAX_SUBJECT_LENGTH} characters
+  --ttl 1h, --ttl=1h
+      how long it is valid: a whole number of s, m, h or d (30s, 15m, 1h, 7d), at most 365d;
+      default 1h
+  --help, -h
+      print this help and exit
+
+Reads AUTH_JWT_SECRET from the environment: the service's secret, at least ${MIN_SECRET_BYTES} bytes
+(make one with: openssl rand -base64 32). Exit codes: 0 printed, 2 a usage error or no secret.
+`
 
 const DEFAULT_TTL = '1h'
 const UNIT_SECONDS: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3600, d: 86_400 }
@@ -115,13 +133,20 @@ interface Output {
   write(text: string): unknown
 }
 
-/** Runs the command: the token and a newline on `stdout` and 0, or one line on `stderr` and 2. */
+/**
+ * Runs the command: the token and a newline on `stdout` and 0, or one line on `stderr` and 2;
+ * with --help or -h, the help on `stdout` and 0.
+ */
 export async function runTokenCommand(
   args: readonly string[],
   env: NodeJS.ProcessEnv,
   stdout: Output,
   stderr: Output,
 ): Promise<number> {
+  if (asksForHelp(args)) {
+    stdout.write(TOKEN_HELP)
+    return 0
+  }
   let request: TokenRequest
   try {
     request = tokenRequest(args, env)

@@ -3,6 +3,14 @@ import type { PackageInfo } from './package-info.js'
 import { isRejection } from './value-parsers.js'
 
 /**
+ * Whether a command's arguments ask for its help: '--help' or '-h' anywhere among them, whatever
+ * else is there (`token --sub alice --help` prints the help, and signs nothing).
+ */
+export function asksForHelp(args: readonly string[]): boolean {
+  return args.includes('--help') || args.includes('-h')
+}
+
+/**
  * The text of `notes-service --help`, made from the options table so that it lists every
  * option with its flag, environment variable, default and accepted values.
  */
@@ -17,6 +25,8 @@ export function formatHelp(options: readonly Option<Setting>[], info: PackageInf
     '         writes every notebook of DATA_FILE or DATABASE_URL to FILE (default stdout)',
     `       ${info.name} import FILE [--replace]`,
     '         reads an export into DATA_FILE or DATABASE_URL; --replace replaces the notes there',
+    `       ${info.name} token|export|import --help`,
+    '         prints what that command takes and does',
     '',
     'Each option can also be set by the environment variable shown; a flag wins over the variable.',
     '',

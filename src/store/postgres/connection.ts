@@ -84,7 +84,10 @@ export function describeFailure(err: unknown, endpoint: string): string {
   if (typeof code === 'string' && SOCKET_ERRORS[code] !== undefined) {
     return `${SOCKET_ERRORS[code]} at ${where}`
   }
-  if (/timeout expired|timeout exceeded when trying to connect/.test(err.message)) {
+  // pg-pool's 'Connection terminated due to connection timeout' is its own bound, not the server.
+  if (
+    /timeout expired|timeout exceeded when trying to connect|connection timeout/.test(err.message)
+  ) {
     return `no answer within the connect timeout at ${where}`
   }
   if (/Connection terminated|Connection ended/.test(err.message)) {
@@ -146,12 +149,15 @@ export interface PoolOptions {
   schema: string
 }
 
+/** The longest a connection may take to be made, at most (a server that accepts, then hangs). */
+const CONNECT_TIMEOUT_MS = 2000
+
 /**
  * What every connection of the store is made with. It fails fast: statement_timeout on the server,
  * a client-side query timeout a little above it (for a server that vanished without closing the
  * socket), and a bound on the time to connect.
  */
-function clientConfig({
+export function clientConfig({
   url,
   statementTimeoutMs,
   schema,
@@ -160,7 +166,7 @@ function clientConfig({
     connectionString: url,
     statement_timeout: statementTimeoutMs,
     query_timeout: statementTimeoutMs + 1000,
-    connectionTimeoutMillis: Math.min(statementTimeoutMs + 1000, 2000),
+    connectionTimeoutMillis: Math.min(statementTimeoutMs + 1000, CONNECT_TIMEOUT_MS),
     options: `-c search_path=${schema},public`,
   }
 }
@@ -182,25 +188,54 @@ export function createPool(options: PoolOptions): pg.Pool {
 }
 
 /**
- * Calls `attempt` until it succeeds, every `retryMs`, for at most `timeoutMs` (start-up with the
- * database down: DATABASE_CONNECT_TIMEOUT_MS, DATABASE_CONNECT_RETRY_MS). Errors that are not
- * about reaching the database are thrown at once.
+ * Calls `attempt` until it succeeds, every `retryMs`, and gives up `timeoutMs` after the start,
+ * not before and not much after (start-up with the database down: DATABASE_CONNECT_TIMEOUT_MS,
+ * DATABASE_CONNECT_RETRY_MS), so that its 'gave up after' says the setting. `attempt` is given
+ * the ms left, to bound its connecting by: timeout 3000 against a server that never answers ->
+ * an attempt bounded at 2 s, 0.5 s of wait, one bounded at 0.5 s, given up at 3 s (each attempt
+ * bounded at 2 s, it was 4.5 s). Timeout 2000 against a closed port -> attempts at 0, 0.5, 1 and
+ * 1.5 s, given up at 2 s (stopping when the next attempt would fall past the deadline, it was
+ * 1.5 s). A timeout of 0 tries once, its bound the usual one (`attempt(Infinity)`). Errors that
+ * are not about reaching the database are thrown at once.
  */
 export async function retryUntilConnected<T>(
-  attempt: () => Promise<T>,
+  attempt: (leftMs: number) => Promise<T>,
   { timeoutMs, retryMs }: { timeoutMs: number; retryMs: number },
   onRetry: (err: Error) => void = () => {},
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
+    const left = timeoutMs === 0 ? Number.POSITIVE_INFINITY : Math.max(1, deadline - Date.now())
     try {
-      return await attempt()
+      return await attempt(left)
     } catch (err) {
-      if (!isUnavailable(err) || Date.now() + retryMs >= deadline) throw err
+      const now = Date.now()
+      if (!isUnavailable(err) || now >= deadline) throw err
+      if (now + retryMs >= deadline) {
+        // No attempt fits before the deadline: wait for it, so the figure is the one set.
+        await sleep(deadline - now)
+        throw err
+      }
       onRetry(err as Error)
       await sleep(retryMs)
     }
   }
+}
+
+/**
+ * One connection of `config`, its connecting bounded by `leftMs` too: what start-up's attempts
+ * connect with, so that an attempt ends by the deadline.
+ */
+export async function connectWithin(config: pg.ClientConfig, leftMs: number): Promise<pg.Client> {
+  const bound = Math.min(config.connectionTimeoutMillis ?? CONNECT_TIMEOUT_MS, leftMs)
+  const client = new pg.Client({ ...config, connectionTimeoutMillis: bound })
+  try {
+    await client.connect()
+  } catch (err) {
+    await client.end().catch(() => {})
+    throw err
+  }
+  return client
 }
 
 /**

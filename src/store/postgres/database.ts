@@ -1,5 +1,7 @@
 import type pg from 'pg'
 import {
+  clientConfig,
+  connectWithin,
   createPool,
   endpointOf,
   isUnavailable,
@@ -32,6 +34,8 @@ export class Database {
   /** The point reads (a note by id, the clock's sequence), pipelined. */
   readonly #reads: PipelinedReads
   readonly #options: DatabaseOptions
+  /** What the connection that migrates is made with, as the pool's are. */
+  readonly #config: pg.ClientConfig
   /** '127.0.0.1:5432': where the database is, for the causes of 503s. */
   readonly endpoint: string
   /**
@@ -55,6 +59,7 @@ export class Database {
       statementTimeoutMs: options.statementTimeoutMs,
       schema: options.schema,
     }
+    this.#config = clientConfig(connection)
     this.#pool = createPool({ ...connection, poolSize: options.poolSize })
     this.#reads = new PipelinedReads(connection, PIPELINED_READ_CONNECTIONS)
   }
@@ -64,13 +69,14 @@ export class Database {
    * calls it too, so a store whose database was down at start opens as soon as it is back.
    */
   open(retry: { timeoutMs: number; retryMs: number } = { timeoutMs: 0, retryMs: 0 }) {
-    this.#opening ??= retryUntilConnected(async () => {
-      const client = await this.#pool.connect()
+    // A connection of its own rather than the pool's, so that its connecting ends by the deadline.
+    this.#opening ??= retryUntilConnected(async (leftMs) => {
+      const client = await connectWithin(this.#config, leftMs)
       try {
         await migrate(client, this.#options.schema, this.#options.epoch)
         this.#open = true
       } finally {
-        client.release()
+        await client.end().catch(() => {})
       }
     }, retry).catch((err: unknown) => {
       this.#opening = undefined

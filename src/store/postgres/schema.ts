@@ -19,6 +19,44 @@ export async function migrate(
   epoch?: string,
   upTo = Number.POSITIVE_INFINITY,
 ): Promise<boolean> {
+  try {
+    return await migrateLocked(client, schema, epoch, upTo)
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== INSUFFICIENT_PRIVILEGE) throw err
+    throw new Error(await privilegeAdvice(client, schema, (err as Error).message), { cause: err })
+  }
+}
+
+/** SQLSTATE 42501: 'permission denied for database notes2', '... for schema public'. */
+const INSUFFICIENT_PRIVILEGE = '42501'
+
+/**
+ * PostgreSQL's refusal, with what to do about it (docs/postgres.md): the role must own the
+ * database, or hold CREATE on it and on the schema. PostgreSQL 15 and later no longer let every
+ * role create in public, so `createuser notes; createdb notes` leads here. 'permission denied for
+ * database notes2' -> '...: the role notes may not create ... ALTER DATABASE "notes2" OWNER TO
+ * "notes"; or ... GRANT CREATE ON DATABASE "notes2" TO "notes"; GRANT CREATE ON SCHEMA "public" TO
+ * "notes";' (names quoted, so that the statements can be pasted whatever the names are)
+ */
+async function privilegeAdvice(
+  client: pg.ClientBase,
+  schema: string,
+  refusal: string,
+): Promise<string> {
+  const { rows } = await client.query<{ role: string; database: string }>(
+    'SELECT current_user AS role, current_database() AS database',
+  )
+  const { role, database } = rows[0] as { role: string; database: string }
+  const [r, d, s] = [quoteIdent(role), quoteIdent(database), quoteIdent(schema)]
+  return `${refusal}: the role ${role} may not create the service's tables in the database ${database}. As a superuser, either make the role its owner: ALTER DATABASE ${d} OWNER TO ${r}; or, connected to ${database}, grant what start-up needs: GRANT CREATE ON DATABASE ${d} TO ${r}; GRANT CREATE ON SCHEMA ${s} TO ${r};`
+}
+
+async function migrateLocked(
+  client: pg.ClientBase,
+  schema: string,
+  epoch: string | undefined,
+  upTo: number,
+): Promise<boolean> {
   await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK])
   try {
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`)
