@@ -3,9 +3,6 @@ import type { IncomingMessage } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { REQUEST_ID_HEADER } from '../api/answer.js'
 
-// Named in api/answer.ts, beside the writer of answers that sets it; here for older imports.
-export { REQUEST_ID_HEADER }
-
 /**
  * An id a caller may choose: up to 128 characters that are safe in a header and a log line.
  * 'b7e2c9a0-1f3d-4c55-9a8e-6f0d2b1c3e4f', 'web-1:42', 'YWJj+/=' pass; '', 'a b', '<script>' do not.
