@@ -8,7 +8,9 @@ import { fileURLToPath } from 'node:url'
  * The floors of src/ (docs/architecture.md): durable/ at the bottom (the record frame, file steps
  * and PID lock, shared by the store's journal and the client's Node-only file storage), store/
  * above it, then api/, then http/ and ops/, then app.ts, then server.ts and cli.ts. A module
- * imports only from its own floor or below, and no modules import each other in a loop.
+ * imports only from its own floor or below, and no modules import each other in a loop. client/
+ * is a package of its own (notes-service-client), beside the floors: its build compiles in the
+ * few outside modules it imports, and the service imports one module of it.
  */
 
 const SRC = join(dirname(fileURLToPath(import.meta.url)), '../../src')
@@ -17,7 +19,8 @@ const SRC = join(dirname(fileURLToPath(import.meta.url)), '../../src')
 function sources(folder = SRC): string[] {
   return readdirSync(folder, { withFileTypes: true }).flatMap((entry) => {
     const path = join(folder, entry.name)
-    if (entry.isDirectory()) return sources(path)
+    // client/dist/: the client package's build (git-ignored), not sources.
+    if (entry.isDirectory()) return entry.name === 'dist' ? [] : sources(path)
     return entry.name.endsWith('.ts') ? [relative(SRC, path)] : []
   })
 }
@@ -41,6 +44,26 @@ const FILES = sources()
 const NODE_ONLY = 'client/replica/file-storage.ts'
 const NODE_ONLY_PARTS = ['client/replica/file-journal.ts']
 const GRAPH = new Map(FILES.map((file) => [file, importsOf(file)]))
+/**
+ * The modules outside client/ that client modules import, all from the Node-only file storage
+ * (the client package's build compiles them, and what they import, into its dist/).
+ */
+const CLIENT_IMPORTS_OUTSIDE = [
+  'durable/file-steps.ts',
+  'durable/group-commit.ts',
+  'durable/pid-lock.ts',
+  'durable/record-frame.ts',
+]
+/** The client modules that the service imports: one parseJson for both. */
+const SERVICE_IMPORTS_OF_CLIENT = ['client/parse-json.ts']
+/** How imports cross client/'s edge: 'from -> to' for each, in order. */
+function crossings(fromClient: boolean): { from: string; to: string }[] {
+  return FILES.filter((file) => file.startsWith('client/') === fromClient).flatMap((file) =>
+    (GRAPH.get(file) ?? [])
+      .filter((target) => target.startsWith('client/') !== fromClient)
+      .map((target) => ({ from: file, to: target })),
+  )
+}
 
 describe('the floors of src/', () => {
   it('finds the modules and their imports', () => {
@@ -48,10 +71,11 @@ describe('the floors of src/', () => {
     assert.deepEqual(GRAPH.get('api/answer-head.ts'), ['api/answer.ts'])
   })
 
-  it('lets api/ import only from api/, store/ and config/', () => {
+  it('lets api/ import only from api/, store/ and config/ (and parseJson)', () => {
     const upward = FILES.filter((file) => file.startsWith('api/')).flatMap((file) =>
       (GRAPH.get(file) ?? [])
         .filter((target) => !/^(api|store|config)\//.test(target))
+        .filter((target) => !SERVICE_IMPORTS_OF_CLIENT.includes(target))
         .map((target) => `${file} -> ${target}`),
     )
     assert.deepEqual(upward, [])
@@ -79,26 +103,33 @@ describe('the floors of src/', () => {
     assert.deepEqual(packages, [])
   })
 
-  it('lets store/ import only from store/ and durable/', () => {
+  it('lets store/ import only from store/ and durable/ (and parseJson)', () => {
     const upward = FILES.filter((file) => file.startsWith('store/')).flatMap((file) =>
       (GRAPH.get(file) ?? [])
         .filter((target) => !/^(store|durable)\//.test(target))
+        .filter((target) => !SERVICE_IMPORTS_OF_CLIENT.includes(target))
         .map((target) => `${file} -> ${target}`),
     )
     assert.deepEqual(upward, [])
     assert.ok((GRAPH.get('store/journal/journal-file.ts') ?? []).includes('durable/file-steps.ts'))
   })
 
-  it('keeps client/ apart: it imports only client/ (the Node-only file storage durable/ too, and no node: module elsewhere), and nothing imports it', () => {
-    const nodeOnly = (file: string) => file === NODE_ONLY || NODE_ONLY_PARTS.includes(file)
-    const crossing = FILES.flatMap((file) =>
-      (GRAPH.get(file) ?? [])
-        .filter((target) => file.startsWith('client/') !== target.startsWith('client/'))
-        .filter((target) => !(nodeOnly(file) && target.startsWith('durable/')))
-        .map((target) => `${file} -> ${target}`),
+  it('lets client/ import from outside it only the durable/ modules of its Node-only file storage', () => {
+    const outward = crossings(true)
+    assert.deepEqual([...new Set(outward.map(({ to }) => to))].sort(), CLIENT_IMPORTS_OUTSIDE)
+    const importers = outward.filter(
+      ({ from }) => from !== NODE_ONLY && !NODE_ONLY_PARTS.includes(from),
     )
-    assert.deepEqual(crossing, [])
-    assert.ok((GRAPH.get(NODE_ONLY) ?? []).some((target) => target.startsWith('durable/')))
+    assert.deepEqual(importers, [])
+  })
+
+  it('lets the service import of client/ only parseJson', () => {
+    const inward = crossings(false)
+    assert.deepEqual([...new Set(inward.map(({ to }) => to))], SERVICE_IMPORTS_OF_CLIENT)
+    assert.ok(inward.some(({ from }) => from === 'api/json-body.ts'))
+  })
+
+  it('lets no client module but the file storage import a node: module', () => {
     const builtIns = FILES.filter(
       (file) =>
         file.startsWith('client/') &&
@@ -108,6 +139,22 @@ describe('the floors of src/', () => {
     )
     assert.ok(FILES.includes('client/index.ts'))
     assert.deepEqual(builtIns, [])
+  })
+
+  it('lets exports/ (notes-service/client) only re-export the client package by its name', () => {
+    const modules = FILES.filter((file) => file.startsWith('exports/')).sort()
+    assert.deepEqual(
+      modules.map((file) => [
+        file,
+        [...readFileSync(join(SRC, file), 'utf8').matchAll(/^(?:import|export)\b.*$/gm)].map(
+          (match) => match[0],
+        ),
+      ]),
+      [
+        ['exports/client-file-storage.ts', ["export * from 'notes-service-client/file-storage'"]],
+        ['exports/client.ts', ["export * from 'notes-service-client'"]],
+      ],
+    )
   })
 
   it('lets no client module import the file storage, so a browser never loads node:fs', () => {
