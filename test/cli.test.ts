@@ -129,7 +129,14 @@ describe('the packed package', () => {
         cpSync(join(ROOT, name), join(source, name), { recursive: true })
       }
     }
-    symlinkSync(join(ROOT, 'node_modules'), join(source, 'node_modules'), 'dir')
+    // Its node_modules: the checkout's packages, and its own client package (a workspace, which
+    // the tarball bundles), as `npm ci` would link it.
+    mkdirSync(join(source, 'node_modules'))
+    for (const name of readdirSync(join(ROOT, 'node_modules'))) {
+      if (name === 'notes-service-client' || name === '.package-lock.json') continue
+      symlinkSync(join(ROOT, 'node_modules', name), join(source, 'node_modules', name))
+    }
+    symlinkSync('../src/client', join(source, 'node_modules/notes-service-client'), 'dir')
     const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', work], {
       cwd: source,
     })
@@ -143,11 +150,15 @@ describe('the packed package', () => {
       },
     )
 
-    // The Node-only subpath ships with the floor it imports (dist/src/durable/): a file storage
-    // writes, reopens and reads back from the installed package, and its declarations resolve.
+    // The client comes inside it, as notes-service/client (the bundled client package under the
+    // service's name), and its Node-only subpath with the durable/ modules it imports: a file
+    // storage writes, reopens and reads back from the installed package, and its declarations
+    // resolve.
     writeFileSync(
       join(work, 'storage.mjs'),
-      `import { FileReplicaStorage } from 'notes-service/client/file-storage'
+      `import { NotesClient, parseJson } from 'notes-service/client'
+import { FileReplicaStorage } from 'notes-service/client/file-storage'
+console.log(typeof NotesClient, JSON.stringify(parseJson('{"\\\\n":1}')))
 const path = process.argv[2]
 const first = await FileReplicaStorage.open(path)
 await first.write([{ table: 'meta', key: 'k', value: { packed: true } }])
@@ -158,13 +169,18 @@ await again.close()
 `,
     )
     const stored = await run('node', ['storage.mjs', join(work, 'replica')], { cwd: work })
-    assert.equal(stored.stdout, '[["k",{"packed":true}]]\n')
+    assert.equal(stored.stdout, 'function {"\\n":1}\n[["k",{"packed":true}]]\n')
+    assert.deepEqual(readdirSync(join(work, 'node_modules/notes-service/node_modules')), [
+      'notes-service-client',
+    ])
     writeFileSync(
       join(work, 'storage-types.mts'),
-      `import { FileReplicaStorage } from 'notes-service/client/file-storage'
+      `import { NotesClient } from 'notes-service/client'
+import { FileReplicaStorage } from 'notes-service/client/file-storage'
 const storage: FileReplicaStorage = await FileReplicaStorage.open('replica')
 const compactions: number = storage.compactions
-export { compactions }
+const client: NotesClient = new NotesClient({ baseUrl: 'http://127.0.0.1:1' })
+export { client, compactions }
 `,
     )
     await run(

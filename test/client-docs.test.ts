@@ -13,8 +13,9 @@ import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
 /**
  * Every example of docs/client.md, run against a fresh service and compared with the output shown
  * after it. The conventions this file reads:
- * - A ```js block is an ES module that imports from 'notes-service/client' (resolved through the
- *   package's own `exports`, as a user's import would be) and talks to 'http://localhost:3000',
+ * - A ```js block is an ES module that imports from 'notes-service-client' (the client package,
+ *   through its `exports` and the workspace's link in node_modules/, as a user's import of it
+ *   installed would be) and talks to 'http://localhost:3000',
  *   which is replaced by the URL of a service started for the block.
  * - The ```text block after it is what it prints, exactly, once masked: 13-digit note ids (each
  *   distinct id becomes ID1, ID2... in order of appearance) and the epoch of version tokens.

@@ -10,6 +10,8 @@ import { fileURLToPath } from 'node:url'
  * config/; store/; api/; auth/, http/ and pages/; ops/; openapi/; open-stores.ts and commands/;
  * app.ts; server.ts and cli.ts. A module imports only from its own room or the rooms that
  * `MAY_IMPORT` names for it, every one of them lower, and no modules import each other in a loop.
+ * client/ is a package of its own (notes-service-client), beside the floors: its build compiles in
+ * the few outside modules it imports, and the service imports one module of it (parseJson).
  */
 
 const SRC = join(dirname(fileURLToPath(import.meta.url)), '../../src')
@@ -18,7 +20,8 @@ const SRC = join(dirname(fileURLToPath(import.meta.url)), '../../src')
 function sources(folder = SRC): string[] {
   return readdirSync(folder, { withFileTypes: true }).flatMap((entry) => {
     const path = join(folder, entry.name)
-    if (entry.isDirectory()) return sources(path)
+    // client/dist/: the client package's build (git-ignored), not sources.
+    if (entry.isDirectory()) return entry.name === 'dist' ? [] : sources(path)
     return entry.name.endsWith('.ts') ? [relative(SRC, path)] : []
   })
 }
@@ -42,6 +45,26 @@ const FILES = sources()
 const NODE_ONLY = 'client/replica/file-storage.ts'
 const NODE_ONLY_PARTS = ['client/replica/file-journal.ts']
 const GRAPH = new Map(FILES.map((file) => [file, importsOf(file)]))
+/**
+ * The modules outside client/ that client modules import, all from the Node-only file storage
+ * (the client package's build compiles them, and what they import, into its dist/).
+ */
+const CLIENT_IMPORTS_OUTSIDE = [
+  'durable/file-steps.ts',
+  'durable/group-commit.ts',
+  'durable/pid-lock.ts',
+  'durable/record-frame.ts',
+]
+/** The client modules that the service imports: one parseJson for both. */
+const SERVICE_IMPORTS_OF_CLIENT = ['client/parse-json.ts']
+/** How imports cross client/'s edge: 'from -> to' for each, in order. */
+function crossings(fromClient: boolean): { from: string; to: string }[] {
+  return FILES.filter((file) => file.startsWith('client/') === fromClient).flatMap((file) =>
+    (GRAPH.get(file) ?? [])
+      .filter((target) => target.startsWith('client/') !== fromClient)
+      .map((target) => ({ from: file, to: target })),
+  )
+}
 
 /** A module's room: its top folder under src/, or the file itself at the top ('app.ts'). */
 function roomOf(file: string): string {
@@ -51,6 +74,8 @@ function roomOf(file: string): string {
 
 /** The rooms each room's modules may import, beside its own (client/ and ui/ are kept apart below). */
 const MAY_IMPORT: Record<string, readonly string[]> = {
+  // The package's two entry points under the service's name: they import the package alone.
+  exports: [],
   durable: [],
   config: [],
   store: ['durable'],
@@ -81,6 +106,7 @@ describe('the floors of src/', () => {
       assert.ok(allowed !== undefined, `${file} is in no room of MAY_IMPORT`)
       return (GRAPH.get(file) ?? [])
         .filter((target) => roomOf(target) !== roomOf(file) && !allowed.includes(roomOf(target)))
+        .filter((target) => !SERVICE_IMPORTS_OF_CLIENT.includes(target))
         .map((target) => `${file} -> ${target}`)
     })
     assert.deepEqual(upward, [])
@@ -109,16 +135,22 @@ describe('the floors of src/', () => {
     assert.deepEqual(packages, [])
   })
 
-  it('keeps client/ apart: it imports only client/ (the Node-only file storage durable/ too, and no node: module elsewhere), and nothing imports it', () => {
-    const nodeOnly = (file: string) => file === NODE_ONLY || NODE_ONLY_PARTS.includes(file)
-    const crossing = FILES.flatMap((file) =>
-      (GRAPH.get(file) ?? [])
-        .filter((target) => file.startsWith('client/') !== target.startsWith('client/'))
-        .filter((target) => !(nodeOnly(file) && target.startsWith('durable/')))
-        .map((target) => `${file} -> ${target}`),
+  it('lets client/ import from outside it only the durable/ modules of its Node-only file storage', () => {
+    const outward = crossings(true)
+    assert.deepEqual([...new Set(outward.map(({ to }) => to))].sort(), CLIENT_IMPORTS_OUTSIDE)
+    const importers = outward.filter(
+      ({ from }) => from !== NODE_ONLY && !NODE_ONLY_PARTS.includes(from),
     )
-    assert.deepEqual(crossing, [])
-    assert.ok((GRAPH.get(NODE_ONLY) ?? []).some((target) => target.startsWith('durable/')))
+    assert.deepEqual(importers, [])
+  })
+
+  it('lets the service import of client/ only parseJson', () => {
+    const inward = crossings(false)
+    assert.deepEqual([...new Set(inward.map(({ to }) => to))], SERVICE_IMPORTS_OF_CLIENT)
+    assert.ok(inward.some(({ from }) => from === 'api/json-body.ts'))
+  })
+
+  it('lets no client module but the file storage import a node: module', () => {
     const builtIns = FILES.filter(
       (file) =>
         file.startsWith('client/') &&
@@ -128,6 +160,22 @@ describe('the floors of src/', () => {
     )
     assert.ok(FILES.includes('client/index.ts'))
     assert.deepEqual(builtIns, [])
+  })
+
+  it('lets exports/ (notes-service/client) only re-export the client package by its name', () => {
+    const modules = FILES.filter((file) => file.startsWith('exports/')).sort()
+    assert.deepEqual(
+      modules.map((file) => [
+        file,
+        [...readFileSync(join(SRC, file), 'utf8').matchAll(/^(?:import|export)\b.*$/gm)].map(
+          (match) => match[0],
+        ),
+      ]),
+      [
+        ['exports/client-file-storage.ts', ["export * from 'notes-service-client/file-storage'"]],
+        ['exports/client.ts', ["export * from 'notes-service-client'"]],
+      ],
+    )
   })
 
   it('lets no client module import the file storage, so a browser never loads node:fs', () => {

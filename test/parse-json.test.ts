@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { describe, it } from 'node:test'
 import { buildApp } from '../src/app.js'
@@ -29,12 +28,6 @@ function nativeExact(): boolean {
 }
 
 describe('parseJson', () => {
-  it('is one file in two places: store/kernel/ for the service, client/ for the client and the page', () => {
-    const read = (path: string) =>
-      readFileSync(new URL(`../../src/${path}`, import.meta.url), 'utf8')
-    assert.equal(read('store/kernel/parse-json.ts'), read('client/parse-json.ts'))
-  })
-
   it('reads an escaped key as itself after a text that left a key starting with a backslash', () => {
     for (const [poison, text, key] of POISONED) {
       JSON.parse(poison)

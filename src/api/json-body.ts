@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { parseJson } from '../store/kernel/parse-json.js'
+import { parseJson } from '../client/parse-json.js'
 import type { NoteFields } from '../store/types.js'
 import { BATCH_BODY_DEPTH, BATCH_PATH } from './batch.js'
 import { exceedsDepth } from './json-depth.js'

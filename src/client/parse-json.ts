@@ -13,9 +13,8 @@
  * parsed, and its objects are made again with the real keys, which JSON.parse reads correctly as
  * strings on their own. A text that is not JSON throws JSON.parse's own SyntaxError.
  *
- * This file is in two places, byte for byte: src/store/kernel/ for the service, and src/client/
- * for the client library and the page, which import nothing from outside client/.
- * test/parse-json.test.ts holds the two equal.
+ * One module for the client, the page and the service: the service imports it from here, the one
+ * module of client/ it may import (test/layers.test.ts), as it imports nothing itself.
  */
 export function parseJson(text: string): unknown {
   if (!text.includes('\\')) return JSON.parse(text)

@@ -1,8 +1,11 @@
 /**
- * When the client tries a request again, and how long it waits first: the service's
- * `Retry-After` when it gives one (seconds or an HTTP date), else an exponential backoff with
- * jitter, both capped by `maxDelayMs`.
+ * When the client tries again, and how long it waits first: a request or the change feed waits
+ * what the service's `Retry-After` asks (seconds or an HTTP date), else an exponential backoff
+ * with jitter, both capped by `maxDelayMs`; the replica's send and read loops wait that backoff
+ * too, between the transport's own tries. The waits end early when aborted; and which failures
+ * the replica tries again at all.
  */
+import { NotesProblem } from './errors.js'
 
 /** How many times a request is tried again, and the longest wait before one. */
 export interface RetryOptions {
@@ -66,4 +69,19 @@ export function anySignal(...signals: (AbortSignal | undefined)[]): AbortSignal 
   const given = signals.filter((signal): signal is AbortSignal => signal !== undefined)
   if (given.length <= 1) return given[0]
   return AbortSignal.any(given)
+}
+
+/**
+ * A refusal that no resend changes (a 4xx but auth, timeouts, rate limits and 409): the replica
+ * keeps the write as a conflict instead of sending it again.
+ */
+export function refused(err: unknown): err is NotesProblem {
+  if (!(err instanceof NotesProblem)) return false
+  const status = err.status
+  return status >= 400 && status < 500 && ![401, 403, 408, 409, 429].includes(status)
+}
+
+/** Worth the replica's trying again later: the network, a 5xx, auth, 408, 409, 429. */
+export function transient(err: unknown): boolean {
+  return !refused(err)
 }

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs'
 import { exceedsDepth } from '../api/json-depth.js'
+import { parseJson } from '../client/parse-json.js'
 import type { ImportedNote, ImportedNotebook, ImportSource } from '../store/kernel/import-source.js'
-import { parseJson } from '../store/kernel/parse-json.js'
 import { isNotebookName, SHARED_NOTEBOOK } from '../store/types.js'
 
 /**

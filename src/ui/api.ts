@@ -3,13 +3,7 @@
  * /ui/client/) on this origin, with the access key of this tab, whose answers the page hears
  * (a 401 asks for a key, a refused write is said); and what a failure means, in words.
  */
-import {
-  type Note as ClientNote,
-  NoteNotFoundError,
-  NotesClient,
-  NotesNetworkError,
-  NotesProblem,
-} from './client/index.js'
+import { type Note as ClientNote, NotesClient } from './client/index.js'
 
 /** A note as the API answers it: any JSON object with an `id`. */
 export type Note = ClientNote
@@ -67,7 +61,7 @@ export function tokenSubject(value: string | null): string | undefined {
 let memoryKey: string | null = null
 
 /** What the page hears of the answers the replica gets (it retries them itself). */
-export interface AnswerWatcher {
+interface AnswerWatcher {
   /** A 401, on any request: the page asks for a key. */
   unauthorized(failure: Failure): void
   /** A write (POST, PATCH, DELETE) refused, or not applied (403, 507, ...). */
@@ -119,7 +113,7 @@ async function heard(method: string, url: URL, response: Response): Promise<void
 }
 
 /** Told when the feed connects, streams and drops (the client's feed says nothing of it). */
-export interface FeedWatcher {
+interface FeedWatcher {
   connecting(): void
   live(): void
   dropped(): void
@@ -202,19 +196,6 @@ export const client = new NotesClient({
 })
 
 /**
- * What an error thrown by the client means: its status and detail; status 0 when the service
- * could not be reached. Anything else is a bug, thrown again.
- */
-export function failureOf(err: unknown): Failure {
-  if (err instanceof NotesNetworkError) return { status: 0, detail: undefined }
-  if (err instanceof NoteNotFoundError) return { status: 404, detail: undefined }
-  if (err instanceof NotesProblem) {
-    return { status: err.status, detail: err.detail === '' ? undefined : err.detail }
-  }
-  throw err
-}
-
-/**
  * What went wrong, in words, for the person who asked: the problem's own `detail` when it has
  * one, else a sentence for the status.
  */
@@ -231,12 +212,6 @@ export function describeFailure(failure: Failure): string {
   if (detail !== undefined) return detail
   if (failure.status === 404) return 'This note no longer exists: it was deleted elsewhere.'
   return `The service answered with status ${failure.status}, and no explanation.`
-}
-
-/** 24 random hex digits for an Idempotency-Key (crypto.randomUUID needs a secure context). */
-export function randomKey(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(12))
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
 }
 
 /** Whether a note's id can name it in a URL: 7 -> true, "7" -> false. */

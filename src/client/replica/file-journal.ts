@@ -1,10 +1,14 @@
 import { takePidLock } from '../../durable/pid-lock.js'
 import { encodeRecord, scanRecords } from '../../durable/record-frame.js'
 import {
+  applyWrites,
   type EncodedWrite,
+  emptyTexts,
+  entryBytes,
   REPLICA_TABLES,
   ReplicaStorageError,
   type ReplicaTable,
+  type ReplicaTexts,
 } from './storage.js'
 
 /**
@@ -20,9 +24,6 @@ export const HEADER = Buffer.from('notes-service replica 1\n')
 const SNAPSHOT_RECORD = 1 << 16
 export const EMPTY = Buffer.alloc(0)
 
-/** Each table's entries as their JSON text, by key. */
-export type Texts = Record<ReplicaTable, Map<string, string>>
-
 /** A write's changes as one record's payload: puts [t, k, v], deletes [t, k], clears [t]. */
 export function payloadOf(changes: readonly EncodedWrite[]): string {
   return changes
@@ -34,7 +35,7 @@ export function payloadOf(changes: readonly EncodedWrite[]): string {
     .join('\n')
 }
 
-export function snapshotRecords(texts: Texts): Buffer[] {
+export function snapshotRecords(texts: ReplicaTexts): Buffer[] {
   const records: Buffer[] = []
   let changes: EncodedWrite[] = []
   let bytes = 0
@@ -58,13 +59,13 @@ export function snapshotRecords(texts: Texts): Buffer[] {
  * reaches the end of the file, or is followed by zeros only) is not an error: a write resolves
  * only after its fsync, so it holds no resolved write. Damage with good bytes after it is.
  */
-export function replay(bytes: Buffer, path: string): { texts: Texts; end: number } {
+export function replay(bytes: Buffer, path: string): { texts: ReplicaTexts; end: number } {
   if (!bytes.subarray(0, HEADER.length).equals(HEADER)) {
     throw new ReplicaStorageError('damaged', `${path} is not a notes-service replica file.`)
   }
   const texts = emptyTexts()
   const scanned = scanRecords(bytes, HEADER.length, (payload, offset) =>
-    applyTo(texts, decodePayload(payload, path, offset)),
+    applyWrites(texts, decodePayload(payload, path, offset)),
   )
   if (!scanned.ok) {
     throw new ReplicaStorageError(
@@ -107,36 +108,7 @@ function decodePayload(payload: string, path: string, offset: number): EncodedWr
   })
 }
 
-export function applyTo(texts: Texts, changes: readonly EncodedWrite[]): number {
-  let delta = 0
-  for (const change of changes) {
-    const table = texts[change.table]
-    if ('clear' in change) {
-      for (const [key, text] of table) delta -= entryBytes(key, text)
-      table.clear()
-      continue
-    }
-    const old = table.get(change.key)
-    if (old !== undefined) delta -= entryBytes(change.key, old)
-    if ('delete' in change) table.delete(change.key)
-    else {
-      table.set(change.key, change.text)
-      delta += entryBytes(change.key, change.text)
-    }
-  }
-  return delta
-}
-
-/** About what an entry takes in a snapshot: its key, its value and the JSON around them. */
-function entryBytes(key: string, text: string): number {
-  return key.length + text.length + 16
-}
-
-export function emptyTexts(): Texts {
-  return { notes: new Map(), outbox: new Map(), meta: new Map(), conflicts: new Map() }
-}
-
-export function liveBytes(texts: Texts): number {
+export function liveBytes(texts: ReplicaTexts): number {
   let bytes = 0
   for (const table of REPLICA_TABLES) {
     for (const [key, text] of texts[table]) bytes += entryBytes(key, text)

@@ -4,9 +4,7 @@ import { readIfThere, replaceFile, replaceFileSync, writeAll } from '../../durab
 import { GroupCommit } from '../../durable/group-commit.js'
 import { releasePidLock } from '../../durable/pid-lock.js'
 import { encodeRecord } from '../../durable/record-frame.js'
-import { parseJson } from '../parse-json.js'
 import {
-  applyTo,
   asStorageError,
   EMPTY,
   HEADER,
@@ -14,18 +12,18 @@ import {
   payloadOf,
   replay,
   snapshotRecords,
-  type Texts,
   takeLock,
 } from './file-journal.js'
 import {
+  applyWrites,
   closedError,
+  decodeTexts,
   type EncodedWrite,
-  emptyContents,
   encodeWrites,
-  REPLICA_TABLES,
   type ReplicaContents,
   type ReplicaStorage,
   ReplicaStorageError,
+  type ReplicaTexts,
   type ReplicaWrite,
 } from './storage.js'
 
@@ -62,7 +60,7 @@ export class FileReplicaStorage implements ReplicaStorage {
   readonly #compactMinBytes: number
   #fd: number
   /** Every table's values as JSON text, as the durable writes left them. */
-  #texts: Texts
+  #texts: ReplicaTexts
   /** Bytes of keys and values held: the file is compacted past twice this. */
   #live: number
   /** The file's length up to its last durable record. */
@@ -81,7 +79,7 @@ export class FileReplicaStorage implements ReplicaStorage {
     path: string,
     options: FileReplicaStorageOptions,
     fd: number,
-    texts: Texts,
+    texts: ReplicaTexts,
     size: number,
     dropped: FileReplicaStorage['dropped'],
   ) {
@@ -130,23 +128,15 @@ export class FileReplicaStorage implements ReplicaStorage {
   async load(): Promise<ReplicaContents> {
     if (this.#closed) throw closedError()
     await this.#writes.idle()
-    const contents = emptyContents()
-    for (const table of REPLICA_TABLES) {
-      const texts = this.#texts[table]
-      for (const key of [...texts.keys()].sort()) {
-        const text = texts.get(key) as string
-        try {
-          contents[table].set(key, parseJson(text))
-        } catch (err) {
-          throw new ReplicaStorageError(
-            'damaged',
-            `${this.#path} holds a ${table} value for ${JSON.stringify(key)} that is not JSON.`,
-            { cause: err },
-          )
-        }
-      }
-    }
-    return contents
+    return decodeTexts(
+      this.#texts,
+      (table, key, cause) =>
+        new ReplicaStorageError(
+          'damaged',
+          `${this.#path} holds a ${table} value for ${JSON.stringify(key)} that is not JSON.`,
+          { cause },
+        ),
+    )
   }
 
   write(changes: readonly ReplicaWrite[]): Promise<void> {
@@ -193,7 +183,7 @@ export class FileReplicaStorage implements ReplicaStorage {
       for (const pending of batch) pending.reject(pending.refused ?? error)
       return
     }
-    for (const pending of batch) this.#live += applyTo(this.#texts, pending.changes)
+    for (const pending of batch) this.#live += applyWrites(this.#texts, pending.changes)
     if (
       this.#size >= this.#compactAt &&
       this.#size > Math.max(this.#compactMinBytes, 2 * this.#live)

@@ -1,12 +1,11 @@
-import { parseJson } from '../parse-json.js'
 import {
+  applyWrites,
   closedError,
-  emptyContents,
+  decodeTexts,
+  emptyTexts,
   encodeWrites,
-  REPLICA_TABLES,
   type ReplicaContents,
   type ReplicaStorage,
-  type ReplicaTable,
   type ReplicaWrite,
 } from './storage.js'
 
@@ -16,34 +15,17 @@ import {
  * storages give them back (copies, with the same refusals of what is not JSON).
  */
 export class MemoryReplicaStorage implements ReplicaStorage {
-  readonly #tables: Record<ReplicaTable, Map<string, string>> = {
-    notes: new Map(),
-    outbox: new Map(),
-    meta: new Map(),
-    conflicts: new Map(),
-  }
+  readonly #texts = emptyTexts()
   #closed = false
 
   async load(): Promise<ReplicaContents> {
     this.#check()
-    const contents = emptyContents()
-    for (const table of REPLICA_TABLES) {
-      const texts = this.#tables[table]
-      for (const key of [...texts.keys()].sort()) {
-        contents[table].set(key, parseJson(texts.get(key) as string))
-      }
-    }
-    return contents
+    return decodeTexts(this.#texts)
   }
 
   async write(changes: readonly ReplicaWrite[]): Promise<void> {
     this.#check()
-    for (const change of encodeWrites(changes)) {
-      const texts = this.#tables[change.table]
-      if ('clear' in change) texts.clear()
-      else if ('delete' in change) texts.delete(change.key)
-      else texts.set(change.key, change.text)
-    }
+    applyWrites(this.#texts, encodeWrites(changes))
   }
 
   async close(): Promise<void> {

@@ -3,6 +3,8 @@
  * the base, where the replica's own acknowledged writes come back as echoes; and the look at the
  * service's current version that sync() waits for.
  */
+
+import { backoffMs, sleep, transient } from '../retry-policy.js'
 import type { ChangeEvent } from '../types.js'
 import { type JsonObject, sameJson } from './note-json.js'
 import { type BaseNote, ECHO_PREFIX, type Echo, META_VERSION } from './outbox.js'
@@ -14,7 +16,6 @@ import {
   setOnline,
   sweepLinks,
 } from './replica-state.js'
-import { backoff, sleep, transient } from './retry.js'
 import type { ReplicaWrite } from './storage.js'
 
 /** The service's version now (one page of one note), trying again while it cannot be reached. */
@@ -35,7 +36,7 @@ export async function currentVersion(
       if (signal?.aborted === true) throw signal.reason
       if (!transient(err)) throw err
       setOnline(state, false)
-      await sleep(backoff(failures, state.maxDelayMs), signal)
+      await sleep(backoffMs(failures, state.maxDelayMs), signal)
     }
   }
 }
@@ -58,7 +59,7 @@ export async function pullLoop(state: ReplicaState, signal: AbortSignal): Promis
       if (transient(err)) setOnline(state, false)
     }
     try {
-      await sleep(backoff(failures, state.maxDelayMs), signal)
+      await sleep(backoffMs(failures, state.maxDelayMs), signal)
     } catch {
       return
     }

@@ -5,6 +5,7 @@
  */
 import { ConflictError, NoteNotFoundError, NotesProblem } from '../errors.js'
 import { newIdempotencyKey } from '../idempotency-key.js'
+import { backoffMs, refused, sleep, transient } from '../retry-policy.js'
 import type { BatchRequest, BatchResult, NoteResult } from '../types.js'
 import { recordConflict } from './conflicts.js'
 import { applied } from './local-view.js'
@@ -19,7 +20,6 @@ import {
   type ReplicaState,
   setOnline,
 } from './replica-state.js'
-import { backoff, refused, sleep, transient } from './retry.js'
 import type { ReplicaWrite } from './storage.js'
 
 /** What a send learnt of the note: the service's version after the write (note null: deleted). */
@@ -41,7 +41,7 @@ export async function pushLoop(state: ReplicaState, signal: AbortSignal): Promis
         if (state.online) await idle(state, signal)
         else {
           // Offline with nothing to send: look for the service now and then.
-          await sleep(backoff(failures, state.maxDelayMs), signal)
+          await sleep(backoffMs(failures, state.maxDelayMs), signal)
           await currentVersion(state, signal)
         }
       } else {
@@ -54,7 +54,7 @@ export async function pushLoop(state: ReplicaState, signal: AbortSignal): Promis
       // A storage failure is tried again too: the write stays queued.
       if (transient(err)) setOnline(state, false)
       try {
-        await sleep(backoff(failures++, state.maxDelayMs), signal)
+        await sleep(backoffMs(failures++, state.maxDelayMs), signal)
       } catch {
         return
       }

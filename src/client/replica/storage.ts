@@ -1,3 +1,5 @@
+import { parseJson } from '../parse-json.js'
+
 /**
  * Where a replica keeps its copy between runs: four tables of JSON values by string key, written
  * all or nothing. Implementations: memory (tests, Node scripts), IndexedDB (browsers) and a file
@@ -38,27 +40,6 @@ export interface ReplicaStorage {
 /** An empty ReplicaContents. */
 export function emptyContents(): ReplicaContents {
   return { notes: new Map(), outbox: new Map(), meta: new Map(), conflicts: new Map() }
-}
-
-/** Applies changes to contents in place (the meaning every implementation shares). */
-export function applyWrites(contents: ReplicaContents, changes: readonly ReplicaWrite[]): void {
-  for (const change of changes) {
-    const table = contents[change.table]
-    if ('clear' in change) table.clear()
-    else if ('delete' in change) table.delete(change.key)
-    else table.set(change.key, change.value)
-  }
-}
-
-/** The contents with each table's keys in ascending order, as load() answers them. */
-export function sortedContents(contents: ReplicaContents): ReplicaContents {
-  const sorted = emptyContents()
-  for (const table of REPLICA_TABLES) {
-    for (const key of [...contents[table].keys()].sort()) {
-      sorted[table].set(key, contents[table].get(key))
-    }
-  }
-  return sorted
 }
 
 /**
@@ -152,4 +133,65 @@ export function encodeWrites(changes: readonly ReplicaWrite[]): EncodedWrite[] {
       text: encodeValue(change.value, `${change.table} ${JSON.stringify(change.key)}`),
     }
   })
+}
+
+/** Each table's values as checked JSON text (encodeWrites), by key: what memory and file hold. */
+export type ReplicaTexts = Record<ReplicaTable, Map<string, string>>
+
+/** An empty ReplicaTexts. */
+export function emptyTexts(): ReplicaTexts {
+  return { notes: new Map(), outbox: new Map(), meta: new Map(), conflicts: new Map() }
+}
+
+/**
+ * Applies encoded changes to texts in place, in order (for the memory and file storages), and
+ * answers the change in entryBytes of what they hold: a put of 'k' -> '1' where nothing was: 18;
+ * its delete after: -18.
+ */
+export function applyWrites(texts: ReplicaTexts, changes: readonly EncodedWrite[]): number {
+  let delta = 0
+  for (const change of changes) {
+    const table = texts[change.table]
+    if ('clear' in change) {
+      for (const [key, text] of table) delta -= entryBytes(key, text)
+      table.clear()
+      continue
+    }
+    const old = table.get(change.key)
+    if (old !== undefined) delta -= entryBytes(change.key, old)
+    if ('delete' in change) table.delete(change.key)
+    else {
+      table.set(change.key, change.text)
+      delta += entryBytes(change.key, change.text)
+    }
+  }
+  return delta
+}
+
+/** About what an entry takes: its key, its text and the JSON around them in a file's snapshot. */
+export function entryBytes(key: string, text: string): number {
+  return key.length + text.length + 16
+}
+
+/**
+ * The texts as load() answers them: each table's keys in ascending code-unit order, each value
+ * parsed. `unreadable` makes the error for a text that is not JSON (a damaged file); without it
+ * the SyntaxError is thrown as it is.
+ */
+export function decodeTexts(
+  texts: ReplicaTexts,
+  unreadable?: (table: ReplicaTable, key: string, cause: unknown) => Error,
+): ReplicaContents {
+  const contents = emptyContents()
+  for (const table of REPLICA_TABLES) {
+    const tableTexts = texts[table]
+    for (const key of [...tableTexts.keys()].sort()) {
+      try {
+        contents[table].set(key, parseJson(tableTexts.get(key) as string))
+      } catch (err) {
+        throw unreadable === undefined ? err : unreadable(table, key, err)
+      }
+    }
+  }
+  return contents
 }

@@ -1,5 +1,5 @@
+import { parseJson } from '../../client/parse-json.js'
 import { encodeRecord } from '../../durable/record-frame.js'
-import { parseJson } from '../kernel/parse-json.js'
 import { etagOf } from '../kernel/version-token.js'
 import type { MemoryNoteStore } from '../memory/memory-store.js'
 import type { ImageNote, RememberedKey, StoreImage } from '../memory/records.js'

@@ -1,6 +1,6 @@
+import { parseJson } from '../../client/parse-json.js'
 import type { NoteFields, PatchKind } from '../types.js'
 import { mergePatchInto } from './merge-patch.js'
-import { parseJson } from './parse-json.js'
 import { setField } from './set-field.js'
 
 /**
