@@ -6,7 +6,7 @@ import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
 import type { NoteStore } from '../src/store/types.js'
 import { apiOperations, pickId, type WriteOperation } from './arbitraries.js'
-import { describeEachStore } from './helpers.js'
+import { describeEachStore } from './each-store.js'
 import { NoteModel } from './note-model.js'
 
 /** The media type each kind of update is sent as (DECISION 25). */

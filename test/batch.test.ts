@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
-import { type buildTestApp, describeEachStore, fakeClock, JSON_HEADERS } from './helpers.js'
+import { describeEachStore } from './each-store.js'
+import { type buildTestApp, fakeClock, JSON_HEADERS } from './helpers.js'
 
 type App = ReturnType<typeof buildTestApp>['app']
 

@@ -23,7 +23,8 @@ import { openJournaledStore } from '../src/store/journal/journaled-notebooks.js'
 import { MemoryNotebooks } from '../src/store/memory/memory-notebooks.js'
 import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
 import { Relay } from './client-relay.js'
-import { describeEachStore, TEST_EPOCH } from './helpers.js'
+import { describeEachStore } from './each-store.js'
+import { TEST_EPOCH } from './helpers.js'
 
 /** Listens on 127.0.0.1 (port 0 unless given), closed when the test ends; answers its URL. */
 async function serve(t: TestContext, app: FastifyInstance, port = 0): Promise<string> {

@@ -7,13 +7,8 @@ import { send } from '../bench/http-client.js'
 import { type CodingChoice, parseAcceptEncoding } from '../src/api/compression.js'
 import { NoteOperations } from '../src/api/note-operations.js'
 import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
-import {
-  buildTestApp,
-  describeEachStore,
-  fakeClock,
-  type SuiteContext,
-  TEST_EPOCH,
-} from './helpers.js'
+import { describeEachStore } from './each-store.js'
+import { buildTestApp, fakeClock, type SuiteContext, TEST_EPOCH } from './helpers.js'
 import { openRaw, waitFor } from './socket.js'
 
 const JSON_UTF8 = 'application/json; charset=utf-8'

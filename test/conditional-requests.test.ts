@@ -2,7 +2,8 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { noneMatch } from '../src/api/conditional.js'
-import { describeEachStore, fakeClock, JSON_HEADERS } from './helpers.js'
+import { describeEachStore } from './each-store.js'
+import { fakeClock, JSON_HEADERS } from './helpers.js'
 
 // 2023-11-14T22:13:20.000Z, then 1 ms later per clock read.
 const T0 = 1_700_000_000_000

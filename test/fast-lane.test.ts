@@ -4,7 +4,8 @@ import fc from 'fast-check'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import type { InjectOptions } from 'light-my-request'
 import type { Config } from '../src/config/config.js'
-import { describeEachStore, fakeClock, injectThroughServer, type SuiteContext } from './helpers.js'
+import { describeEachStore } from './each-store.js'
+import { fakeClock, injectThroughServer, type SuiteContext } from './helpers.js'
 
 /** Headers that differ between two answers to the same request for reasons other than the app. */
 const PER_RESPONSE = new Set(['date', 'x-request-id'])

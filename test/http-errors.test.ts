@@ -5,13 +5,8 @@ import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
 import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
 import type { NoteStore } from '../src/store/types.js'
-import {
-  type buildTestApp,
-  describeEachLane,
-  describeEachStore,
-  fakeClock,
-  postNote,
-} from './helpers.js'
+import { describeEachStore } from './each-store.js'
+import { type buildTestApp, describeEachLane, fakeClock, postNote } from './helpers.js'
 import { PromisedNoteStore } from './promised-store.js'
 
 function assertProblem(

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
-import { type buildTestApp, describeEachStore, fakeClock, JSON_HEADERS } from './helpers.js'
+import { describeEachStore } from './each-store.js'
+import { type buildTestApp, fakeClock, JSON_HEADERS } from './helpers.js'
 
 describeEachStore(
   'Idempotency-Key on POST (DECISION 30)',

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { describeEachStore, inLane, LANES } from './helpers.js'
+import { describeEachStore } from './each-store.js'
+import { inLane, LANES } from './helpers.js'
 import { buildOpsApp } from './ops-app.js'
 
 /** The sample lines of `names` in a Prometheus text exposition, in order. */

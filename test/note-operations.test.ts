@@ -7,7 +7,8 @@ import { buildApp } from '../src/app.js'
 import { DEFAULT_CONFIG } from '../src/config/config.js'
 import { MemoryNoteStore } from '../src/store/memory/memory-store.js'
 import type { MaybePromise, NoteFields } from '../src/store/types.js'
-import { describeEachStore, fakeClock, injectThroughServer, type SuiteContext } from './helpers.js'
+import { describeEachStore } from './each-store.js'
+import { fakeClock, injectThroughServer, type SuiteContext } from './helpers.js'
 
 /** A fixture's one change to the meaning of create and delete: a header each, and 201 on create. */
 class WithReceipt extends NoteOperations {

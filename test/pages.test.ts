@@ -2,7 +2,8 @@ import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import fc from 'fast-check'
 import type { FastifyInstance } from 'fastify'
-import { dataOf, describeEachStore, fakeClock, JSON_HEADERS } from './helpers.js'
+import { describeEachStore } from './each-store.js'
+import { dataOf, fakeClock, JSON_HEADERS } from './helpers.js'
 
 async function fill(app: FastifyInstance, count: number): Promise<void> {
   for (let i = 0; i < count; i++) {

@@ -13,7 +13,8 @@ import {
 } from '../src/client/index.js'
 import type { Config } from '../src/config/config.js'
 import { Relay } from './client-relay.js'
-import { describeEachStore, type SuiteContext } from './helpers.js'
+import { describeEachStore } from './each-store.js'
+import type { SuiteContext } from './helpers.js'
 
 /**
  * The replica against a real service on 127.0.0.1 (through a TCP relay that can cut

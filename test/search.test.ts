@@ -2,7 +2,8 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import { matchesText } from '../src/store/kernel/search.js'
-import { dataOf, describeEachStore } from './helpers.js'
+import { describeEachStore } from './each-store.js'
+import { dataOf } from './helpers.js'
 
 /** The definition, written plainly: some string value, at any depth, contains q (any case). */
 function reference(q: string, note: unknown): boolean {
