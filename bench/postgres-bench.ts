@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import pg from 'pg'
-import { PostgresCluster } from '../test/postgres-cluster.js'
+import { PostgresCluster } from '../test/support/postgres-cluster.js'
 import { clockTicks } from './server-process.js'
 
 export interface BenchDatabase {

@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import type { Page } from 'playwright-core'
-import { launchChromium } from '../test/chromium.js'
+import { launchChromium } from '../test/support/chromium.js'
 import { startServer } from '../test/hostile/server-process.js'
 
 /**

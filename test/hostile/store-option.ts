@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { PostgresCluster } from '../postgres-cluster.js'
+import { PostgresCluster } from '../support/postgres-cluster.js'
 import { stopRunningServers } from './server-process.js'
 
 /** Which store a hostile run (fuzz, soak) starts the service on: `--store memory|postgres|file`. */
