@@ -15,7 +15,7 @@
  *
  * This file is in two places, byte for byte: src/store/kernel/ for the service, and src/client/
  * for the client library and the page, which import nothing from outside client/.
- * test/parse-json.test.ts holds the two equal.
+ * test/client/parse-json.unit.test.ts holds the two equal.
  */
 export function parseJson(text: string): unknown {
   if (!text.includes('\\')) return JSON.parse(text)

@@ -27,8 +27,8 @@ export interface RunStore {
 }
 
 /**
- * Memory: nothing to start. PostgreSQL: a throwaway cluster (test/postgres-cluster.ts, durable
- * settings) with one fresh database; destroyed by `destroy`, also when the run fails or is
+ * Memory: nothing to start. PostgreSQL: a throwaway cluster (test/support/postgres-cluster.ts,
+ * durable settings) with one fresh database; destroyed by `destroy`, also when the run fails or is
  * interrupted (SIGINT, SIGTERM, SIGHUP: the services this process started are stopped first).
  */
 export async function openStore(kind: StoreKind): Promise<RunStore> {

@@ -127,6 +127,6 @@ describeEachStore(
       )
     })
   },
-  // With user tokens, /metrics needs a service key (test/user-notebooks.test.ts).
+  // With user tokens, /metrics needs a service key (test/auth/user-notebooks.unit.test.ts).
   { lanes: false, notebook: false },
 )

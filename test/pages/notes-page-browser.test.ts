@@ -6,8 +6,8 @@ import { type AddressInfo, connect, createServer, type Socket } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { preload } from '../../bench/preload.js'
-import { CHROMIUM, launchChromium, MISSING, SKIP } from '../support/chromium.js'
 import { type ServerProcess, startServer } from '../hostile/server-process.js'
+import { CHROMIUM, launchChromium, MISSING, SKIP } from '../support/chromium.js'
 import { signed } from '../support/jwks-server.js'
 
 /** Where to save the README's screenshot, when set: `NOTES_PAGE_SCREENSHOT=docs/page.png`. */

@@ -17,8 +17,8 @@ import { createRequire } from 'node:module'
 import type { AddressInfo, Socket } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { CHROMIUM, launchChromium, MISSING, SKIP } from '../support/chromium.js'
 import { type ServerProcess, startServer } from '../hostile/server-process.js'
+import { CHROMIUM, launchChromium, MISSING, SKIP } from '../support/chromium.js'
 
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js')
 

@@ -79,8 +79,8 @@ function postgresSuite(
  * PostgreSQL half is skipped, loudly (postgresAvailable); under CI=true that is a failure.
  * Unless `notebook: false`, once more in a user's notebook on memory; with `notebookOnPostgres`,
  * in one on PostgreSQL too. The HTTP side of a notebook is the same on both stores (the
- * notebooks' own contract runs on each in test/notebooks-*.test.ts), so only the suites whose
- * store side differs per notebook on PostgreSQL (the change feed, idempotency keys, the basic
+ * notebooks' own contract runs on each in the notebooks-* tests of test/store/), so only the suites
+ * whose store side differs per notebook on PostgreSQL (the change feed, idempotency keys, the basic
  * operations) take that last one.
  */
 export function describeEachStore(

@@ -46,7 +46,8 @@ async function seen(store: NoteStore, ids: readonly number[]) {
 /**
  * The behaviour every Notebooks implementation must have (DECISION 33): each notebook is a store
  * of its own, nothing crosses between two, ids are unique over all, and the caps hold per notebook
- * and overall. Every notebook must also pass the NoteStore contract (test/store.contract.ts).
+ * and overall. Every notebook must also pass the NoteStore contract
+ * (test/support/store.contract.ts).
  */
 export function runNotebooksContract(
   name: string,

@@ -53,8 +53,8 @@ export function postgresAvailable(suite: string): boolean {
 
 /**
  * The environment variable through which one test run shares one cluster among its test files:
- * the URL of the cluster's `postgres` database. test/with-postgres.ts starts the cluster, sets it
- * for the command it runs (`npm test`), and removes the cluster when that command ends.
+ * the URL of the cluster's `postgres` database. test/support/with-postgres.ts starts the cluster,
+ * sets it for the command it runs (`npm test`), and removes the cluster when that command ends.
  */
 export const SHARED_CLUSTER_ENV = 'NOTES_TEST_POSTGRES_URL'
 
@@ -186,7 +186,8 @@ export class PostgresCluster {
 
   /**
    * A login role that must give its password over TCP (scram-sha-256), unlike every other role of
-   * the cluster (trust), and a database of the same name that it owns: for tests of a wrong password.
+   * the cluster (trust), and a database of the same name that it owns: for tests of a wrong
+   * password.
    */
   async addPasswordRole(name: string, password: string): Promise<void> {
     const client = new pg.Client({ connectionString: this.url() })

@@ -1,9 +1,9 @@
 import { FileReplicaStorage } from '../../src/client/replica/file-storage.js'
 
 /**
- * A child process for test/replica-storage.test.ts. `write PATH`: writes without end, four
- * writes in flight, printing each write's number once it resolved (the parent kills it with
- * SIGKILL and checks every printed write is in the file). `open PATH`: tries to open the file
+ * A child process for test/client/replica/replica-storage.test.ts. `write PATH`: writes without
+ * end, four writes in flight, printing each write's number once it resolved (the parent kills it
+ * with SIGKILL and checks every printed write is in the file). `open PATH`: tries to open the file
  * and prints 'opened' or the error's code.
  */
 const [mode, path] = process.argv.slice(2)

@@ -10,9 +10,9 @@ import {
 /**
  * One suite every ReplicaStorage must pass (memory, file, IndexedDB), after PouchDB's one suite
  * for every adapter. It imports nothing from Node, so the same cases run in Chromium against
- * IndexedDB (test/replica-storage.test.ts loads this module into a page) and report there as
- * node:test cases. Assertions are its own for the same reason; they compare exactly: Maps entry
- * by entry in order, objects key by key in order, numbers with Object.is.
+ * IndexedDB (test/client/replica/replica-storage.test.ts loads this module into a page) and report
+ * there as node:test cases. Assertions are its own for the same reason; they compare exactly: Maps
+ * entry by entry in order, objects key by key in order, numbers with Object.is.
  */
 
 export interface StorageUnderTest {

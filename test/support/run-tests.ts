@@ -5,16 +5,17 @@ import { join } from 'node:path'
 import { compiled, ROOT, testSources } from './test-files.js'
 
 /**
- * `node dist/test/support/run-tests.js [--list] [--NODE-TEST-OPTION=VALUE...]`: runs the compiled
- * test files in one `node --test` (3 files at a time unless the options say otherwise). The
- * files are found from test/'s sources (test-files.ts), so a module left in dist/ by a file since
- * moved or deleted is never run, and a test file not yet compiled is an error, not a silent gap.
- * Node 20's `node --test` takes no globs, hence this list. --list prints the files instead, one a
- * line.
+ * `node dist/test/support/run-tests.js [--unit] [--list] [--NODE-TEST-OPTION=VALUE...]`: runs the
+ * compiled test files of the whole suite, or of the unit tier with --unit, in one `node --test`
+ * (3 files at a time unless the options say otherwise). The files are found from test/'s sources
+ * (test-files.ts), so a module left in dist/ by a file since moved or deleted is never run, and a
+ * test file not yet compiled is an error, not a silent gap. Node 20's `node --test` takes no
+ * globs, hence this list. --list prints the files instead, one a line.
  */
 const args = process.argv.slice(2)
+const unit = args.includes('--unit')
 const list = args.includes('--list')
-const options = args.filter((arg) => arg !== '--list')
+const options = args.filter((arg) => arg !== '--unit' && arg !== '--list')
 // A file given here would run with every other one: `node --test FILE` runs it alone.
 const stray = options.find((option) => !option.startsWith('--'))
 if (stray !== undefined) {
@@ -24,7 +25,7 @@ if (stray !== undefined) {
   process.exit(2)
 }
 
-const files = testSources().map(compiled)
+const files = testSources(unit ? 'unit' : 'all').map(compiled)
 const missing = files.filter((file) => !existsSync(join(ROOT, file)))
 if (missing.length > 0) {
   process.stderr.write(`run-tests: not compiled (npm run compile): ${missing.join(', ')}\n`)

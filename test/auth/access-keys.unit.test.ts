@@ -6,6 +6,7 @@ import { buildApp } from '../../src/app.js'
 import { bearerToken, requestPath } from '../../src/auth/access-keys.js'
 import { type Config, DEFAULT_CONFIG } from '../../src/config/config.js'
 import { MemoryNoteStore } from '../../src/store/memory/memory-store.js'
+import { WireConnection, type WireResponse } from '../hostile/wire.js'
 import {
   buildTestApp,
   describeEachLane,
@@ -14,7 +15,6 @@ import {
   MEMORY,
   type SuiteContext,
 } from '../support/helpers.js'
-import { WireConnection, type WireResponse } from '../hostile/wire.js'
 import { logCollector } from '../support/ops-app.js'
 
 const WRITE = 'sk-write-7f3a9c'

@@ -3,7 +3,12 @@ import type { AddressInfo } from 'node:net'
 import { after, describe, it } from 'node:test'
 import type { InjectOptions, LightMyRequestResponse } from 'fastify'
 import type { Config } from '../../src/config/config.js'
-import { describeEachLane, injectThroughServer, MEMORY, type SuiteContext } from '../support/helpers.js'
+import {
+  describeEachLane,
+  injectThroughServer,
+  MEMORY,
+  type SuiteContext,
+} from '../support/helpers.js'
 
 const WINDOW_MS = 60_000
 const json = { 'content-type': 'application/json' }

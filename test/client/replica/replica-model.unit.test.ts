@@ -4,8 +4,8 @@ import { it } from 'node:test'
 import { buildApp } from '../../../src/app.js'
 import { DEFAULT_CONFIG } from '../../../src/config/config.js'
 import { MemoryNoteStore } from '../../../src/store/memory/memory-store.js'
-import { TEST_EPOCH } from '../../support/helpers.js'
 import { runReplicaFuzz } from '../../hostile/replica-run.js'
+import { TEST_EPOCH } from '../../support/helpers.js'
 
 /**
  * The short form of the replica's model-based sync run (test/hostile/replica-run.ts): a few seeds

@@ -11,7 +11,13 @@ import {
   tokenRefusalHeaders,
 } from '../../src/auth/user-token-refusals.js'
 import { type TokenVerdict, UserTokens } from '../../src/auth/user-tokens.js'
-import { JwksServer, type SigningKey, signed, signingKey, unsigned } from '../support/jwks-server.js'
+import {
+  JwksServer,
+  type SigningKey,
+  signed,
+  signingKey,
+  unsigned,
+} from '../support/jwks-server.js'
 
 const SECRET = 'a-secret-of-32-bytes-or-more-000'
 const OTHER_SECRET = 'another-secret-of-32-bytes-00000'

@@ -9,7 +9,13 @@ import { UserTokens } from '../../src/auth/user-tokens.js'
 import { type Config, DEFAULT_CONFIG } from '../../src/config/config.js'
 import { MemoryNotebooks } from '../../src/store/memory/memory-notebooks.js'
 import { dataOf, describeEachLane, MEMORY, type SuiteContext } from '../support/helpers.js'
-import { JwksServer, type SigningKey, signed, signingKey, unsigned } from '../support/jwks-server.js'
+import {
+  JwksServer,
+  type SigningKey,
+  signed,
+  signingKey,
+  unsigned,
+} from '../support/jwks-server.js'
 import { SseClient } from '../support/sse-client.js'
 
 const SECRET = 'a-secret-of-32-bytes-or-more-000'

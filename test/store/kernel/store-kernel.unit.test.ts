@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { keyReused, MAX_CACHED_SEARCHES, STORE_DEFAULTS } from '../../../src/store/kernel/defaults.js'
-import { isIndexable, jsonAroundId, serializeWithId } from '../../../src/store/kernel/id-placement.js'
+import {
+  keyReused,
+  MAX_CACHED_SEARCHES,
+  STORE_DEFAULTS,
+} from '../../../src/store/kernel/defaults.js'
+import {
+  isIndexable,
+  jsonAroundId,
+  serializeWithId,
+} from '../../../src/store/kernel/id-placement.js'
 import { patchNote } from '../../../src/store/kernel/patch-note.js'
 import { meets } from '../../../src/store/kernel/preconditions.js'
 import { setField } from '../../../src/store/kernel/set-field.js'
