@@ -1,13 +1,14 @@
 /**
  * The PostgreSQL side of `npm run bench -- --store postgres`: one throwaway cluster for the whole
- * run (test/postgres-cluster.ts: durable, fsync and synchronous_commit on), a fresh database per
- * server start, the CPU time of the cluster's processes, and the connections a database has.
+ * run (test/support/postgres-cluster.ts: durable, fsync and synchronous_commit on), a fresh
+ * database per server start, the CPU time of the cluster's processes, and the connections a
+ * database has.
  */
 import { execFileSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import pg from 'pg'
-import { PostgresCluster } from '../test/postgres-cluster.js'
+import { PostgresCluster } from '../test/support/postgres-cluster.js'
 import { clockTicks } from './server-process.js'
 
 export interface BenchDatabase {

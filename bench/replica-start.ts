@@ -1,8 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import type { Page } from 'playwright-core'
-import { launchChromium } from '../test/chromium.js'
 import { startServer } from '../test/hostile/server-process.js'
+import { launchChromium } from '../test/support/chromium.js'
 
 /**
  * The offline replica's start and catch-up in Chromium (bench/README.md, "Replica start and

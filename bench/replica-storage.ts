@@ -3,8 +3,8 @@ import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { FileReplicaStorage } from '../src/client/replica/file-storage.js'
 import type { ReplicaWrite } from '../src/client/replica/storage.js'
-import { launchChromium } from '../test/chromium.js'
-import { serveDist } from '../test/dist-server.js'
+import { launchChromium } from '../test/support/chromium.js'
+import { serveDist } from '../test/support/dist-server.js'
 import { noteOf } from './replica-storage-page.js'
 
 /**

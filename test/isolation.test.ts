@@ -6,7 +6,7 @@ import { after, describe, it } from 'node:test'
 import { ISOLATION_SECRET, ISOLATION_SERVICE_KEY, runIsolation } from './hostile/isolation-run.js'
 import { randomSeed } from './hostile/prng.js'
 import { errorLogs, type ServerProcess, startServer } from './hostile/server-process.js'
-import { createTestDatabase, postgresAvailable } from './postgres-cluster.js'
+import { createTestDatabase, postgresAvailable } from './support/postgres-cluster.js'
 
 const TOKENS = { AUTH_JWT_SECRET: ISOLATION_SECRET, API_KEYS: ISOLATION_SERVICE_KEY }
 

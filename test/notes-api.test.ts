@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
-import { dataOf, describeEachStore, fakeClock, postNote } from './helpers.js'
+import { describeEachStore } from './support/each-store.js'
+import { dataOf, fakeClock, postNote } from './support/helpers.js'
 
 const JSON_UTF8 = 'application/json; charset=utf-8'
 

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { existsSync, readFileSync } from 'node:fs'
 import { it } from 'node:test'
-import { waitFor } from './socket.js'
+import { waitFor } from './support/socket.js'
 
 const SERVER_PROCESS = new URL('./hostile/server-process.js', import.meta.url).href
 

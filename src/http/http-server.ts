@@ -115,7 +115,7 @@ interface Traffic {
 /**
  * libuv's stream handle; Node's own socket timeout reads `writeQueueSize` the same way (in Node
  * 20 and 24 alike). Without it, a client reading a large response slowly would be dropped:
- * test/raw-socket.test.ts 'keeps a client that reads a large response slowly' checks it.
+ * test/http/raw-socket.unit.test.ts 'keeps a client that reads a large response slowly' checks it.
  */
 type SocketWithHandle = Socket & { _handle?: { writeQueueSize?: number } | null }
 

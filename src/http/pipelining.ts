@@ -4,8 +4,9 @@ import type { Socket } from 'node:net'
 type NodeSocket = Socket & {
   /**
    * Node's own: the response now attached to the connection (being produced or flushed), null
-   * once it has finished. Private, but the same in Node 20 and 24; test/pipelining.test.ts checks
-   * it directly, so a Node that changes it fails there rather than in a graceful close.
+   * once it has finished. Private, but the same in Node 20 and 24;
+   * test/http/pipelining.unit.test.ts checks it directly, so a Node that changes it fails there
+   * rather than in a graceful close.
    */
   _httpMessage?: ServerResponse | null
 }

@@ -19,7 +19,7 @@ import { createHook } from 'node:async_hooks'
  * The tick objects are caught through a one-off async hook, the only public way to reach them;
  * the hook is disabled before this module finishes loading, so it costs nothing afterwards.
  * The figures above are Node 20's; Node 24 builds tick objects the same way and goes
- * megamorphic the same way without this module (test/tick-shapes.test.ts, run on both by CI).
+ * megamorphic the same way without this module (test/http/tick-shapes.test.ts, run on both by CI).
  */
 function keepTickObjects(): readonly object[] {
   const kept: object[] = []

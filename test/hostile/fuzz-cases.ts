@@ -1,4 +1,4 @@
-import { type MediaClass, NoteModel } from '../note-model.js'
+import { type MediaClass, NoteModel } from '../support/note-model.js'
 import { jsonObject, malformed, nestedObject, nonObject } from './json-text.js'
 import type { Random } from './prng.js'
 

@@ -1,4 +1,4 @@
-import type { ModelLimits } from '../note-model.js'
+import type { ModelLimits } from '../support/note-model.js'
 
 /**
  * The limits fuzzing runs the service with: small enough that oversize bodies are cheap to send

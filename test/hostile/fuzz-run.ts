@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http'
 import { parseJson } from '../../src/client/parse-json.js'
-import { BATCH_DEPTH, type ModelLimits, NoteModel } from '../note-model.js'
+import { BATCH_DEPTH, type ModelLimits, NoteModel } from '../support/note-model.js'
 import { type BatchItem, type Expectation, type FuzzCase, nextCase } from './fuzz-cases.js'
 import { createRandom, stepRandom } from './prng.js'
 import { CLOSED, header, WireConnection, type WireResponse } from './wire.js'

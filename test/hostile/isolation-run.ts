@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { Agent, request } from 'node:http'
 import { parseJson } from '../../src/client/parse-json.js'
-import { signed } from '../jwks-server.js'
-import { SseClient } from '../sse-client.js'
+import { signed } from '../support/jwks-server.js'
+import { SseClient } from '../support/sse-client.js'
 import { createRandom, type Random } from './prng.js'
 
 /** The secret the isolation run's service checks user tokens with. */

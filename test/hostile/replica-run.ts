@@ -19,7 +19,7 @@ import {
   Replica,
   type ReplicaConflict,
 } from '../../src/client/index.js'
-import { Relay } from '../client-relay.js'
+import { Relay } from '../support/client-relay.js'
 import { createRandom, type Random } from './prng.js'
 
 export interface ReplicaRunOptions {

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { PostgresCluster } from '../postgres-cluster.js'
+import { PostgresCluster } from '../support/postgres-cluster.js'
 import { stopRunningServers } from './server-process.js'
 
 /** Which store a hostile run (fuzz, soak) starts the service on: `--store memory|postgres|file`. */
@@ -27,8 +27,8 @@ export interface RunStore {
 }
 
 /**
- * Memory: nothing to start. PostgreSQL: a throwaway cluster (test/postgres-cluster.ts, durable
- * settings) with one fresh database; destroyed by `destroy`, also when the run fails or is
+ * Memory: nothing to start. PostgreSQL: a throwaway cluster (test/support/postgres-cluster.ts,
+ * durable settings) with one fresh database; destroyed by `destroy`, also when the run fails or is
  * interrupted (SIGINT, SIGTERM, SIGHUP: the services this process started are stopped first).
  */
 export async function openStore(kind: StoreKind): Promise<RunStore> {
