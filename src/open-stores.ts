@@ -30,10 +30,10 @@ export class StoreOpenError extends Error {
 }
 
 /** What buildApp serves: one notebook for every request, or a notebook per user. */
-export type ServedStores = { store: NoteStore } | { notebooks: Notebooks }
+type ServedStores = { store: NoteStore } | { notebooks: Notebooks }
 
 /** What start-up says about its store, through the app's logger. */
-export interface StartupLog {
+interface StartupLog {
   info(fields: object, message: string): void
   warn(fields: object, message: string): void
 }

@@ -25,7 +25,7 @@ export interface CodingChoice {
 }
 
 /** Bodies over this many bytes are compressed; smaller ones cost more to code than they save. */
-export const COMPRESS_OVER = 1024
+const COMPRESS_OVER = 1024
 
 /** Bodies up to this size are compressed synchronously (well under a millisecond); larger ones on
  * the thread pool, so that a large list or note never holds the event loop. */

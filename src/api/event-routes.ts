@@ -6,7 +6,7 @@ import { sendProblem } from './problem.js'
 import { queryOf } from './request-target.js'
 
 /** The change feed's path, also the `route` label of its metrics. */
-export const EVENTS_ROUTE = '/api/events'
+const EVENTS_ROUTE = '/api/events'
 
 /** What a version token looks like: opaque, but made of these characters only. */
 const TOKEN = /^[A-Za-z0-9._~-]{1,256}$/
@@ -22,7 +22,7 @@ type Start = { since: string | undefined } | { problem: string }
  * when it reconnects) wins over the `since` query parameter. An empty Last-Event-ID counts as
  * none. 'since=e.5' -> { since: 'e.5' }; nothing -> { since: undefined }; 'since=a b' -> problem.
  */
-export function startOf(request: FastifyRequest): Start {
+function startOf(request: FastifyRequest): Start {
   const header = request.headers['last-event-id']
   if (typeof header === 'string' && header !== '') {
     return TOKEN.test(header)

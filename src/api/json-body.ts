@@ -61,7 +61,7 @@ function parseSync(
  * '{"a":1}' -> { a: 1 }; '' -> {} (no body at all means no fields).
  * Throws HttpProblem 415 for a charset other than UTF-8, 400 for anything that is not a JSON object.
  */
-export function parseJsonObject(
+function parseJsonObject(
   body: Buffer,
   contentType: string | undefined,
   maxDepth: number,

@@ -10,7 +10,7 @@ export const NDJSON_CONTENT_TYPE = 'application/x-ndjson'
 const NDJSON = /application\/x-ndjson/i
 
 /** Why an export with page or search parameters is refused (400). */
-export const EXPORT_IS_WHOLE =
+const EXPORT_IS_WHOLE =
   'An export (Accept: application/x-ndjson) is the whole notebook: send it without limit, after, order or q, or ask for application/json to page or search.'
 
 /**
@@ -47,7 +47,7 @@ export type ExportAnswer =
     }
 
 /** 'k2x9q1.5' -> '"k2x9q1.5-ndjson"': the same version's list in JSON has '"k2x9q1.5"'. */
-export function exportEtag(version: string): string {
+function exportEtag(version: string): string {
   return `"${version}-ndjson"`
 }
 

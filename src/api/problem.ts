@@ -18,7 +18,7 @@ export function problem(status: number, detail: string): Problem {
 }
 
 /** The encoded body of `problem(status, detail)`. */
-export function problemBody(status: number, detail: string): Buffer {
+function problemBody(status: number, detail: string): Buffer {
   return Buffer.from(JSON.stringify(problem(status, detail)))
 }
 

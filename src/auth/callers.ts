@@ -8,7 +8,7 @@ import { tokenRefusalHeaders, withServiceKeys } from './user-token-refusals.js'
 import { LEEWAY_SECONDS, type UserTokens } from './user-tokens.js'
 
 /** 'alice' -> 'user:alice' */
-export const userNotebook = (sub: string): string => `user:${sub}`
+const userNotebook = (sub: string): string => `user:${sub}`
 
 /**
  * What a request may do, and on which notebook. `key` names what it is counted under by the

@@ -39,13 +39,13 @@ import {
 } from './user-token-refusals.js'
 
 /** The one algorithm of a shared secret. */
-export const SECRET_ALGORITHMS: readonly string[] = Object.freeze(['HS256'])
+const SECRET_ALGORITHMS: readonly string[] = Object.freeze(['HS256'])
 
 /**
  * The algorithms of keys from a JWKS: asymmetric only. HS256 would let anyone holding the public
  * key (it is public) sign tokens with its bytes as the secret, and 'none' signs nothing.
  */
-export const JWKS_ALGORITHMS: readonly string[] = Object.freeze([
+const JWKS_ALGORITHMS: readonly string[] = Object.freeze([
   'RS256',
   'RS384',
   'RS512',
@@ -65,7 +65,7 @@ export const MIN_SECRET_BYTES = 32
 export const LEEWAY_SECONDS = 30
 
 /** Tokens an app signs itself with a shared secret (HS256). */
-export interface SecretSource {
+interface SecretSource {
   /** The secret, used as the UTF-8 bytes of this string: at least 32 of them. */
   secret: string
   /** The `iss` every token must carry, when set. */
@@ -75,7 +75,7 @@ export interface SecretSource {
 }
 
 /** Tokens of an OpenID provider, checked with the keys it publishes. */
-export interface JwksSource {
+interface JwksSource {
   /** The provider's key set (its `jwks_uri`), http: or https:. */
   jwksUrl: URL
   /** The `iss` every token must carry: the provider's issuer identifier. */

@@ -19,7 +19,7 @@ import { HEADER_LINE, notebookLine } from './export-file.js'
  * (export-file.ts), to FILE or stdout, without the HTTP server.
  */
 
-export const EXPORT_USAGE = 'notes-service export [--out FILE]'
+const EXPORT_USAGE = 'notes-service export [--out FILE]'
 
 /** What `notes-service export --help` prints. */
 export const EXPORT_HELP = `Usage: ${EXPORT_USAGE}
@@ -40,7 +40,7 @@ does. Exit codes: 0 done, 1 failed (one line on stderr), 2 a usage error or a ba
 `
 
 /** '--out', 'a.ndjson' -> 'a.ndjson'; [] -> undefined (stdout); '--out=-' -> undefined. */
-export function exportArgs(args: readonly string[]): string | undefined {
+function exportArgs(args: readonly string[]): string | undefined {
   let out: string | undefined
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string

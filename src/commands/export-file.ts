@@ -17,8 +17,8 @@ import { isNotebookName, SHARED_NOTEBOOK } from '../store/types.js'
  * one. A file without the first line is an HTTP export: every line a note of the shared notebook.
  */
 
-export const FORMAT_KEY = 'notes-service-export'
-export const FORMAT_VERSION = 1
+const FORMAT_KEY = 'notes-service-export'
+const FORMAT_VERSION = 1
 export const HEADER_LINE = `{"${FORMAT_KEY}":${FORMAT_VERSION}}`
 
 /** ('shared', 2) -> '{"notebook":"shared","notes":2}' */

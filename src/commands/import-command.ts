@@ -21,7 +21,7 @@ import { ExportFileError, readExportFile } from './export-file.js'
  * without --replace; either way nothing changes unless everything is imported.
  */
 
-export const IMPORT_USAGE = 'notes-service import FILE [--replace]'
+const IMPORT_USAGE = 'notes-service import FILE [--replace]'
 
 /** What `notes-service import --help` prints. */
 export const IMPORT_HELP = `Usage: ${IMPORT_USAGE}
@@ -44,7 +44,7 @@ error or a bad setting.
 `
 
 /** ['dump.ndjson', '--replace'] -> { file: 'dump.ndjson', replace: true } */
-export function importArgs(args: readonly string[]): { file: string; replace: boolean } {
+function importArgs(args: readonly string[]): { file: string; replace: boolean } {
   let file: string | undefined
   let replace = false
   for (const arg of args) {

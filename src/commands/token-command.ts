@@ -8,7 +8,7 @@ import { asksForHelp } from '../config/help.js'
  * for trying user tokens out and for scripts.
  */
 
-export const TOKEN_USAGE = 'notes-service token --sub NAME [--ttl 1h]'
+const TOKEN_USAGE = 'notes-service token --sub NAME [--ttl 1h]'
 
 /** What `notes-service token --help` prints. */
 export const TOKEN_HELP = `Usage: ${TOKEN_USAGE}
@@ -34,7 +34,7 @@ const UNIT_SECONDS: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3600, d
 const MAX_TTL_SECONDS = 365 * 86_400
 
 /** A request the command cannot carry out; the message is one line saying what to change. */
-export class TokenCommandError extends Error {
+class TokenCommandError extends Error {
   constructor(message: string) {
     super(message)
     this.name = 'TokenCommandError'
@@ -66,7 +66,7 @@ export function ttlSeconds(text: string): number | undefined {
  * the service's configuration trims every value, so that both key with the same bytes.
  * @throws TokenCommandError with a one-line message; it never holds the secret.
  */
-export function tokenRequest(args: readonly string[], env: NodeJS.ProcessEnv): TokenRequest {
+function tokenRequest(args: readonly string[], env: NodeJS.ProcessEnv): TokenRequest {
   let sub: string | undefined
   let ttl = DEFAULT_TTL
   for (let i = 0; i < args.length; i++) {

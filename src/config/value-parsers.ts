@@ -7,7 +7,7 @@ import { isIP, isIPv6 } from 'node:net'
  */
 
 /** pino's levels, as LOG_LEVEL takes them. */
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
 
 /** A parser's answer to a value it cannot use. */

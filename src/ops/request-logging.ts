@@ -15,7 +15,7 @@ type LoggerOption = FastifyServerOptions['logger']
  * a request's headers are ever logged; Fastify's request serializer leaves them out), and the raw
  * bytes of a request Node's parser refused (`err.rawPacket`, which holds its headers).
  */
-export const REDACTED_PATHS = [
+const REDACTED_PATHS = [
   'req.headers.authorization',
   'request.headers.authorization',
   'headers.authorization',
@@ -73,7 +73,7 @@ const JWT_SHAPE = /eyJ[\w-]*\.[\w-]*\.[\w-]*/g
  * '/api/note?limit=2' -> itself; '/api/note?access_token=eyJ...' -> '/api/note?[left out: it
  * holds an access_token]'; '/api/note/eyJa.b.c' -> '/api/note/[a JWT, left out]'
  */
-export function loggedUrl(url: string): string {
+function loggedUrl(url: string): string {
   if (tokenInQuery(url))
     return `${url.slice(0, url.indexOf('?'))}?[left out: it holds an access_token]`
   return url.includes('eyJ') ? url.replace(JWT_SHAPE, '[a JWT, left out]') : url

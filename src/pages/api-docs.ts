@@ -22,7 +22,7 @@ export interface ApiDocsOptions {
 }
 
 /** The files of swagger-ui-dist that the page loads from /docs/static/, by their media types. */
-export const DOCS_PAGE_FILES = {
+const DOCS_PAGE_FILES = {
   'swagger-ui.css': 'text/css; charset=utf-8',
   'index.css': 'text/css; charset=utf-8',
   'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',

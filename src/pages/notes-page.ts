@@ -7,7 +7,7 @@ import { sendProblem } from '../api/problem.js'
 import { compressedPageFile, contentDigest } from './page-compression.js'
 
 /** The Trusted Types policy the page registers its service worker through (src/ui/main.ts). */
-export const SERVICE_WORKER_POLICY = 'notes-service-worker'
+const SERVICE_WORKER_POLICY = 'notes-service-worker'
 
 /**
  * The page's policy: everything from this origin only, no inline script or style, no plugins, no
@@ -50,17 +50,17 @@ const STATIC_FILES = {
 export const SERVICE_WORKER = 'sw.js'
 
 /** The folders under /ui/ that hold files: the page's own, and the client library's. */
-export const PAGE_FOLDERS = ['', 'client/', 'client/replica/'] as const
+const PAGE_FOLDERS = ['', 'client/', 'client/replica/'] as const
 
 const JAVASCRIPT = 'text/javascript; charset=utf-8'
 
 /** One file of the page, as sent: identity, brotli and gzip, each with its strong ETag. */
-export interface PageFile {
+interface PageFile {
   contentType: string
   variants: Record<Encoding, { body: Buffer; etag: string }>
 }
 
-export type Encoding = 'identity' | Coding
+type Encoding = 'identity' | Coding
 
 /**
  * The page's files by name: 'index.html' (served at /), 'main.js', 'style.css', the client

@@ -4,9 +4,9 @@ import { h, replaceChildren, uniqueId } from './dom.js'
 import { type Fields, isObject, planPatch, sameJson } from './note-patch.js'
 
 /** Fields shown as the note's heading, the first one present holding a string. */
-export const TITLE_FIELDS = ['title', 'name', 'subject', 'heading', 'summary']
+const TITLE_FIELDS = ['title', 'name', 'subject', 'heading', 'summary']
 /** Fields shown as its text, likewise. */
-export const BODY_FIELDS = ['body', 'text', 'content', 'description', 'note', 'message']
+const BODY_FIELDS = ['body', 'text', 'content', 'description', 'note', 'message']
 /** Longest JSON of the other fields shown before "Show all". */
 const SHOWN_JSON = 2_000
 

@@ -77,7 +77,7 @@ export function checkSigterm(r: SigtermResult, inFlight: number, boundMs: number
 }
 
 /** How long the service may take to exit once the SIGTERM fault's last request is answered. */
-export const SIGTERM_EXIT_AFTER_ANSWERS_MS = 1500
+const SIGTERM_EXIT_AFTER_ANSWERS_MS = 1500
 
 export function checkDeadline(
   r: DeadlineResult,

@@ -35,7 +35,7 @@ function startLoad(options: autocannon.Options): {
 }
 
 /** 'ECONNREFUSED' when nothing listens any more, 'connected' otherwise. */
-export function connectOutcome(host: string, port: number): Promise<string> {
+function connectOutcome(host: string, port: number): Promise<string> {
   return new Promise((resolve) => {
     const socket = net.connect(port, host)
     socket.once('connect', () => {
@@ -478,7 +478,7 @@ export async function stallFaults(options: {
 }
 
 /** How one looping keep-alive client ended after SIGTERM. */
-export interface KeepAliveClientEnd {
+interface KeepAliveClientEnd {
   /** POSTs answered 200 (acknowledged), and answers by status. */
   acknowledged: number
   statuses: Record<string, number>

@@ -36,7 +36,7 @@ export type Expectation =
  * gets decided when the answer is checked: a write pipelined ahead of this request may have changed
  * the note since the case was made.
  */
-export interface Condition {
+interface Condition {
   readonly etag: string
 }
 
@@ -51,7 +51,7 @@ export interface BatchItem {
 }
 
 /** The write a batch request makes, as the model applies it. */
-export type BatchWrite =
+type BatchWrite =
   | { type: 'create'; fields: Record<string, unknown> }
   | {
       type: 'patch'
@@ -74,8 +74,8 @@ export interface FuzzCase {
   expect: Expectation
 }
 
-export const COLLECTION_ALLOW = 'GET, HEAD, OPTIONS, POST'
-export const NOTE_ALLOW = 'DELETE, GET, HEAD, OPTIONS, PATCH'
+const COLLECTION_ALLOW = 'GET, HEAD, OPTIONS, POST'
+const NOTE_ALLOW = 'DELETE, GET, HEAD, OPTIONS, PATCH'
 
 /** Content-Type values and how they are treated (checked once against the service by hand). */
 const JSON_TYPES = [

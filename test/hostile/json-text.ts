@@ -101,7 +101,7 @@ const ESCAPES = [
 
 const RAW = ['a', 'Z', '0', ' ', '~', 'é', 'ß', '中', '😀', '\u2028', '\ufeff', '\u00a0', '𝄞', 'ﬃ']
 
-export function jsonString(rng: Random, maxLength = 12): string {
+function jsonString(rng: Random, maxLength = 12): string {
   const n = rng.int(maxLength + 1)
   let out = '"'
   for (let i = 0; i < n; i++) {
@@ -126,7 +126,7 @@ function space(rng: Random): string {
   return rng.chance(0.9) ? '' : rng.pick([' ', '\n', '\t', '\r\n', '  '])
 }
 
-export function jsonValue(rng: Random, depth: number, options: JsonTextOptions): string {
+function jsonValue(rng: Random, depth: number, options: JsonTextOptions): string {
   const room = options.budget > 0 && depth < options.maxDepth
   const r = rng.next()
   if (room && r < 0.12) return jsonObject(rng, depth + 1, options)

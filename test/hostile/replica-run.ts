@@ -41,7 +41,7 @@ export interface ReplicaRunStats {
   changesLogged: number
 }
 
-export class ReplicaRunFailure extends Error {
+class ReplicaRunFailure extends Error {
   constructor(
     readonly seed: number,
     message: string,

@@ -11,7 +11,7 @@ export interface WireResponse {
 /** The connection closed (or was reset) before a whole response arrived. */
 export const CLOSED = 'closed'
 
-export class WireTimeoutError extends Error {
+class WireTimeoutError extends Error {
   constructor(message: string) {
     super(message)
     this.name = 'WireTimeoutError'

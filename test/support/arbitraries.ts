@@ -18,7 +18,7 @@ const fieldName = fc.oneof(
 )
 
 /** A JSON object as a client might send it; sometimes with an `id` that is a nearby number. */
-export function noteFields(nearIds: fc.Arbitrary<number>): fc.Arbitrary<NoteFields> {
+function noteFields(nearIds: fc.Arbitrary<number>): fc.Arbitrary<NoteFields> {
   const value = fc.oneof(fc.jsonValue({ maxDepth: 3 }), nearIds)
   return fc
     .array(fc.tuple(fieldName, value), { maxLength: 5 })
@@ -34,7 +34,7 @@ export function noteFields(nearIds: fc.Arbitrary<number>): fc.Arbitrary<NoteFiel
  * and merge patches made of these overlap often, so RFC 7396's recursion, removals and
  * object-over-scalar cases (and '__proto__' at depth) come up in most runs.
  */
-export function nestedFields(): fc.Arbitrary<NoteFields> {
+function nestedFields(): fc.Arbitrary<NoteFields> {
   const key = fc.constantFrom('a', 'b', '__proto__', 'constructor')
   const { tree } = fc.letrec<{ tree: unknown; leaf: unknown }>((tie) => ({
     leaf: fc.oneof(

@@ -39,7 +39,7 @@ export function buildTestApp(
 }
 
 /** Where the apps of a suite keep their notes. */
-export const STORES = ['memory', 'postgres'] as const
+const STORES = ['memory', 'postgres'] as const
 export type StoreKind = (typeof STORES)[number]
 
 /**
@@ -51,7 +51,7 @@ export const LANES = ['fastify', 'server'] as const
 export type Lane = (typeof LANES)[number]
 
 /** The secret of the apps whose requests act in a user's notebook (describeEachStore). */
-export const NOTEBOOK_SECRET = 'test-notebook-secret-of-32-bytes-or-more'
+const NOTEBOOK_SECRET = 'test-notebook-secret-of-32-bytes-or-more'
 
 /**
  * What a suite defined by describeEachStore or describeEachLane runs on, handed to it: its cases

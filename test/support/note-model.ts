@@ -306,7 +306,7 @@ export class NoteModel {
  * patch starts from the target if it is an object, else {}; null values remove, others recurse.
  * Own keys only, set by defineProperty: a '__proto__' key is data like any other.
  */
-export function mergePatch(target: unknown, patch: unknown): unknown {
+function mergePatch(target: unknown, patch: unknown): unknown {
   if (!isObject(patch)) return parseJson(JSON.stringify(patch) ?? 'null')
   const result: Fields = isObject(target) ? target : {}
   for (const [name, value] of Object.entries(patch)) {
@@ -330,7 +330,7 @@ function isObject(value: unknown): value is Fields {
 }
 
 /** { a: [1] } -> 2, {} -> 1, 3 -> 0 */
-export function depthOf(value: unknown): number {
+function depthOf(value: unknown): number {
   if (typeof value !== 'object' || value === null) return 0
   let deepest = 0
   for (const child of Object.values(value)) deepest = Math.max(deepest, depthOf(child))

@@ -89,7 +89,7 @@ function show(value: unknown): string {
   return text.length > 200 ? `${text.slice(0, 200)}... (${text.length} characters)` : text
 }
 
-export function expectEqual(actual: unknown, expected: unknown, what: string): void {
+function expectEqual(actual: unknown, expected: unknown, what: string): void {
   const found = difference(actual, expected, '')
   if (found !== '') throw new Error(`${what}: ${found}`)
 }
@@ -361,7 +361,9 @@ export const CASES: readonly ContractCase[] = [
   },
 ]
 
-/** Runs the case called `caseName` (the page calls this). */
+/** Runs the case called `caseName` (the page calls this).
+ * @public: the Chromium test loads this module by its URL (import(contract)).
+ */
 export async function runCase(
   caseName: string,
   subject: StorageUnderTest,

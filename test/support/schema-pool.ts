@@ -227,7 +227,7 @@ async function shapeOf(client: pg.ClientBase, schema: string): Promise<string> {
 }
 
 /** A new epoch of the form migration 1 draws: hex of a random 31-bit number and a 16-bit one. */
-export function migrationEpoch(): string {
+function migrationEpoch(): string {
   return randomInt(2147483647).toString(16) + randomInt(65535).toString(16)
 }
 
@@ -235,7 +235,7 @@ export function migrationEpoch(): string {
 const pools = new Map<string, SchemaPool>()
 
 /** The schema pool of the database at `url`. */
-export function schemaPool(url: string): SchemaPool {
+function schemaPool(url: string): SchemaPool {
   let pool = pools.get(url)
   if (pool === undefined) {
     pool = new SchemaPool(url)

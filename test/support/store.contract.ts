@@ -727,7 +727,7 @@ export function runStoreContract(
  * writes it: every write called at once, the outcomes awaited only when the store answers
  * promises (a memory store's batch must be synchronous).
  */
-export function runBatchContract(
+function runBatchContract(
   name: string,
   makeRawStore: (options: ContractStoreOptions) => NoteStore,
 ): void {

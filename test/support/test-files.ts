@@ -46,7 +46,7 @@ export function compiled(source: string): string {
  * What a module imports, statically or with `import('...')`: the repository's modules (resolved,
  * root-relative: 'src/app.ts') and the packages and node: modules by name ('node:child_process').
  */
-export function importsOf(source: string): { modules: string[]; packages: string[] } {
+function importsOf(source: string): { modules: string[]; packages: string[] } {
   const text = readFileSync(join(ROOT, source), 'utf8')
   const modules: string[] = []
   const packages: string[] = []

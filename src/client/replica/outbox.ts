@@ -53,7 +53,7 @@ export interface OutboxEntry {
 }
 
 /** A run of queued writes sent as one batch: `seqs[i]` is the entry of `requests[i]`. */
-export interface SentBatch {
+interface SentBatch {
   idempotencyKey: string
   seqs: number[]
   requests: BatchRequest[]

@@ -81,7 +81,7 @@ export function closedError(): ReplicaStorageError {
  * undefined are left out, as JSON.stringify does. { a: [1, 'é'] } -> '{"a":[1,"é"]}';
  * { a: NaN } -> ReplicaStorageError('invalid', '... at a ...').
  */
-export function encodeValue(value: unknown, where: string): string {
+function encodeValue(value: unknown, where: string): string {
   const path: string[] = []
   let text: string | undefined
   try {

@@ -189,7 +189,7 @@ function replayRecord(memory: MemoryNoteStore, payload: Payload): void {
   }
 }
 
-export function parse(record: DecodedRecord): Payload {
+function parse(record: DecodedRecord): Payload {
   const payload: unknown = parseJson(record.payload)
   if (typeof payload !== 'object' || payload === null || !('t' in payload)) {
     throw new Error('a record that is not a journal entry')

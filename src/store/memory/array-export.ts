@@ -1,7 +1,7 @@
 import type { NoteExport } from '../types.js'
 
 /** Notes a chunk of an in-memory export holds: big enough to write well, small enough to yield. */
-export const EXPORT_CHUNK_NOTES = 1000
+const EXPORT_CHUNK_NOTES = 1000
 
 /**
  * The export of a snapshot a memory store took: the notes' JSON strings (references to the

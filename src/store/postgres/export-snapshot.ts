@@ -4,7 +4,7 @@ import { unavailableOr } from './connection.js'
 import type { Database } from './database.js'
 
 /** Notes read per statement of an export: one keyset step over list positions. */
-export const EXPORT_CHUNK_ROWS = 1000
+const EXPORT_CHUNK_ROWS = 1000
 
 /** A notebook as an export's snapshot sees it. */
 export interface SnapshotNotebook {

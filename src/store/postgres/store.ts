@@ -92,7 +92,7 @@ export interface NotebookParts {
 }
 
 /** The notebook that a store of its own (no user notebooks) keeps its notes in. */
-export const SHARED = 'shared'
+const SHARED = 'shared'
 
 /**
  * The notes of one notebook in PostgreSQL, shared by every instance that opens the same database
