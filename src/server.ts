@@ -59,7 +59,9 @@ const postgres =
       : new PostgresNotebooks({ ...caps, ...database, ...perUser })
 // DECISION 37: the journal is opened (locked, replayed) before anything listens.
 let journaled: JournaledNotebooks | undefined
-if (config.dataFile !== '') {
+// A lock held through a lease (another container, or this one before a restart: a new PID
+// namespace) is waited for once; renewed meanwhile, its holder runs, and start-up stops.
+for (let waited = false; config.dataFile !== '' && journaled === undefined; waited = true) {
   try {
     journaled = new JournaledNotebooks({
       ...caps,
@@ -68,8 +70,13 @@ if (config.dataFile !== '') {
     })
   } catch (err) {
     if (!(err instanceof JournalOpenError)) throw err
-    process.stderr.write(`notes-service: ${err.message}\n`)
-    process.exit(2)
+    if (err.leaseEndsAt === undefined || waited) {
+      process.stderr.write(`notes-service: ${err.message}\n`)
+      process.exit(2)
+    }
+    process.stderr.write(`notes-service: ${err.message} Waiting until then.\n`)
+    const ms = Math.max(0, err.leaseEndsAt - Date.now()) + 100
+    await new Promise((resolve) => setTimeout(resolve, ms))
   }
 }
 const stores =
