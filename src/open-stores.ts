@@ -18,11 +18,16 @@ import { SHARED_NOTEBOOK } from './store/types.js'
  * memory.
  */
 
-/** A store that could not be opened: its one line for stderr, and the exit code (2: a setting). */
+/**
+ * A store that could not be opened: its one line for stderr, and the exit code (2: a setting).
+ * `leaseEndsAt`: the journal is held by a process seen only through its lease (another container
+ * or host), which is taken over if not renewed by then (ms since 1970).
+ */
 export class StoreOpenError extends Error {
   constructor(
     message: string,
     readonly exitCode: 1 | 2,
+    readonly leaseEndsAt?: number,
   ) {
     super(message)
     this.name = 'StoreOpenError'
@@ -154,7 +159,7 @@ function journalOf(
   try {
     return new JournaledNotebooks({ ...capsOf(config), ...notebookCaps, path: config.dataFile })
   } catch (err) {
-    if (err instanceof JournalOpenError) throw new StoreOpenError(err.message, 2)
+    if (err instanceof JournalOpenError) throw new StoreOpenError(err.message, 2, err.leaseEndsAt)
     throw err
   }
 }

@@ -1,5 +1,6 @@
 // First, before anything else runs: keeps Node's nextTick fast for the life of the process.
 import './http/tick-shapes.js'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { buildApp } from './app.js'
 import { UserTokens } from './auth/user-tokens.js'
 import { ConfigError, loadConfig, userTokensOn } from './config/config.js'
@@ -32,11 +33,17 @@ const userTokens = !userTokensOn(config)
       })
 // The journal is opened (locked, replayed) before anything listens, and the database waited for
 // and migrated, so that no instance takes traffic it cannot serve.
-let opened: OpenedStores
-try {
-  opened = openStores(config, { perUser: userTokens !== undefined })
-} catch (err) {
-  exitWith(err)
+// A journal held through a lease (another container, or this one before a restart: a new PID
+// namespace) is waited for once; renewed meanwhile, its holder runs, and start-up stops.
+let opened: OpenedStores | undefined
+for (let waited = false; opened === undefined; waited = true) {
+  try {
+    opened = openStores(config, { perUser: userTokens !== undefined })
+  } catch (err) {
+    if (!(err instanceof StoreOpenError) || err.leaseEndsAt === undefined || waited) exitWith(err)
+    process.stderr.write(`notes-service: ${err.message} Waiting until then.\n`)
+    await sleep(Math.max(0, err.leaseEndsAt - Date.now()) + 100)
+  }
 }
 const app = buildApp({
   ...opened.stores,

@@ -1,4 +1,4 @@
-import { takePidLock } from '../../durable/pid-lock.js'
+import { describeHolder, takePidLock } from '../../durable/pid-lock.js'
 import { encodeRecord, scanRecords } from '../../durable/record-frame.js'
 import {
   applyWrites,
@@ -118,13 +118,16 @@ export function liveBytes(texts: ReplicaTexts): number {
 
 /**
  * One opener per file (durable/pid-lock.ts), in the storage's words: `locked` names the holder,
- * this process's own when another storage in it has the file open.
+ * this process's own when another storage in it has the file open, and for a holder seen only
+ * through its lease (another container or host) when that lapses; opening is not retried here.
  */
 export function takeLock(lock: string, path: string): void {
-  const pid = takePidLock(lock, (err) => asStorageError(err, path))
-  if (pid !== undefined) {
-    const who = pid === process.pid ? 'another storage in this process' : `process ${pid}`
-    throw new ReplicaStorageError('locked', `${path} is open in ${who} (lock ${lock}).`)
+  const holder = takePidLock(lock, (err) => asStorageError(err, path))
+  if (holder !== undefined) {
+    const who = holder.own
+      ? `another storage in this process (lock ${lock})`
+      : describeHolder(holder, lock)
+    throw new ReplicaStorageError('locked', `${path} is open in ${who}.`)
   }
 }
 

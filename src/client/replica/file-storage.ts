@@ -36,7 +36,7 @@ import {
  * commit). A torn last record (a crash mid-write) is dropped on open; damage before the end is an
  * error naming its byte offset. Once the file passes twice the live data it is rewritten as
  * SQLite commits: a snapshot to `path.tmp`, fsync, rename, fsync of the directory. A lock file
- * (`path.lock`, holding the owner's PID) keeps a second opener out.
+ * (`path.lock`, holding the owner's identity: durable/pid-lock.ts) keeps a second opener out.
  */
 
 const dataSync = promisify(fdatasync)

@@ -1,16 +1,18 @@
-import { takePidLock } from '../../durable/pid-lock.js'
+import { describeHolder, takePidLock } from '../../durable/pid-lock.js'
 import { JournalOpenError } from './journal-open-error.js'
 
 /**
- * One process per journal, with the PID lock of durable/pid-lock.ts and the
- * journal's own words for a refusal. '/data/notes.journal' -> '/data/notes.journal.lock' holding
- * '4242\n'.
+ * One process per journal, with the lock of durable/pid-lock.ts and the journal's own words for
+ * a refusal. '/data/notes.journal' -> '/data/notes.journal.lock'. A holder seen only through its
+ * lease (another container or host) is refused with the time the lease lapses, which start-up
+ * waits for (server.ts).
  */
 export function takeLock(lockPath: string, dataPath: string): void {
-  const pid = takePidLock(lockPath, (err) => JournalOpenError.from(err, dataPath))
-  if (pid !== undefined) {
+  const holder = takePidLock(lockPath, (err) => JournalOpenError.from(err, dataPath))
+  if (holder !== undefined) {
     throw new JournalOpenError(
-      `DATA_FILE ${dataPath} is in use by process ${pid} (lock ${lockPath}); one process per file.`,
+      `DATA_FILE ${dataPath} is in use by ${describeHolder(holder, lockPath)}; one process per file.`,
+      holder.leaseEndsAt,
     )
   }
 }

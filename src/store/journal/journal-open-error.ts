@@ -3,9 +3,16 @@
  * before it exits 2. 'DATA_FILE /data/notes is not a notes-service journal.'
  */
 export class JournalOpenError extends Error {
-  constructor(message: string) {
+  /**
+   * The file is locked by a holder seen only through its lease, which lapses at this time (ms
+   * since the epoch) unless renewed: opening again then may succeed.
+   */
+  readonly leaseEndsAt: number | undefined
+
+  constructor(message: string, leaseEndsAt?: number) {
     super(message)
     this.name = 'JournalOpenError'
+    this.leaseEndsAt = leaseEndsAt
   }
 
   /** A file-system error, told in one line: 'cannot open DATA_FILE /x: EACCES (permission denied).' */

@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs'
 import type { Server } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -16,6 +24,7 @@ import { MemoryReplicaStorage } from '../../../src/client/replica/memory-storage
 import type { ReplicaStorage } from '../../../src/client/replica/storage.js'
 import { launchChromium, SKIP } from '../../support/chromium.js'
 import { DIST, serveDist } from '../../support/dist-server.js'
+import { liveHolder, lockText, procStat, zombieHolder } from '../../support/pid-lock-holder.js'
 import { CASES, contentsOf, type StorageUnderTest } from '../../support/replica-storage.contract.js'
 
 const CHILD = join(DIST, 'test/support/replica-storage-child.js')
@@ -191,6 +200,49 @@ describe('FileReplicaStorage (the file)', () => {
       await storage.close()
     }
     assert.equal(await child('open', path), 'opened\n')
+  })
+
+  it('names a holder in another process, and takes over a lock of PID 1 or of a zombie at once', async () => {
+    const path = fresh()
+    const live = await liveHolder(`${path}.lock`)
+    try {
+      await assert.rejects(FileReplicaStorage.open(path), {
+        code: 'locked',
+        message: `${path} is open in process ${live.pid} (lock ${path}.lock).`,
+      })
+    } finally {
+      await live.stop()
+    }
+    const pid1 = lockText({ pid: 1, start: procStat(1).start + 1 })
+    for (const text of ['1\n', pid1]) {
+      const other = fresh()
+      writeFileSync(`${other}.lock`, text)
+      const storage = await FileReplicaStorage.open(other)
+      assert.equal(readFileSync(`${other}.lock`, 'utf8'), lockText({}))
+      await storage.close()
+    }
+    const zombie = await zombieHolder(`${path}.lock`)
+    try {
+      const storage = await FileReplicaStorage.open(path)
+      assert.equal(readFileSync(`${path}.lock`, 'utf8'), lockText({}))
+      await storage.close()
+    } finally {
+      await zombie.stop()
+    }
+  })
+
+  it('refuses a lock leased by another host, saying until when, and takes it once lapsed', async () => {
+    const path = fresh()
+    const lock = `${path}.lock`
+    writeFileSync(lock, lockText({ pid: 4242, host: 'elsewhere', boot: 'another-boot' }))
+    const until = new Date(statSync(lock).mtimeMs + 30_000).toISOString()
+    await assert.rejects(FileReplicaStorage.open(path), {
+      code: 'locked',
+      message: `${path} is open in process 4242 on host elsewhere (lock ${lock}, renewed every 5 s; taken over if not renewed by ${until}).`,
+    })
+    const lapsed = new Date(Date.now() - 31_000)
+    utimesSync(lock, lapsed, lapsed)
+    await (await FileReplicaStorage.open(path)).close()
   })
 
   it('shares one fsync among the writes made while one is running (group commit)', async () => {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { execFile, spawn } from 'node:child_process'
+import { once } from 'node:events'
 import {
   appendFileSync,
   mkdirSync,
@@ -8,6 +9,7 @@ import {
   rmSync,
   statSync,
   truncateSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs'
 import { request } from 'node:http'
@@ -23,6 +25,7 @@ import {
 import type { JournaledStore } from '../../../src/store/journal/journaled-store.js'
 import { type NoteWriter, PreconditionFailed, StoreFullError } from '../../../src/store/types.js'
 import { startServer } from '../../hostile/server-process.js'
+import { lockText, procStat, zombieHolder, zombieService } from '../../support/pid-lock-holder.js'
 import { page, runStoreContract } from '../../support/store.contract.js'
 
 const SERVER = fileURLToPath(new URL('../../../src/server.js', import.meta.url))
@@ -279,7 +282,46 @@ describe('JournaledStore: damage', () => {
     writeFileSync(`${path}.lock`, `${await deadPid()}\n`)
     const again = open({ path })
     assert.equal(again.stats().notes, 1)
-    assert.equal(readFileSync(`${path}.lock`, 'utf8'), `${process.pid}\n`)
+    assert.equal(readFileSync(`${path}.lock`, 'utf8'), lockText({}))
+  })
+
+  it('takes over at once a lock of PID 1 (the previous start of a container) and one of a zombie', async () => {
+    const pid1 = lockText({ pid: 1, start: procStat(1).start + 1 })
+    for (const text of ['1\n', pid1]) {
+      const path = freshPath()
+      writeFileSync(`${path}.lock`, text)
+      const store = open({ path })
+      assert.equal(readFileSync(`${path}.lock`, 'utf8'), lockText({}))
+      await store.close()
+    }
+    const path = freshPath()
+    const holder = await zombieHolder(`${path}.lock`)
+    try {
+      const store = open({ path })
+      assert.equal(readFileSync(`${path}.lock`, 'utf8'), lockText({}))
+      await store.close()
+    } finally {
+      await holder.stop()
+    }
+  })
+
+  it('refuses a lock leased by another PID namespace, saying until when, and takes it once lapsed', async () => {
+    const path = freshPath()
+    const lock = `${path}.lock`
+    writeFileSync(lock, lockText({ pid: 4242, pidns: 'pid:[1]' }))
+    const { mtimeMs } = statSync(lock)
+    const until = new Date(mtimeMs + 30_000).toISOString()
+    assert.throws(
+      () => open({ path }),
+      (err: Error) =>
+        err instanceof JournalOpenError &&
+        err.leaseEndsAt === mtimeMs + 30_000 &&
+        err.message ===
+          `DATA_FILE ${path} is in use by process 4242 in another PID namespace (lock ${lock}, renewed every 5 s; taken over if not renewed by ${until}); one process per file.`,
+    )
+    const lapsed = new Date(Date.now() - 31_000)
+    utimesSync(lock, lapsed, lapsed)
+    await open({ path }).close()
   })
 })
 
@@ -449,6 +491,69 @@ describe('DATA_FILE: the service', () => {
         data.map((note) => note.n),
         [1],
       )
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it('starts at once on the file of a service started through /bin/sh -c and killed (a zombie)', async () => {
+    const path = freshPath()
+    const killed = await zombieService(path)
+    try {
+      assert.equal(procStat(killed.pid).state, 'Z')
+      const server = await startServer({ env: { DATA_FILE: path } })
+      try {
+        assert.deepEqual(await call(server.port, 'GET', '/api/note?limit=1'), {
+          status: 200,
+          body: '{"data":[]}',
+        })
+        const lock = JSON.parse(readFileSync(`${path}.lock`, 'utf8')) as { pid: number }
+        assert.equal(lock.pid, server.child.pid)
+      } finally {
+        await server.stop()
+      }
+    } finally {
+      await killed.stop()
+    }
+  })
+
+  it('waits once for a lock leased by another PID namespace: starts when it lapses, exits 2 when it is renewed', async () => {
+    const path = freshPath()
+    const lock = `${path}.lock`
+    const leave = (at: number): void => {
+      writeFileSync(lock, lockText({ pid: 4242, pidns: 'pid:[1]' }))
+      utimesSync(lock, new Date(at), new Date(at))
+    }
+    const refusal = (at: number) =>
+      `notes-service: DATA_FILE ${path} is in use by process 4242 in another PID namespace (lock ${lock}, renewed every 5 s; taken over if not renewed by ${new Date(at + 30_000).toISOString()}); one process per file.`
+    // Renewed while the service waits: the holder runs.
+    const first = Math.floor(Date.now() / 1000) * 1000 - 25_000
+    leave(first)
+    const renewed = Math.floor(Date.now() / 1000) * 1000
+    const child = spawn(process.execPath, [SERVER], {
+      env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', DATA_FILE: path },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    })
+    let stderr = ''
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      if (stderr === '') utimesSync(lock, new Date(renewed), new Date(renewed))
+      stderr += chunk
+    })
+    // A service that took the lock at once would run on: stopped, it fails the test.
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000)
+    const [code] = await once(child, 'close')
+    clearTimeout(timer)
+    assert.deepEqual(
+      { code, stderr },
+      { code: 2, stderr: `${refusal(first)} Waiting until then.\n${refusal(renewed)}\n` },
+    )
+    // Not renewed: the service starts once the lease lapses.
+    leave(Date.now() - 28_000)
+    const server = await startServer({ env: { DATA_FILE: path } })
+    try {
+      assert.equal((await call(server.port, 'GET', '/api/note?limit=1')).status, 200)
+      const owner = JSON.parse(readFileSync(lock, 'utf8')) as { pid: number }
+      assert.equal(owner.pid, server.child.pid)
     } finally {
       await server.stop()
     }
