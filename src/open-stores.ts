@@ -13,13 +13,14 @@ import { SHARED_NOTEBOOK } from './store/types.js'
 
 /**
  * The one place that turns the configuration into the store that holds the notes, for the server
- * and for the `export` and `import` commands alike: DATA_FILE opens the journal (locked and
+ * and for the `export` and `import` commands (openJournal, openDatabase) alike: DATA_FILE opens the journal (locked and
  * replayed), DATABASE_URL the database (waited for and migrated), and neither keeps the notes in
  * memory.
  */
 
 /**
- * A store that could not be opened: its one line for stderr, and the exit code (2: a setting).
+ * A store that could not be opened: its one line for stderr, and the server's exit code (2: a
+ * setting; the commands exit 1 on every failure to open, as on any other).
  * `leaseEndsAt`: the journal is held by a process seen only through its lease (another container
  * or host), which is taken over if not renewed by then (ms since 1970).
  */

@@ -53,9 +53,9 @@ const app = buildApp({
 })
 app.addHook('onClose', async () => opened.close())
 try {
+  // On a failure, ready() has closed what it opened.
   await opened.ready(app.log)
 } catch (err) {
-  await opened.close().catch(() => {})
   exitWith(err)
 }
 

@@ -125,7 +125,7 @@ describe('the packed package', () => {
     const source = join(work, 'source')
     mkdirSync(source)
     for (const name of readdirSync(ROOT)) {
-      if (/^(src|package\.json|tsconfig.*\.json|README.*|LICEN[CS]E.*)$/i.test(name)) {
+      if (/^(src|scripts|package\.json|tsconfig.*\.json|README.*|LICEN[CS]E.*)$/i.test(name)) {
         cpSync(join(ROOT, name), join(source, name), { recursive: true })
       }
     }

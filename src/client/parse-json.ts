@@ -14,7 +14,7 @@
  * strings on their own. A text that is not JSON throws JSON.parse's own SyntaxError.
  *
  * One module for the client, the page and the service: the service imports it from here, the one
- * module of client/ it may import (test/layers.test.ts), as it imports nothing itself.
+ * module of client/ it may import (test/layers.unit.test.ts), as it imports nothing itself.
  */
 export function parseJson(text: string): unknown {
   if (!text.includes('\\')) return JSON.parse(text)

@@ -37,9 +37,9 @@ import { resolve } from 'node:path'
  */
 
 /** How often an owner touches its lock, so that an opener that cannot see its process sees it live. */
-export const LEASE_RENEW_MS = 5_000
+const LEASE_RENEW_MS = 5_000
 /** A lock whose owner cannot be seen from here is stale once it has not been touched for this long. */
-export const LEASE_MS = 30_000
+const LEASE_MS = 30_000
 /**
  * A takeover guard, or a lock still empty, older than this was left by an opener that died in the
  * middle (a takeover takes milliseconds).

@@ -45,7 +45,7 @@ export interface OpenApiDocument {
  * The service's OpenAPI 3.1 description, from the paths each part contributes, written by hand
  * so that it states the contract exactly (the routes carry no JSON schemas: validation would
  * change their behaviour and cost time). Every path also gets HEAD (with GET), OPTIONS and the
- * 405 of every other method (openapi-methods.ts). `test/openapi/openapi.unit.test.ts` checks the
+ * 405 of every other method (methods.ts). `test/openapi/openapi.unit.test.ts` checks the
  * document against the OpenAPI schema and the routes served;
  * `test/openapi/openapi-responses.unit.test.ts` checks real answers against it.
  */

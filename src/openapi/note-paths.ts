@@ -1,3 +1,4 @@
+import { NOTES_PATH } from '../api/answer.js'
 import { MAX_BATCH_REQUESTS } from '../api/batch.js'
 import {
   header,
@@ -38,12 +39,12 @@ const READ_HEADERS = {
  */
 export function notePaths(): Paths {
   return {
-    '/api/note': {
+    [NOTES_PATH]: {
       description: 'The notes, in the order they were created.',
       get: listNotes(),
       post: createNote(),
     },
-    '/api/note/{id}': {
+    [`${NOTES_PATH}/{id}`]: {
       description: 'One note, found by the `id` in the path read as a decimal integer.',
       get: getNote(),
       patch: updateNote(),

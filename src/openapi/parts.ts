@@ -2,8 +2,8 @@ import { PROBLEM_CONTENT_TYPE, problem } from '../api/problem.js'
 
 /**
  * The pieces every part's OpenAPI paths are made of. A part of the service that serves routes
- * describes them with these (note-paths.ts, openapi-events.ts, ops/*-paths.ts), and
- * buildOpenApiDocument (openapi.ts) puts the parts together.
+ * describes them with these (note-paths.ts, event-paths.ts and the other *-paths.ts here), and
+ * buildOpenApiDocument (document.ts) puts the parts together.
  */
 
 /** An operation: what one method of one path answers. */

@@ -2,7 +2,7 @@ import { createInterface } from 'node:readline'
 import { releasePidLock, takePidLock } from '../../src/durable/pid-lock.js'
 
 /**
- * A child process for the lock tests (test/pid-lock-holder.ts). `hold LOCK`: takes the lock,
+ * A child process for the lock tests (pid-lock-holder.ts). `hold LOCK`: takes the lock,
  * prints 'held PID' (or 'refused PID' naming the holder) and stays until killed. `race`: reads
  * commands from stdin, one a line: 'take LOCK AT' spins until Date.now() reaches AT (so that the
  * children started together take at once) and prints 'won', 'lost PID' or 'refused REASON'; 'release LOCK' prints

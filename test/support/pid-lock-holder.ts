@@ -10,7 +10,7 @@ import { DIST } from './dist-server.js'
  * client's file storage: a live one, a zombie, openers racing; and the lock texts to write.
  */
 
-export const LOCK_CHILD = join(DIST, 'test/support/pid-lock-child.js')
+const LOCK_CHILD = join(DIST, 'test/support/pid-lock-child.js')
 
 /** What /proc/<pid>/stat says: state and start time in clock ticks (field 22, after the last ')'). */
 export function procStat(pid: number | 'self'): { state: string; start: number } {

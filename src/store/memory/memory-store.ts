@@ -54,12 +54,12 @@ interface Batch {
 
 /**
  * Notes in an array in list order (deleted ones left as dead slots until there are as many dead as
- * alive, then compacted) plus an index from numeric id to entry (memory-entries.ts), so get,
+ * alive, then compacted) plus an index from numeric id to entry (entries.ts), so get,
  * update and delete cost O(1), and a page O(log n + limit), whatever the number of notes. The ids
  * creates give and the caps are kept by an IdSpace and a Capacity: the store's own, or, for a
  * notebook, shared with the service's other notebooks (MemoryNotebooks). Its change history
  * (change-history.ts), idempotency keys (remembered-keys.ts) and cached reads
- * (memory-read-cache.ts) are parts of their own.
+ * (read-cache.ts) are parts of their own.
  */
 export class MemoryNoteStore implements NoteStore {
   readonly #capacity: Capacity

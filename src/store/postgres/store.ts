@@ -18,6 +18,7 @@ import type {
   Preconditions,
   StoreStats,
 } from '../types.js'
+import { SHARED_NOTEBOOK } from '../types.js'
 import { BatchWriter } from './batch-writer.js'
 import { ChangeDelivery, ChangeListener, changeOf } from './change-delivery.js'
 import { CreateBatcher } from './create-batcher.js'
@@ -92,7 +93,6 @@ export interface NotebookParts {
 }
 
 /** The notebook that a store of its own (no user notebooks) keeps its notes in. */
-const SHARED = 'shared'
 
 /**
  * The notes of one notebook in PostgreSQL, shared by every instance that opens the same database
@@ -147,7 +147,11 @@ export class PostgresNoteStore implements NoteStore {
       historyLimit: options.historyLimit ?? STORE_DEFAULTS.historyLimit,
       holder: parts === undefined ? 'The store' : 'This notebook',
     }
-    const db = new NotebookDb(database, parts?.name ?? SHARED, parts?.epoch ?? options.epoch)
+    const db = new NotebookDb(
+      database,
+      parts?.name ?? SHARED_NOTEBOOK,
+      parts?.epoch ?? options.epoch,
+    )
     this.#db = db
     const written = (sequence: number) => this.#written(sequence)
     this.#creates = new CreateBatcher(
