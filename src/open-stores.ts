@@ -13,9 +13,9 @@ import { SHARED_NOTEBOOK } from './store/types.js'
 
 /**
  * The one place that turns the configuration into the store that holds the notes, for the server
- * and for the `export` and `import` commands (openJournal, openDatabase) alike: DATA_FILE opens the journal (locked and
- * replayed), DATABASE_URL the database (waited for and migrated), and neither keeps the notes in
- * memory.
+ * (openStores) and for the `export` and `import` commands (openJournal, openDatabase) alike:
+ * DATA_FILE opens the journal (locked and replayed), DATABASE_URL the database (waited for and
+ * migrated), and neither keeps the notes in memory.
  */
 
 /**
