@@ -24,6 +24,7 @@ import {
 } from './client/index.js'
 import { ConflictList } from './conflicts.js'
 import { byId } from './dom.js'
+import { LinkStatus } from './link-status.js'
 import { type ItemContext, NoteItem } from './note-item.js'
 import { isObject, sameJson } from './note-patch.js'
 
@@ -202,7 +203,7 @@ async function openNotebook(): Promise<void> {
   loadFailure = undefined
   waitingForKey = false
   // This notebook's feed has not connected yet (the last one's was stopped).
-  feedOpen(false)
+  link.feed(false)
   shown = PAGE_SIZE
   showCounts(0, 0)
   let storage: ReplicaStorage
@@ -239,47 +240,12 @@ async function openNotebook(): Promise<void> {
   if (nearEnd()) showMore()
 }
 
-/**
- * What the page knows of its link to the service, from which showLink() says it: the change
- * feed's connection, and whether the last request reached the service. A feed connection can
- * outlive an outage (only the way to the API was cut) and writes can fail while it holds, so
- * neither alone says it: "Live" needs both, and the first answer after an outage ends "Offline".
- */
-const link = { feedOpen: false, unreachable: false }
-
-/** The banner's words for each state (its data-state). */
-const LINK_TEXT = {
-  unavailable: 'Not following changes: a key is needed.',
-  retrying:
-    'Offline: the notes shown are this device’s copy; changes are kept and sent when the service is back.',
-  live: 'Live: changes made elsewhere appear here.',
-  connecting: 'Connecting to live changes…',
-} as const
-
-function showLink(): void {
-  const state: keyof typeof LINK_TEXT = waitingForKey
-    ? 'unavailable'
-    : link.unreachable
-      ? 'retrying'
-      : link.feedOpen
-        ? 'live'
-        : // The last request was answered: the feed is on its way (back).
-          'connecting'
-  // A role="status" is read out on each change: the same words are not said again.
-  if (feedStatus.dataset.state === state) return
-  feedStatus.dataset.state = state
-  feedStatus.textContent = LINK_TEXT[state]
-}
-
-function feedOpen(open: boolean): void {
-  link.feedOpen = open
-  showLink()
-}
+const link = new LinkStatus(feedStatus, () => waitingForKey)
 
 watchFeed({
-  connecting: () => feedOpen(false),
-  live: () => feedOpen(true),
-  dropped: () => feedOpen(false),
+  connecting: () => link.feed(false),
+  live: () => link.feed(true),
+  dropped: () => link.feed(false),
 })
 
 watchAnswers({
@@ -292,7 +258,7 @@ watchAnswers({
       loadFailure = failure
       showCounts(0, 0)
     }
-    showLink()
+    link.show()
     askForKey(failure)
   },
   writeRefused(method, failure) {
@@ -307,8 +273,7 @@ watchAnswers({
     showCounts(0, 0)
   },
   reached(reachable) {
-    link.unreachable = !reachable
-    showLink()
+    link.reached(reachable)
     if (reachable && !loaded && loadFailure?.status === 0) {
       loadFailure = undefined
       showCounts(0, 0)
