@@ -188,6 +188,16 @@ describe('the floors of src/', () => {
     }
   })
 
+  it('keeps every module of src/ at 500 lines or fewer: a longer one holds more than one job', () => {
+    const long = FILES.map((file) => ({
+      file,
+      lines: readFileSync(join(SRC, file), 'utf8').split('\n').length - 1,
+    }))
+      .filter(({ lines }) => lines > 500)
+      .map(({ file, lines }) => `${file}: ${lines} lines`)
+    assert.deepEqual(long, [])
+  })
+
   it('has no import loop', () => {
     const loops: string[] = []
     const state = new Map<string, 'open' | 'done'>()
