@@ -25,11 +25,13 @@ const userTokens = !userTokensOn(config)
         secret: config.authJwtSecret,
         ...(config.authIssuer === '' ? {} : { issuer: config.authIssuer }),
         ...(config.authAudience === '' ? {} : { audience: config.authAudience }),
+        tokenTypes: config.authTokenTypes,
       })
     : new UserTokens({
         jwksUrl: new URL(config.authJwksUrl),
         issuer: config.authIssuer,
         audience: config.authAudience,
+        tokenTypes: config.authTokenTypes,
       })
 // The journal is opened (locked, replayed) before anything listens, and the database waited for
 // and migrated, so that no instance takes traffic it cannot serve.

@@ -18,6 +18,8 @@ export interface JwksKeysOptions {
   cooldownMs: number
   /** Age after which the set is fetched again in the background, in ms (keys dropped from it stop working). */
   maxAgeMs: number
+  /** Clock difference allowed between the provider and this service, in ms (on a token's iat). */
+  leewayMs: number
 }
 
 /** No key can be had: nothing cached fits and the set cannot be fetched now. */
@@ -32,7 +34,24 @@ export class KeysUnavailable extends Error {
   }
 }
 
+/**
+ * A key the set may be about to bring: the set at hand may be older than the token. Until the set
+ * may be fetched again, in `retryAfter` seconds.
+ */
+export class KeysRefreshing extends Error {
+  readonly retryAfter: number
+
+  constructor(retryAfter: number) {
+    super('the identity provider key set may be older than the token')
+    this.name = 'KeysRefreshing'
+    this.retryAfter = retryAfter
+  }
+}
+
 interface FetchedSet {
+  /** When its fetch started (Date.now() ms): the set is as the provider had it then or later. */
+  startedAt: number
+  /** When its fetch ended. */
   at: number
   find: ReturnType<typeof createLocalJWKSet>
 }
@@ -45,10 +64,17 @@ interface FetchedSet {
  * when the endpoint is down, and would try the endpoint again on every unknown key id after one
  * failure. Here:
  * - a token whose key is in the set is verified with it, whatever the state of the endpoint;
- * - an unknown key id fetches the set again, at most once per cooldown (30 s by default) counted
- *   from the last fetch, successful or not: a burst of made-up key ids costs the provider one fetch;
- * - within the cooldown, an unknown key id is refused as unknown when the last fetch worked (the
- *   set is current), and gets `KeysUnavailable` (503) when it failed, or when no set was ever had;
+ * - a key id is unknown (JWKSNoMatchingKey, 401) only when a set fetched after the token was issued
+ *   lacks it: its fetch started at least the leeway (30 s) after the token's iat, read unverified
+ *   (a token without iat counts as old). A provider publishes a key before it signs with it, so
+ *   that set would have it. iat 12:00:00, set fetched 12:00:31 without the kid -> 401 at once;
+ * - otherwise the key may be a new one: the set is fetched again, at most once per cooldown (30 s
+ *   by default) counted from the last fetch, successful or not, and one fetch at a time; a burst
+ *   of made-up key ids costs the provider one fetch, and holds back no genuine token past the
+ *   next fetch, which any token may start once the cooldown is over;
+ * - a key still missing from a set that may predate the token gets `KeysRefreshing` (503, retry
+ *   when the next fetch may start); `KeysUnavailable` (503) when the last fetch failed, or when
+ *   no set was ever had;
  * - a set older than its age is fetched again in the background, the request meanwhile served
  *   from the set it has.
  */
@@ -56,13 +82,14 @@ export class JwksKeys {
   readonly #remote: RemoteJWKSet
   readonly #cooldownMs: number
   readonly #maxAgeMs: number
+  readonly #leewayMs: number
   #fetched: FetchedSet | undefined
   #pending: Promise<void> | undefined
   /** No fetch starts before this time (Date.now() ms). */
   #nextFetchAt = 0
   #lastFetchFailed = false
 
-  constructor({ url, timeoutMs, cooldownMs, maxAgeMs }: JwksKeysOptions) {
+  constructor({ url, timeoutMs, cooldownMs, maxAgeMs, leewayMs }: JwksKeysOptions) {
     // cacheMaxAge: Infinity, because reload() is the only way in: jose never fetches on its own.
     this.#remote = createRemoteJWKSet(url, {
       timeoutDuration: timeoutMs,
@@ -71,6 +98,7 @@ export class JwksKeys {
     })
     this.#cooldownMs = cooldownMs
     this.#maxAgeMs = maxAgeMs
+    this.#leewayMs = leewayMs
   }
 
   /** A jose key resolver: the key for a token's header, from the set as it is or fetched again. */
@@ -87,13 +115,21 @@ export class JwksKeys {
         if (!(error instanceof errors.JWKSNoMatchingKey)) throw error
       }
     }
+    const issuedAt = issuedAtOf(token)
+    const newer = (set: FetchedSet): boolean => set.startedAt >= issuedAt + this.#leewayMs
+    if (known !== undefined && newer(known)) throw new errors.JWKSNoMatchingKey()
     await this.#fetch()
     const current = this.#fetched
-    if (current === undefined || (current === known && this.#lastFetchFailed)) {
-      throw new KeysUnavailable(Math.max(1, Math.ceil((this.#nextFetchAt - Date.now()) / 1000)))
+    if (current !== undefined && current !== known) {
+      try {
+        return await current.find(header, token)
+      } catch (error) {
+        if (!(error instanceof errors.JWKSNoMatchingKey) || newer(current)) throw error
+      }
     }
-    if (current === known) throw new errors.JWKSNoMatchingKey()
-    return current.find(header, token)
+    const retryAfter = Math.max(1, Math.ceil((this.#nextFetchAt - Date.now()) / 1000))
+    if (current === undefined || this.#lastFetchFailed) throw new KeysUnavailable(retryAfter)
+    throw new KeysRefreshing(retryAfter)
   }
 
   /** Fetches the set unless a fetch is under way (then waits for it) or the cooldown forbids it. */
@@ -105,7 +141,9 @@ export class JwksKeys {
     const pending = this.#remote.reload().then(
       () => {
         const jwks = this.#remote.jwks()
-        if (jwks !== undefined) this.#fetched = { at: Date.now(), find: createLocalJWKSet(jwks) }
+        if (jwks !== undefined) {
+          this.#fetched = { startedAt: started, at: Date.now(), find: createLocalJWKSet(jwks) }
+        }
         this.#lastFetchFailed = false
       },
       () => {
@@ -117,5 +155,19 @@ export class JwksKeys {
       this.#pending = undefined
     })
     return this.#pending
+  }
+}
+
+/**
+ * A token's iat in ms, read before its signature is checked (it decides only how a missing key is
+ * told): '{"iat":1800000000}' -> 1800000000000; no iat, or not a number -> -Infinity (old).
+ */
+function issuedAtOf(token: FlattenedJWSInput): number {
+  if (typeof token.payload !== 'string') return Number.NEGATIVE_INFINITY
+  try {
+    const { iat } = JSON.parse(Buffer.from(token.payload, 'base64url').toString('utf8')) ?? {}
+    return typeof iat === 'number' && Number.isFinite(iat) ? iat * 1000 : Number.NEGATIVE_INFINITY
+  } catch {
+    return Number.NEGATIVE_INFINITY
   }
 }

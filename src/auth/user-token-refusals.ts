@@ -61,6 +61,9 @@ export const UNSTORABLE_SUBJECT = refused(
 export const UNKNOWN_CRITICAL = refused(
   'The token header lists a critical extension (crit) this service does not support; get a token without one.',
 )
+export const ID_TOKEN = refused(
+  'The token is an ID token, not an access token: it tells an app who signed in (it carries nonce, at_hash, c_hash or s_hash, or typ ID) and grants no access to an API. Send the access token the identity provider issued with it.',
+)
 export const KEY_UNUSABLE = refused(
   'The token cannot be checked: the key it names cannot be used for its algorithm. Get a new token.',
 )
@@ -115,6 +118,31 @@ export function unknownKey(kid: unknown): TokenRefusal {
   )
 }
 
+/**
+ * A header typ not accepted, with the setting that accepts it: 'JWT', ['at+jwt'] -> '... is JWT,
+ * which is not accepted here (accepted: at+jwt) ... AUTH_TOKEN_TYPES=at+jwt,JWT.' `accepted` is
+ * as configured, 'none' standing for a header without typ.
+ */
+export function typeRefused(typ: unknown, accepted: readonly string[]): TokenRefusal {
+  const name = plain(typ)
+  const what =
+    typ === undefined
+      ? 'The token has no type (typ), which'
+      : name === undefined
+        ? 'The token type (typ)'
+        : `The token type (typ) is ${name}, which`
+  const shown = accepted.map((type) => (type === 'none' ? 'no typ' : type)).join(', ')
+  const widen =
+    typ === undefined
+      ? `If your identity provider's access tokens have no typ, accept them with AUTH_TOKEN_TYPES=${[...accepted, 'none'].join(',')}.`
+      : name === undefined
+        ? 'If your identity provider types its access tokens otherwise, list its type in AUTH_TOKEN_TYPES.'
+        : `If your identity provider types its access tokens ${name}, accept them with AUTH_TOKEN_TYPES=${[...accepted, name].join(',')}.`
+  return refused(
+    `${what} is not accepted here (accepted: ${shown}): this service takes access tokens (RFC 9068), not ID tokens or other JWTs. ${widen}`,
+  )
+}
+
 /** exp 1767225600 -> 'The token expired at 2026-01-01T00:00:00Z; ...' */
 export function expired(exp: number, leewaySeconds: number): TokenRefusal {
   return refused(
@@ -153,6 +181,24 @@ export function keysUnavailable(retryAfter: number): TokenRefusal {
     status: 503,
     detail:
       'The keys to check this token cannot be fetched from the identity provider now; try again later (Retry-After).',
+    retryAfter,
+  })
+}
+
+/**
+ * The key set at hand was fetched before the token may have been issued, so its key may be a new
+ * one: 503 until the set may be fetched again (`retryAfter` seconds), which brings it if it is.
+ */
+export function keysRefreshing(kid: unknown, retryAfter: number): TokenRefusal {
+  const name = plain(kid)
+  const which =
+    kid === undefined
+      ? 'No key of the identity provider fits the token (it names no key id, kid)'
+      : `The token key id (kid)${name === undefined ? '' : ` ${name}`} is not in the identity provider's key set`
+  return Object.freeze({
+    ok: false,
+    status: 503,
+    detail: `${which} as last fetched, which may be older than the token: the key set is being refreshed; try again after Retry-After.`,
     retryAfter,
   })
 }

@@ -8,7 +8,7 @@ import {
 } from 'jose'
 import { authorizationsOf, bearerToken, tokenInQuery } from '../api/request-target.js'
 import { isNotebookName } from '../store/types.js'
-import { JwksKeys, KeysUnavailable } from './jwks-keys.js'
+import { JwksKeys, KeysRefreshing, KeysUnavailable } from './jwks-keys.js'
 import {
   algorithmRefused,
   BAD_SIGNATURE,
@@ -16,8 +16,10 @@ import {
   DUPLICATE,
   EMPTY_SUBJECT,
   expired,
+  ID_TOKEN,
   IN_QUERY,
   KEY_UNUSABLE,
+  keysRefreshing,
   keysUnavailable,
   LONG_SUBJECT,
   MALFORMED,
@@ -31,6 +33,7 @@ import {
   SUBJECT_NOT_STRING,
   TOO_LONG,
   type TokenRefusal,
+  typeRefused,
   UNKNOWN_CRITICAL,
   UNSTORABLE_SUBJECT,
   unknownKey,
@@ -64,6 +67,27 @@ export const MIN_SECRET_BYTES = 32
 /** Clock difference allowed on exp and nbf, in seconds. */
 export const LEEWAY_SECONDS = 30
 
+/**
+ * The header typ of an access token (RFC 9068), accepted whatever AUTH_TOKEN_TYPES lists. A token
+ * of a key set must carry it unless AUTH_TOKEN_TYPES accepts others: an ID token of the same
+ * provider is signed by the same keys, and its aud is a client id, which may be the audience.
+ */
+const ACCESS_TOKEN_TYPE = 'at+jwt'
+
+/**
+ * What a shared secret's tokens may be typed when AUTH_TOKEN_TYPES is not set: at+jwt, which
+ * `notes-service token` writes, and what apps signed before (JWT, which the command wrote, and
+ * jsonwebtoken writes; none, as jose's SignJWT leaves it).
+ */
+const SECRET_TOKEN_TYPES: readonly string[] = Object.freeze([
+  ACCESS_TOKEN_TYPE,
+  'JWT',
+  'none',
+])
+
+/** The word of AUTH_TOKEN_TYPES for a header without typ. */
+const NO_TYPE = 'none'
+
 /** Tokens an app signs itself with a shared secret (HS256). */
 interface SecretSource {
   /** The secret, used as the UTF-8 bytes of this string: at least 32 of them. */
@@ -93,6 +117,12 @@ interface JwksSource {
 export type UserTokensOptions = (SecretSource | JwksSource) & {
   /** The clock exp and nbf are checked against, in ms since 1970 (default Date.now). */
   now?: () => number
+  /**
+   * The header typ values accepted besides at+jwt (AUTH_TOKEN_TYPES), in any case, 'application/'
+   * optional, 'none' for a header without typ. Empty or unset: at+jwt alone with a key set; at+jwt,
+   * JWT or none with a secret.
+   */
+  tokenTypes?: readonly string[]
 }
 
 /** A request's user: the token's `sub`, and its `exp` (seconds since 1970). */
@@ -108,13 +138,17 @@ const DEFAULT_JWKS_MAX_AGE_MS = 600_000
  * Who a request is, by its user token (a JWT in `Authorization: Bearer <token>`): the one
  * decision, for the Fastify hook and the fast lane alike. The signature, `exp` (which every token
  * must have), `nbf`, and `iss` and `aud` when configured are checked with 30 s of leeway; the
- * algorithm must be one of a fixed list, never 'none', and never HS256 with keys from a JWKS.
+ * algorithm must be one of a fixed list, never 'none', and never HS256 with keys from a JWKS; the
+ * header typ must be at+jwt or one of `tokenTypes`, and an ID token is refused by its claims.
  * Every refusal says what was wrong; the token is never kept in a refusal, an error or a log line.
  */
 export class UserTokens {
   readonly #key: JWTVerifyGetKey
   readonly #algorithms: ReadonlySet<string>
   readonly #accepted: readonly string[]
+  /** The accepted typ values as configured, for refusals; and as compared (typeKey). */
+  readonly #types: readonly string[]
+  readonly #typeKeys: ReadonlySet<string | undefined>
   readonly #options: JWTVerifyOptions
   readonly #issuer: string | undefined
   readonly #audience: string | undefined
@@ -147,10 +181,21 @@ export class UserTokens {
         timeoutMs: positive(options.jwksTimeoutMs ?? DEFAULT_JWKS_TIMEOUT_MS, 'jwksTimeoutMs'),
         cooldownMs: positive(options.jwksCooldownMs ?? DEFAULT_JWKS_COOLDOWN_MS, 'jwksCooldownMs'),
         maxAgeMs: positive(options.jwksMaxAgeMs ?? DEFAULT_JWKS_MAX_AGE_MS, 'jwksMaxAgeMs'),
+        leewayMs: LEEWAY_SECONDS * 1000,
       }).find
       this.#accepted = JWKS_ALGORITHMS
     }
     this.#algorithms = new Set(this.#accepted)
+    const listed = options.tokenTypes ?? []
+    this.#types =
+      listed.length > 0
+        ? [ACCESS_TOKEN_TYPE, ...listed.filter((type) => typeKey(type) !== ACCESS_TOKEN_TYPE)]
+        : 'secret' in options
+          ? SECRET_TOKEN_TYPES
+          : [ACCESS_TOKEN_TYPE]
+    this.#typeKeys = new Set(
+      this.#types.map((type) => (type.toLowerCase() === NO_TYPE ? undefined : typeKey(type))),
+    )
     this.#issuer = options.issuer
     this.#audience = options.audience
     this.#now = options.now
@@ -191,7 +236,12 @@ export class UserTokens {
     if (typeof header.alg !== 'string' || !this.#algorithms.has(header.alg)) {
       return algorithmRefused(header.alg, this.#accepted)
     }
-    if (jsonObjectOf(parts[1] as string) === undefined) return NOT_JWT
+    const claims = jsonObjectOf(parts[1] as string)
+    if (claims === undefined) return NOT_JWT
+    // Both read before the signature is checked, like alg: a refusal that costs no key fetch, and
+    // tells a forger nothing the token does not say.
+    if (isIdToken(claims)) return ID_TOKEN
+    if (!this.#typeKeys.has(headerType(header.typ))) return typeRefused(header.typ, this.#types)
     let payload: JWTPayload
     try {
       payload = await this.#verified(token)
@@ -225,6 +275,7 @@ export class UserTokens {
   /** What a failed check means for the caller; jose's messages are never shown. */
   #refusalFor(error: unknown, header: Record<string, unknown>): TokenRefusal {
     if (error instanceof KeysUnavailable) return keysUnavailable(error.retryAfter)
+    if (error instanceof KeysRefreshing) return keysRefreshing(header.kid, error.retryAfter)
     if (error instanceof errors.JWSSignatureVerificationFailed) return BAD_SIGNATURE
     if (error instanceof errors.JWKSNoMatchingKey) return unknownKey(header.kid)
     if (error instanceof errors.JWTExpired || error instanceof errors.JWTClaimValidationFailed) {
@@ -263,6 +314,36 @@ function userOf(payload: JWTPayload): TokenVerdict {
   // Two such subs could be one notebook once stored (a lone surrogate becomes U+FFFD in UTF-8).
   if (!isNotebookName(sub)) return UNSTORABLE_SUBJECT
   return { ok: true, user: sub, exp: payload.exp as number }
+}
+
+/**
+ * Whether a token is an OpenID Connect ID token by its claims, whatever its header says (an ID
+ * token typed JWT, or untyped, passes AUTH_TOKEN_TYPES=at+jwt,JWT,none): it carries at_hash,
+ * c_hash or s_hash (hashes of the access token, code or state issued with it, which only an ID
+ * token binds), or nonce, or its typ claim is ID (Keycloak's ID tokens). Keycloak's access tokens,
+ * whose typ claim is Bearer, carried the nonce too until 2024 (keycloak#26893): theirs does not
+ * count. An ID token with none of these (nonce and at_hash are optional in the code flow) is
+ * refused by its header alone: untyped, or typed JWT.
+ */
+function isIdToken(claims: Record<string, unknown>): boolean {
+  const kind = typeof claims.typ === 'string' ? claims.typ.toLowerCase() : undefined
+  if (kind === 'id') return true
+  if ('at_hash' in claims || 'c_hash' in claims || 's_hash' in claims) return true
+  return 'nonce' in claims && kind !== 'bearer'
+}
+
+/**
+ * A typ as compared, in any case and with 'application/' implied (RFC 7515 4.1.9, RFC 8725 3.11):
+ * 'application/AT+JWT' -> 'at+jwt'.
+ */
+function typeKey(typ: string): string {
+  return typ.toLowerCase().replace(/^application\//, '')
+}
+
+/** A header's typ as compared: 'JWT' -> 'jwt'; none -> undefined; 42 -> '' (never accepted). */
+function headerType(typ: unknown): string | undefined {
+  if (typ === undefined) return undefined
+  return typeof typ === 'string' ? typeKey(typ) : ''
 }
 
 const BASE64URL = /^[A-Za-z0-9_-]+$/

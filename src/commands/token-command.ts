@@ -116,13 +116,16 @@ function tokenRequest(args: readonly string[], env: NodeJS.ProcessEnv): TokenReq
   return { secret, sub, ttlSeconds: seconds }
 }
 
-/** A token for `sub`: HS256 with `sub`, `iat` (now) and `exp` (now + ttl), in seconds since 1970. */
+/**
+ * A token for `sub`: HS256 with `sub`, `iat` (now) and `exp` (now + ttl), in seconds since 1970,
+ * typed at+jwt (an access token, RFC 9068), which the service accepts whatever AUTH_TOKEN_TYPES says.
+ */
 export function signUserToken(
   { secret, sub, ttlSeconds }: TokenRequest,
   nowSeconds = Math.floor(Date.now() / 1000),
 ): Promise<string> {
   return new SignJWT({})
-    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setProtectedHeader({ alg: 'HS256', typ: 'at+jwt' })
     .setSubject(sub)
     .setIssuedAt(nowSeconds)
     .setExpirationTime(nowSeconds + ttlSeconds)

@@ -12,6 +12,7 @@ import {
   origins,
   type Rejection,
   text,
+  tokenTypes,
 } from './value-parsers.js'
 
 /*
@@ -95,6 +96,12 @@ export interface Config {
   authIssuer: string
   /** A value the `aud` of every user token must hold (required with `authJwksUrl`). */
   authAudience: string
+  /**
+   * Header typ values user tokens may carry besides at+jwt ('none': no typ), for providers that
+   * type their access tokens JWT. Empty (the default): at+jwt alone with `authJwksUrl`; at+jwt,
+   * JWT or no typ with `authJwtSecret`. ID tokens are refused whatever it lists.
+   */
+  authTokenTypes: readonly string[]
   /** Most notes one user's notebook holds (507 above it). */
   maxNotesPerUser: number
   /** Most UTF-8 bytes of note JSON one user's notebook holds (507 above it). */
@@ -276,6 +283,13 @@ export const OPTIONS: readonly Option<Setting>[] = [
   ),
   opt('authIssuer', 'AUTH_ISSUER', 'the iss every user token must carry', '', text),
   opt('authAudience', 'AUTH_AUDIENCE', 'a value the aud of every user token must hold', '', text),
+  opt(
+    'authTokenTypes',
+    'AUTH_TOKEN_TYPES',
+    'header typ values user tokens may carry besides at+jwt (at+jwt,JWT for a provider that types its access tokens JWT; none: no typ); unset, at+jwt alone with AUTH_JWKS_URL, at+jwt, JWT or none with AUTH_JWT_SECRET; ID tokens are refused whatever it lists',
+    Object.freeze([]),
+    tokenTypes,
+  ),
   opt(
     'maxNotesPerUser',
     'MAX_NOTES_PER_USER',

@@ -136,3 +136,18 @@ export function text(raw: string): string | Rejection {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
   return /[\x00-\x1f\x7f]/.test(raw) ? { expected: 'text without control characters' } : raw
 }
+
+/**
+ * Token types (the typ of a JWT header): 'at+jwt,JWT' -> ['at+jwt', 'JWT']; ' JWT , none ' ->
+ * ['JWT', 'none'] (none: a header without typ); 'application/at+jwt' passes; 'JWT,,x', 'a b' and
+ * 'a/b/c' are refused.
+ */
+export function tokenTypes(raw: string): readonly string[] | Rejection {
+  const list = raw.split(',').map((type) => type.trim())
+  return list.every((type) => /^([A-Za-z0-9][\w.+-]{0,63}\/)?[A-Za-z0-9][\w.+-]{0,63}$/.test(type))
+    ? Object.freeze(list)
+    : {
+        expected:
+          'a comma-separated list of token types (the typ of a JWT header) such as at+jwt,JWT; none stands for a header without typ',
+      }
+}

@@ -104,7 +104,7 @@ export function accessKeyResponses(userTokens = false, readKeys = true): Record<
   const responses: Record<string, unknown> = {
     Unauthorized: userTokens
       ? problemResponse(
-          'No user token or service key; a token that is malformed, expired, not yet valid, for another issuer or audience, or not signed by a known key; or more than one Authorization header. `detail` says which.',
+          'No user token or service key; a token that is malformed, expired, not yet valid, for another issuer or audience, not signed by a known key, not typed as an access token, or an ID token; or more than one Authorization header. `detail` says which.',
           401,
           'The token expired at 2026-11-26T10:00:00Z; get a new one.',
           { 'WWW-Authenticate': header('WwwAuthenticate') },

@@ -557,11 +557,11 @@ describeEachLane('user notebooks with an identity provider', (context) => {
       }),
     )
     const exp = Math.floor(Date.now() / 1000) + 600
-    const tokenOf = (key: SigningKey, sub: string) =>
+    const tokenOf = (key: SigningKey, sub: string, iat = Math.floor(Date.now() / 1000)) =>
       signed(
         key.privateKey,
-        { alg: 'ES256', kid: key.kid },
-        { sub, iss: ISSUER, aud: AUDIENCE, exp },
+        { alg: 'ES256', kid: key.kid, typ: 'at+jwt' },
+        { sub, iss: ISSUER, aud: AUDIENCE, iat, exp },
       )
     const alice = as(app, bearer(await tokenOf(first, 'alice')))
     const note = await alice.create({ title: 'signed by key-1' })
@@ -583,10 +583,11 @@ describeEachLane('user notebooks with an identity provider', (context) => {
     await sleep(60)
     const rotated = as(app, bearer(await tokenOf(second, 'alice')))
     assert.deepEqual(await rotated.list(), [{ title: 'signed by key-1', id: note.id }])
-    // A kid the set does not have: 401 saying so.
+    // A kid a set fetched after the token was issued does not have: 401 saying so.
     const unknown = await signingKey('ES256', 'key-9')
+    const old = Math.floor(Date.now() / 1000) - 60
     assertRefused(
-      await as(app, bearer(await tokenOf(unknown, 'alice'))).request('GET', '/api/note'),
+      await as(app, bearer(await tokenOf(unknown, 'alice', old))).request('GET', '/api/note'),
       401,
       /key id \(kid\) key-9/,
     )
@@ -599,5 +600,55 @@ describeEachLane('user notebooks with an identity provider', (context) => {
     const waiting = await as(app, bearer(await tokenOf(third, 'carol'))).request('GET', '/api/note')
     assert.equal(waiting.statusCode, 503, waiting.body)
     assert.ok(Number(waiting.headers['retry-after']) >= 1)
+  })
+
+  it('answers a token whose key may be new 503 with Retry-After, on the notes and the change feed, until the next fetch brings its key', async (t) => {
+    const first = await signingKey('ES256', 'key-1')
+    const provider = await JwksServer.start([first.jwk])
+    t.after(() => provider.close())
+    const cooldownMs = 1000
+    const app = context.inLane(
+      buildApp({
+        notebooks: new MemoryNotebooks({ maxNotes: 1000, maxBytes: 1_000_000 }),
+        userTokens: new UserTokens({
+          jwksUrl: provider.url,
+          issuer: ISSUER,
+          audience: AUDIENCE,
+          jwksCooldownMs: cooldownMs,
+          jwksTimeoutMs: 5000,
+        }),
+        config: DEFAULT_CONFIG,
+      }),
+    )
+    const now = Math.floor(Date.now() / 1000)
+    const tokenOf = (key: SigningKey) =>
+      signed(
+        key.privateKey,
+        { alg: 'ES256', kid: key.kid, typ: 'at+jwt' },
+        { sub: 'alice', iss: ISSUER, aud: AUDIENCE, iat: now, exp: now + 600 },
+      )
+    assert.deepEqual(await as(app, bearer(await tokenOf(first))).list(), [])
+    const second = await signingKey('ES256', 'key-2')
+    provider.keys = [first.jwk, second.jwk]
+    const rotated = as(app, bearer(await tokenOf(second)))
+    const detail =
+      "The token key id (kid) key-2 is not in the identity provider's key set as last fetched, which may be older than the token: the key set is being refreshed; try again after Retry-After."
+    for (const url of ['/api/note', '/api/events', '/api/note/1']) {
+      const response = await rotated.request('GET', url)
+      assert.equal(response.statusCode, 503, `${url}: ${response.body}`)
+      assert.equal(response.headers['retry-after'], '1', url)
+      assert.equal(response.headers['content-type'], 'application/problem+json')
+      assert.equal(response.headers['www-authenticate'], undefined)
+      assert.deepEqual(response.json(), {
+        type: 'about:blank',
+        title: 'Service Unavailable',
+        status: 503,
+        detail,
+      })
+    }
+    assert.equal(provider.requests, 1)
+    await sleep(cooldownMs + 50)
+    assert.deepEqual(await rotated.list(), [])
+    assert.equal(provider.requests, 2)
   })
 })

@@ -3,7 +3,7 @@ import { createHmac, generateKeyPairSync, sign } from 'node:crypto'
 import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify from 'fastify'
-import { exportSPKI, type JWTPayload } from 'jose'
+import { exportSPKI, type JWTHeaderParameters, type JWTPayload, SignJWT } from 'jose'
 import {
   sendTokenRefusal,
   type TokenRefusal,
@@ -64,6 +64,12 @@ const WRONG_ISSUER = `The token was not issued by ${ISSUER} (its iss is missing 
 const WRONG_AUDIENCE = `The token is not meant for this service: its audience (aud) is missing or does not include ${AUDIENCE}; get a token for ${AUDIENCE}.`
 const unknownKid = (kid: string): string =>
   `The token key id (kid) ${kid} is not in the identity provider's key set; get a new token from the provider.`
+const refreshing = (kid: string, retryAfter: number): TokenVerdict => ({
+  ok: false,
+  status: 503,
+  detail: `The token key id (kid) ${kid} is not in the identity provider's key set as last fetched, which may be older than the token: the key set is being refreshed; try again after Retry-After.`,
+  retryAfter,
+})
 
 const refused = (detail: string): TokenVerdict => ({ ok: false, status: 401, detail })
 const user = (name: string, exp: number): TokenVerdict => ({ ok: true, user: name, exp })
@@ -434,7 +440,12 @@ const COOLDOWN_MS = 1000
 
 function jwksTokens(
   server: JwksServer,
-  options: { timeoutMs?: number; cooldownMs?: number; maxAgeMs?: number } = {},
+  options: {
+    timeoutMs?: number
+    cooldownMs?: number
+    maxAgeMs?: number
+    tokenTypes?: readonly string[]
+  } = {},
 ): UserTokens {
   return new UserTokens({
     jwksUrl: server.url,
@@ -443,6 +454,7 @@ function jwksTokens(
     jwksTimeoutMs: options.timeoutMs ?? 2000,
     jwksCooldownMs: options.cooldownMs ?? 30_000,
     jwksMaxAgeMs: options.maxAgeMs ?? 600_000,
+    ...(options.tokenTypes === undefined ? {} : { tokenTypes: options.tokenTypes }),
   })
 }
 
@@ -457,8 +469,9 @@ const idpClaims = (claims: Record<string, unknown> = {}): JWTPayload => ({
   exp: EXP,
   ...claims,
 })
+/** An access token of the identity provider (typ at+jwt), signed with `key`. */
 const idpToken = (key: SigningKey, claims: Record<string, unknown> = {}): Promise<string> =>
-  signed(key.privateKey, { alg: key.alg, kid: key.kid }, idpClaims(claims))
+  signed(key.privateKey, { alg: key.alg, kid: key.kid, typ: 'at+jwt' }, idpClaims(claims))
 
 /** Waits for `check` to hold, up to 5 s: for what a background fetch does. */
 async function eventually(check: () => Promise<boolean>): Promise<void> {
@@ -569,7 +582,10 @@ describe('UserTokens with keys from a JWKS', () => {
     const server = await JwksServer.start([jwk])
     try {
       // jose will not sign with such a key either: signed here.
-      const input = unsigned({ alg: 'RS256', kid: 'small' }, idpClaims()).slice(0, -1)
+      const input = unsigned({ alg: 'RS256', kid: 'small', typ: 'at+jwt' }, idpClaims()).slice(
+        0,
+        -1,
+      )
       const token = `${input}.${sign('sha256', Buffer.from(input), small.privateKey).toString('base64url')}`
       await assertVerdict(
         jwksTokens(server),
@@ -590,7 +606,7 @@ describe('UserTokens with keys from a JWKS', () => {
     try {
       const tokens = jwksTokens(server)
       const sign = (key: SigningKey): Promise<string> =>
-        signed(key.privateKey, { alg: 'ES256' }, idpClaims())
+        signed(key.privateKey, { alg: 'ES256', typ: 'at+jwt' }, idpClaims())
       await assertVerdict(tokens, await sign(second), user('alice', EXP))
       await assertVerdict(tokens, await sign(first), user('alice', EXP))
       await assertVerdict(tokens, await sign(outsider), refused(BAD_SIGNATURE))
@@ -606,8 +622,8 @@ describe('UserTokens with keys from a JWKS', () => {
       const tokens = jwksTokens(server, { cooldownMs: COOLDOWN_MS })
       await assertVerdict(tokens, await idpToken(old), user('alice', EXP))
       server.keys = [old.jwk, fresh.jwk]
-      // Within the cooldown the set just fetched is taken as current: the new kid is unknown.
-      await assertVerdict(tokens, await idpToken(fresh), refused(unknownKid('new')))
+      // Within the cooldown the set may be older than the token: 503 until the next fetch.
+      await assertVerdict(tokens, await idpToken(fresh), refreshing('new', 1))
       assert.equal(server.requests, 1)
       await sleep(COOLDOWN_MS + 50)
       await assertVerdict(tokens, await idpToken(fresh, { sub: 'bob' }), user('bob', EXP))
@@ -630,7 +646,7 @@ describe('UserTokens with keys from a JWKS', () => {
       const all = await Promise.all(burst.map((token) => tokens.verify(bearer(token), URL_PATH)))
       assert.deepEqual(
         all,
-        strangers.map((stranger) => refused(unknownKid(stranger.kid))),
+        strangers.map((stranger) => refreshing(stranger.kid, 1)),
       )
       assert.equal(server.requests, 1, 'the first fetch, shared by the whole burst')
       await sleep(COOLDOWN_MS + 50)
@@ -640,6 +656,82 @@ describe('UserTokens with keys from a JWKS', () => {
       assert.equal(server.requests, 2, 'one refetch for the second burst, none for the third')
       await assertVerdict(tokens, await idpToken(key), user('alice', EXP))
       assert.equal(server.requests, 2)
+    } finally {
+      await server.close()
+    }
+  })
+
+  it('refuses a made-up kid of an old token at once, and fetches nothing for it', async () => {
+    const [key, stranger] = await Promise.all([
+      signingKey('ES256', 'k1'),
+      signingKey('ES256', 'made-up'),
+    ])
+    const server = await JwksServer.start([key.jwk])
+    try {
+      const tokens = jwksTokens(server)
+      await assertVerdict(tokens, await idpToken(key), user('alice', EXP))
+      assert.equal(server.requests, 1)
+      // The set was fetched at least 30 s (the leeway) after these were issued: their key is not
+      // coming. No iat counts as old. Within the 30 s cooldown, and no fetch.
+      for (const claims of [{ iat: now() - 31 }, { iat: now() - 86_400 }, { iat: undefined }]) {
+        await assertVerdict(
+          tokens,
+          await idpToken(stranger, claims),
+          refused(unknownKid('made-up')),
+        )
+      }
+      assert.equal(server.requests, 1)
+      // Issued within the leeway of the fetch: the provider's clock may be ahead; 503, retry.
+      const recent = await idpToken(stranger, { iat: now() - 20 })
+      const verdict = await tokens.verify(bearer(recent), URL_PATH)
+      const retryAfter = (verdict as { retryAfter?: number }).retryAfter ?? 0
+      assert.ok(retryAfter >= 29 && retryAfter <= 30, `Retry-After ${retryAfter}`)
+      assert.deepEqual(verdict, refreshing('made-up', retryAfter))
+      assert.equal(server.requests, 1)
+    } finally {
+      await server.close()
+    }
+  })
+
+  it('lets no stream of made-up kids hold a new key back beyond one cooldown', async () => {
+    const [old, fresh] = await Promise.all([signingKey('ES256', 'old'), signingKey('ES256', 'new')])
+    const strangers = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => signingKey('ES256', `made-up-${i}`)),
+    )
+    const server = await JwksServer.start([old.jwk])
+    try {
+      const tokens = jwksTokens(server, { cooldownMs: COOLDOWN_MS })
+      await assertVerdict(tokens, await idpToken(old), user('alice', EXP))
+      // Strangers keep sending fresh tokens with made-up kids, without pause, from here on.
+      let sending = true
+      const stream = (async () => {
+        for (let i = 0; sending; i++) {
+          const stranger = strangers[i % strangers.length] as SigningKey
+          await tokens.verify(bearer(await idpToken(stranger)), URL_PATH)
+          await sleep(5)
+        }
+      })()
+      let verdict: TokenVerdict
+      let waited: number
+      try {
+        await sleep(100)
+        server.keys = [old.jwk, fresh.jwk]
+        const rotated = await idpToken(fresh, { sub: 'bob' })
+        const started = Date.now()
+        verdict = await tokens.verify(bearer(rotated), URL_PATH)
+        assert.deepEqual(verdict, refreshing('new', 1), 'within the cooldown of the last fetch')
+        while (!verdict.ok) {
+          assert.deepEqual(verdict, refreshing('new', 1))
+          await sleep(50)
+          verdict = await tokens.verify(bearer(rotated), URL_PATH)
+        }
+        waited = Date.now() - started
+      } finally {
+        sending = false
+        await stream
+      }
+      assert.deepEqual(verdict, user('bob', EXP))
+      assert.ok(waited <= COOLDOWN_MS + 500, `the new key took ${waited} ms`)
     } finally {
       await server.close()
     }
@@ -762,7 +854,8 @@ describe('UserTokens with keys from a JWKS', () => {
     const server = await JwksServer.start([dropped.jwk, kept.jwk])
     try {
       const tokens = jwksTokens(server, { cooldownMs: 200, maxAgeMs: 300 })
-      const token = await idpToken(dropped)
+      // Issued over 30 s before the fetch that drops its key: 401 then, not 503 (the leeway).
+      const token = await idpToken(dropped, { iat: now() - 60 })
       await assertVerdict(tokens, token, user('alice', EXP))
       server.keys = [kept.jwk]
       await sleep(350)
@@ -775,5 +868,159 @@ describe('UserTokens with keys from a JWKS', () => {
     } finally {
       await server.close()
     }
+  })
+})
+
+describe('UserTokens: access tokens only (the header typ, and ID tokens by their claims)', () => {
+  const ID_TOKEN =
+    'The token is an ID token, not an access token: it tells an app who signed in (it carries nonce, at_hash, c_hash or s_hash, or typ ID) and grants no access to an API. Send the access token the identity provider issued with it.'
+  const TAKES =
+    'is not accepted here (accepted: at+jwt): this service takes access tokens (RFC 9068), not ID tokens or other JWTs.'
+  const typed = (key: SigningKey, typ: string | undefined, claims: Record<string, unknown> = {}) =>
+    signed(
+      key.privateKey,
+      { alg: key.alg, kid: key.kid, ...(typ === undefined ? {} : { typ }) },
+      idpClaims(claims),
+    )
+
+  it('takes only at+jwt from a key set by default, in any case, application/ or not', async () => {
+    const key = await signingKey('ES256', 'k1')
+    const server = await JwksServer.start([key.jwk])
+    try {
+      const tokens = jwksTokens(server)
+      for (const typ of ['at+jwt', 'AT+JWT', 'application/at+jwt', 'Application/At+Jwt']) {
+        await assertVerdict(tokens, await typed(key, typ), user('alice', EXP))
+      }
+      const cases: [unknown, string][] = [
+        [
+          'JWT',
+          `The token type (typ) is JWT, which ${TAKES} If your identity provider types its access tokens JWT, accept them with AUTH_TOKEN_TYPES=at+jwt,JWT.`,
+        ],
+        [
+          undefined,
+          `The token has no type (typ), which ${TAKES} If your identity provider's access tokens have no typ, accept them with AUTH_TOKEN_TYPES=at+jwt,none.`,
+        ],
+        [
+          'application/jwt',
+          `The token type (typ) is application/jwt, which ${TAKES} If your identity provider types its access tokens application/jwt, accept them with AUTH_TOKEN_TYPES=at+jwt,application/jwt.`,
+        ],
+        [
+          42,
+          `The token type (typ) ${TAKES} If your identity provider types its access tokens otherwise, list its type in AUTH_TOKEN_TYPES.`,
+        ],
+        [
+          'at+jwt ',
+          `The token type (typ) ${TAKES} If your identity provider types its access tokens otherwise, list its type in AUTH_TOKEN_TYPES.`,
+        ],
+      ]
+      for (const [typ, detail] of cases) {
+        const token = await new SignJWT(idpClaims())
+          .setProtectedHeader({
+            alg: 'ES256',
+            kid: 'k1',
+            ...(typ === undefined ? {} : { typ }),
+          } as JWTHeaderParameters)
+          .sign(key.privateKey)
+        await assertVerdict(tokens, token, refused(detail))
+      }
+      assert.equal(server.requests, 1, 'a refused typ costs no fetch')
+    } finally {
+      await server.close()
+    }
+  })
+
+  it('takes the types AUTH_TOKEN_TYPES lists besides at+jwt', async () => {
+    const key = await signingKey('ES256', 'k1')
+    const server = await JwksServer.start([key.jwk])
+    try {
+      const tokens = jwksTokens(server, { tokenTypes: ['at+jwt', 'JWT'] })
+      for (const typ of ['at+jwt', 'JWT', 'jwt', 'application/JWT']) {
+        await assertVerdict(tokens, await typed(key, typ), user('alice', EXP))
+      }
+      await assertVerdict(
+        tokens,
+        await typed(key, undefined),
+        refused(
+          "The token has no type (typ), which is not accepted here (accepted: at+jwt, JWT): this service takes access tokens (RFC 9068), not ID tokens or other JWTs. If your identity provider's access tokens have no typ, accept them with AUTH_TOKEN_TYPES=at+jwt,JWT,none.",
+        ),
+      )
+      // at+jwt stays accepted when the list leaves it out; none stands for no typ.
+      const untyped = jwksTokens(server, { tokenTypes: ['none'] })
+      await assertVerdict(untyped, await typed(key, undefined), user('alice', EXP))
+      await assertVerdict(untyped, await typed(key, 'at+jwt'), user('alice', EXP))
+      await assertVerdict(
+        untyped,
+        await typed(key, 'JWT'),
+        refused(
+          'The token type (typ) is JWT, which is not accepted here (accepted: at+jwt, no typ): this service takes access tokens (RFC 9068), not ID tokens or other JWTs. If your identity provider types its access tokens JWT, accept them with AUTH_TOKEN_TYPES=at+jwt,none,JWT.',
+        ),
+      )
+    } finally {
+      await server.close()
+    }
+  })
+
+  it('refuses an ID token by its claims, whatever the types accepted', async () => {
+    const key = await signingKey('ES256', 'k1')
+    const server = await JwksServer.start([key.jwk])
+    try {
+      const wide = jwksTokens(server, { tokenTypes: ['JWT', 'none'] })
+      const idClaims: Record<string, unknown>[] = [
+        { nonce: 'n-0S6_WzA2Mj' },
+        { at_hash: '77QmUPtjPfzWtF2AnpK9RQ' },
+        { c_hash: 'LDktKdoQak3Pk0cnXxCltA' },
+        { s_hash: 'hJ9m8lqX0VvU5G2wJt0hUA' },
+        { typ: 'ID' },
+        { typ: 'id' },
+        { nonce: 'n', typ: 'ID' },
+      ]
+      for (const claims of idClaims) {
+        for (const typ of ['at+jwt', 'JWT', undefined]) {
+          await assertVerdict(wide, await typed(key, typ, claims), refused(ID_TOKEN))
+        }
+      }
+      // Keycloak (until 2024) copied nonce into its access tokens, whose typ claim is Bearer.
+      await assertVerdict(
+        wide,
+        await typed(key, 'JWT', { nonce: 'n', typ: 'Bearer' }),
+        user('alice', EXP),
+      )
+      await assertVerdict(
+        wide,
+        await typed(key, 'JWT', { typ: 'Bearer', azp: 'app' }),
+        user('alice', EXP),
+      )
+      assert.equal(server.requests, 1)
+    } finally {
+      await server.close()
+    }
+  })
+
+  it("takes an app's own tokens with at+jwt, JWT or no typ, unless AUTH_TOKEN_TYPES is set", async () => {
+    const sign = (typ: string | undefined, claims: JWTPayload = {}): Promise<string> =>
+      new SignJWT(good(claims))
+        .setProtectedHeader({ alg: 'HS256', ...(typ === undefined ? {} : { typ }) })
+        .sign(KEY)
+    const tokens = new UserTokens({ secret: SECRET, ...AT_T })
+    for (const typ of ['at+jwt', 'JWT', undefined]) {
+      await assertVerdict(tokens, await sign(typ), user('alice', T + 3600))
+      await assertVerdict(tokens, await sign(typ, { at_hash: 'x' }), refused(ID_TOKEN))
+    }
+    await assertVerdict(
+      tokens,
+      await sign('id+jwt'),
+      refused(
+        'The token type (typ) is id+jwt, which is not accepted here (accepted: at+jwt, JWT, no typ): this service takes access tokens (RFC 9068), not ID tokens or other JWTs. If your identity provider types its access tokens id+jwt, accept them with AUTH_TOKEN_TYPES=at+jwt,JWT,none,id+jwt.',
+      ),
+    )
+    const strict = new UserTokens({ secret: SECRET, tokenTypes: ['at+jwt'], ...AT_T })
+    await assertVerdict(strict, await sign('at+jwt'), user('alice', T + 3600))
+    await assertVerdict(
+      strict,
+      await sign(undefined),
+      refused(
+        `The token has no type (typ), which ${TAKES} If your identity provider's access tokens have no typ, accept them with AUTH_TOKEN_TYPES=at+jwt,none.`,
+      ),
+    )
   })
 })

@@ -46,7 +46,7 @@ describe('notes-service token', () => {
     assert.equal(stderr, '')
     assert.match(stdout, /^[\w-]+\.[\w-]+\.[\w-]+\n$/)
     const jwt = stdout.trimEnd()
-    assert.deepEqual(decodeProtectedHeader(jwt), { alg: 'HS256', typ: 'JWT' })
+    assert.deepEqual(decodeProtectedHeader(jwt), { alg: 'HS256', typ: 'at+jwt' })
     const claims = decodeJwt(jwt)
     assert.deepEqual(Object.keys(claims).sort(), ['exp', 'iat', 'sub'])
     const iat = claims.iat as number
@@ -54,6 +54,12 @@ describe('notes-service token', () => {
     assert.equal(claims.exp, iat + 3600)
     const verdict = await new UserTokens({ secret: SECRET }).verify(`Bearer ${jwt}`, '/api/note')
     assert.deepEqual(verdict, { ok: true, user: 'alice', exp: iat + 3600 })
+    // Typed at+jwt, it stays accepted whatever AUTH_TOKEN_TYPES lists.
+    const typed = await new UserTokens({ secret: SECRET, tokenTypes: ['none'] }).verify(
+      `Bearer ${jwt}`,
+      '/api/note',
+    )
+    assert.deepEqual(typed, verdict)
     const other = await new UserTokens({ secret: SECRET.replace('a', 'b') }).verify(
       `Bearer ${jwt}`,
       '/api/note',

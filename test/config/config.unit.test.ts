@@ -36,6 +36,7 @@ describe('loadConfig', () => {
       authJwksUrl: '',
       authIssuer: '',
       authAudience: '',
+      authTokenTypes: [],
       maxNotesPerUser: 10_000,
       maxBytesPerUser: 16_777_216,
       databaseUrl: '',
@@ -89,6 +90,7 @@ describe('loadConfig', () => {
         MAX_EVENT_STREAMS: '7',
         AUTH_ISSUER: 'https://idp.example',
         AUTH_AUDIENCE: 'notes',
+        AUTH_TOKEN_TYPES: 'at+jwt, JWT',
         MAX_NOTES_PER_USER: '3',
         MAX_BYTES_PER_USER: '8192',
         DATABASE_URL: 'postgres://notes:pw@db.example:5432/notes',
@@ -129,6 +131,7 @@ describe('loadConfig', () => {
       authJwksUrl: '',
       authIssuer: 'https://idp.example',
       authAudience: 'notes',
+      authTokenTypes: ['at+jwt', 'JWT'],
       maxNotesPerUser: 3,
       maxBytesPerUser: 8192,
       databaseUrl: 'postgres://notes:pw@db.example:5432/notes',
@@ -202,6 +205,23 @@ describe('loadConfig', () => {
       ],
       [{ AUTH_ISSUER: 'a\u0007b' }, /text without control characters/],
     ]
+    const types = (raw: string) => loadConfig({ AUTH_TOKEN_TYPES: raw }, []).authTokenTypes
+    assert.deepEqual(types('at+jwt'), ['at+jwt'])
+    assert.deepEqual(types(' application/at+jwt , JWT,none '), [
+      'application/at+jwt',
+      'JWT',
+      'none',
+    ])
+    assert.deepEqual(loadConfig({}, ['--auth-token-types=at+jwt,JWT']).authTokenTypes, [
+      'at+jwt',
+      'JWT',
+    ])
+    for (const raw of ['at+jwt,,JWT', 'at+jwt,', 'a b', 'a/b/c', '/jwt', 'x'.repeat(65), 'jwt"']) {
+      assert.throws(() => loadConfig({ AUTH_TOKEN_TYPES: raw }, []), {
+        name: 'ConfigError',
+        message: `Invalid AUTH_TOKEN_TYPES ${JSON.stringify(raw)}: expected a comma-separated list of token types (the typ of a JWT header) such as at+jwt,JWT; none stands for a header without typ.`,
+      })
+    }
     for (const [env, message] of refusals) {
       assert.throws(
         () => loadConfig(env, []),

@@ -91,7 +91,7 @@ export async function signingKey(alg: string, kid: string): Promise<SigningKey> 
 /** A JWT with exactly these header parameters and claims, signed with `key`. */
 export function signed(
   key: CryptoKey | Uint8Array,
-  header: { alg: string; kid?: string },
+  header: { alg: string; kid?: string; typ?: string },
   claims: JWTPayload,
 ): Promise<string> {
   return new SignJWT(claims).setProtectedHeader(header).sign(key)
