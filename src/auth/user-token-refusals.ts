@@ -1,7 +1,3 @@
-import type { FastifyReply } from 'fastify'
-import type { Answer } from '../api/answer.js'
-import { problemAnswer, sendProblem } from '../api/problem.js'
-
 /**
  * Why a request's user token is refused, and what the caller should do: 401 for the token, 503
  * when the keys to check it cannot be had now. No detail holds the token or any of its three
@@ -230,14 +226,4 @@ export function tokenRefusalHeaders(refusal: TokenRefusal): Record<string, strin
   return {
     'www-authenticate': `Bearer error="invalid_token", error_description="${description}"`,
   }
-}
-
-/** Answers a refused request through Fastify: problem JSON with the refusal's headers. */
-export function sendTokenRefusal(reply: FastifyReply, refusal: TokenRefusal): FastifyReply {
-  return sendProblem(reply, refusal.status, refusal.detail, tokenRefusalHeaders(refusal))
-}
-
-/** The refusal as an Answer, for the lanes that write Answers. */
-export function tokenRefusalAnswer(refusal: TokenRefusal): Answer {
-  return problemAnswer(refusal.status, refusal.detail, tokenRefusalHeaders(refusal))
 }

@@ -79,11 +79,7 @@ const ACCESS_TOKEN_TYPE = 'at+jwt'
  * `notes-service token` writes, and what apps signed before (JWT, which the command wrote, and
  * jsonwebtoken writes; none, as jose's SignJWT leaves it).
  */
-const SECRET_TOKEN_TYPES: readonly string[] = Object.freeze([
-  ACCESS_TOKEN_TYPE,
-  'JWT',
-  'none',
-])
+const SECRET_TOKEN_TYPES: readonly string[] = Object.freeze([ACCESS_TOKEN_TYPE, 'JWT', 'none'])
 
 /** The word of AUTH_TOKEN_TYPES for a header without typ. */
 const NO_TYPE = 'none'
