@@ -26,13 +26,24 @@ function sources(folder = SRC): string[] {
   })
 }
 
-/** The src/ modules a file imports (type imports included): './answer.js' -> 'api/answer.ts'. */
+/**
+ * The src/ modules a file imports: `import`/`export ... from` (type imports included), a bare
+ * `import './x.js'` for its side effects, and `import('./x.js')` (how cli.ts loads the server).
+ * './answer.js' -> 'api/answer.ts'.
+ */
 function importsOf(file: string): string[] {
   const text = readFileSync(join(SRC, file), 'utf8')
   const found: string[] = []
-  for (const match of text.matchAll(/^(?:import|export)\b[^'"]*?from\s+'(\.{1,2}\/[^']+)'/gm)) {
-    const target = normalize(join(dirname(file), match[1] as string)).replace(/\.js$/, '.ts')
-    found.push(target)
+  const patterns = [
+    /^(?:import|export)\b[^'"]*?from\s+'(\.{1,2}\/[^']+)'/gm,
+    /^import\s+'(\.{1,2}\/[^']+)'/gm,
+    /\bimport\(\s*'(\.{1,2}\/[^']+)'\s*\)/g,
+  ]
+  for (const pattern of patterns) {
+    for (const match of text.matchAll(pattern)) {
+      const target = normalize(join(dirname(file), match[1] as string)).replace(/\.js$/, '.ts')
+      if (!found.includes(target)) found.push(target)
+    }
   }
   return found
 }
@@ -96,6 +107,10 @@ describe('the floors of src/', () => {
   it('finds the modules and their imports', () => {
     assert.ok(FILES.includes('api/answer.ts'))
     assert.deepEqual(GRAPH.get('api/answer-head.ts'), ['api/answer.ts'])
+    // A side-effect import and the dynamic imports of the CLI count too.
+    assert.ok(GRAPH.get('server.ts')?.includes('http/tick-shapes.ts'))
+    assert.ok(GRAPH.get('cli.ts')?.includes('server.ts'))
+    assert.ok(GRAPH.get('cli.ts')?.includes('commands/token-command.ts'))
   })
 
   it('lets each room import only from the rooms beneath it', () => {

@@ -2,6 +2,7 @@ import { type Config, OPTIONS } from '../config/config.js'
 
 /** The features a setting turns on that are served at paths of their own. */
 const FEATURES = [
+  { key: 'ui', paths: /^\/(?:ui\/.*)?$/, what: 'The notes page (/) is', it: 'it' },
   { key: 'docs', paths: /^\/docs(?:\/.*)?$/, what: 'The API reference page (/docs) is', it: 'it' },
   {
     key: 'metrics',
@@ -18,7 +19,7 @@ const FEATURES = [
  * DOCS=true (or the flag --docs) to serve it.'; '/docs' with docs on, '/api/x' -> undefined.
  */
 export function turnedOff(
-  config: Pick<Config, 'docs' | 'metrics'>,
+  config: Pick<Config, 'ui' | 'docs' | 'metrics'>,
 ): (path: string) => string | undefined {
   const off = FEATURES.filter((feature) => !config[feature.key]).map((feature) => {
     const option = OPTIONS.find((o) => o.key === feature.key) as (typeof OPTIONS)[number]

@@ -216,13 +216,25 @@ describe('GET / (the notes page) and its files under /ui/', () => {
     assert.ok(total < 80 * 1024, `${total} bytes`)
   })
 
-  it('serves neither the page nor its files with UI=false: / is the 404 problem it was', async () => {
+  it('serves neither the page nor its files with UI=false: a 404 that says how to turn it on', async () => {
     const { app } = buildOpsApp({ ui: false })
     for (const url of ['/', '/ui/main.js', '/ui/style.css']) {
       const response = await app.inject({ method: 'GET', url })
       assert.equal(response.statusCode, 404, url)
-      assert.deepEqual(response.json(), NOT_FOUND, url)
+      assert.equal(response.headers['content-type'], 'application/problem+json', url)
+      assert.deepEqual(
+        response.json(),
+        {
+          ...NOT_FOUND,
+          detail:
+            'The notes page (/) is off: start the service with UI=true (or the flag --ui) to serve it.',
+        },
+        url,
+      )
     }
+    // Any other path is the 404 of a path that is not the service's, as with the page on.
+    const other = await app.inject({ method: 'GET', url: '/uix' })
+    assert.deepEqual(other.json(), NOT_FOUND)
   })
 
   it('stays open with access keys on: the page holds no notes, and asks for a key itself', async () => {
