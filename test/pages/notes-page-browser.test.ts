@@ -199,6 +199,12 @@ describe('the notes page in Chromium', { skip: SKIP, concurrency: false }, () =>
     await page.keyboard.press('Tab')
     await page.keyboard.press('Enter')
     await item(page, 'Groceries').locator('.body', { hasText: 'milk, eggs' }).waitFor()
+    // The note shows as soon as the replica holds it; the form is cleared and the title focused
+    // once its write is durable on the device, a moment later.
+    for (const started = Date.now(); Date.now() - started < 5000; ) {
+      if ((await inPage(page, 'document.activeElement?.id')) === 'create-title') break
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
     assert.equal(await inPage(page, 'document.activeElement?.id'), 'create-title')
     assert.equal(await page.locator('#total').textContent(), '1 note')
 
