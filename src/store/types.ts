@@ -1,3 +1,5 @@
+import type { Directory, Role } from './directory.js'
+
 /** The fields of a note as parsed from a JSON object: any names, any JSON values. */
 export type NoteFields = Record<string, unknown>
 
@@ -264,6 +266,18 @@ export interface Notebooks {
    * time it is asked for. Names are opaque: any string, '' and '__proto__' included.
    */
   notebook(name: string): NoteStore
+  /**
+   * Who may see which notebook (its notes are `notebook(access.store)`), kept in the same backend
+   * as the notes, so that a notebook's removal removes its notes in the same step.
+   */
+  readonly directory: Directory
+  /**
+   * The notebook `name` as `user` writes to it: each write (and each batch) is applied only if, at
+   * that moment and in the same atomic step, `user` is an owner or editor of the directory's
+   * notebook kept under `name`; otherwise it throws AccessLostError and changes nothing. Reads
+   * are the notebook's own.
+   */
+  writerFor(name: string, user: string): NoteStore
   /** Notes and bytes over every notebook, against the service-wide caps. */
   stats(): MaybePromise<StoreStats>
   /** As NoteStore.available: whether the backend answers now. Memory leaves it out. */
@@ -284,6 +298,20 @@ export const SHARED_NOTEBOOK = 'shared'
  */
 export function isNotebookName(name: string): boolean {
   return !/[\0\p{Cs}]/u.test(name)
+}
+
+/**
+ * A write refused because its writer is no longer an owner or editor of the notebook (removed or
+ * demoted while the request was on its way). Nothing was changed.
+ */
+export class AccessLostError extends Error {
+  constructor(
+    /** The writer's role now: undefined when they are no longer a member. */
+    readonly role: Role | undefined,
+  ) {
+    super(role === undefined ? 'No longer a member of the notebook.' : `Now a ${role} of the notebook.`)
+    this.name = 'AccessLostError'
+  }
 }
 
 /** A write refused because the store is at capacity. Nothing was changed. */

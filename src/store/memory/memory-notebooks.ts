@@ -1,7 +1,10 @@
 import { Capacity } from '../kernel/capacity.js'
 import { IdSpace } from '../kernel/id-space.js'
 import { randomEpoch } from '../kernel/version-token.js'
-import type { Notebooks, StoreStats } from '../types.js'
+import type { DirectoryLimits } from '../directory.js'
+import { guardedStore } from '../kernel/guarded-store.js'
+import type { Notebooks, NoteStore, StoreStats } from '../types.js'
+import { MemoryDirectory, type MemoryDirectoryOptions } from './memory-directory.js'
 import { MemoryNoteStore } from './memory-store.js'
 import type { MemoryStoreOptions, SharedParts } from './options.js'
 
@@ -20,7 +23,17 @@ export interface MemoryNotebooksOptions
    * never given twice, by default (undefined draws one too).
    */
   epochOf?: (notebook: string) => string | undefined
+  /** Notebooks one user owns at most (MAX_NOTEBOOKS_PER_USER); default 100. */
+  maxNotebooksPerUser?: number
+  /** Members one notebook has at most (MAX_MEMBERS); default 100. */
+  maxMembers?: number
 }
+
+/** The directory's caps when none are given. */
+export const DEFAULT_DIRECTORY_LIMITS: DirectoryLimits = Object.freeze({
+  maxNotebooksPerUser: 100,
+  maxMembers: 100,
+})
 
 /**
  * The notebooks of one service in memory. Each is a MemoryNoteStore of its own,
@@ -35,10 +48,25 @@ export class MemoryNotebooks implements Notebooks {
   /** Every epoch given to a notebook: a random draw that repeats one is drawn again. */
   readonly #epochs = new Set<string>()
   readonly #epochOf: ((notebook: string) => string | undefined) | undefined
+  /** Who may see which notebook. */
+  readonly directory: MemoryDirectory
 
-  constructor(options: MemoryNotebooksOptions) {
-    const { maxNotesPerNotebook, maxBytesPerNotebook, epochOf, ...service } = options
+  constructor(options: MemoryNotebooksOptions, onRecord?: MemoryDirectoryOptions['onRecord']) {
+    const {
+      maxNotesPerNotebook,
+      maxBytesPerNotebook,
+      epochOf,
+      maxNotebooksPerUser = DEFAULT_DIRECTORY_LIMITS.maxNotebooksPerUser,
+      maxMembers = DEFAULT_DIRECTORY_LIMITS.maxMembers,
+      ...service
+    } = options
     this.#epochOf = epochOf
+    this.directory = new MemoryDirectory({
+      maxNotebooksPerUser,
+      maxMembers,
+      dropNotes: (store) => this.drop(store),
+      ...(onRecord === undefined ? {} : { onRecord }),
+    })
     this.#shared = {
       ids: new IdSpace(),
       capacity: new Capacity(service.maxNotes, service.maxBytes, 'The service'),
@@ -61,6 +89,22 @@ export class MemoryNotebooks implements Notebooks {
       this.#notebooks.set(name, notebook)
     }
     return notebook
+  }
+
+  writerFor(name: string, user: string): NoteStore {
+    const store = this.notebook(name)
+    return guardedStore(store, () => this.directory.roleIn(name, user))
+  }
+
+  /**
+   * Removes the notebook's notes and gives back their room; asked for again, it is a new, empty
+   * notebook with a new epoch (a removed notebook's name is never asked for again: ids are random).
+   */
+  drop(name: string): void {
+    const notebook = this.#notebooks.get(name)
+    if (notebook === undefined) return
+    notebook.release()
+    this.#notebooks.delete(name)
   }
 
   stats(): StoreStats {

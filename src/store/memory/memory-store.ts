@@ -295,6 +295,15 @@ export class MemoryNoteStore implements NoteStore {
     this.#emit('updated', sequence, json)
   }
 
+  /**
+   * Gives back the room of every note, here and in the service's capacity: its notebook was
+   * removed. Nothing may use the store afterwards.
+   */
+  release(): void {
+    this.#capacity.add(-this.#capacity.notes, -this.#capacity.bytes)
+    this.#entries = []
+  }
+
   /** Everything this store holds, to be loaded back with `load` (a journal's compaction). */
   image(): StoreImage {
     const notes: ImageNote[] = []
