@@ -7,6 +7,7 @@ import { DEFAULT_FEED_TUNING, type FeedTuning } from './api/feed-tuning.js'
 import { registerJsonBodyParser } from './api/json-body.js'
 import { NoteOperations } from './api/note-operations.js'
 import { registerNoteRoutes } from './api/note-routes.js'
+import { registerNotebookRoutes } from './api/notebook-routes.js'
 import { NotebookServices } from './api/notebook-services.js'
 import { AccessKeys } from './auth/access-keys.js'
 import { Callers, registerCallers } from './auth/callers.js'
@@ -122,8 +123,11 @@ export function buildApp({
   }
   // A stream must hear something before the socket timeout would close it as silent.
   tuning.heartbeatMs = Math.min(tuning.heartbeatMs, Math.ceil(config.socketTimeoutMs / 2))
+  // Who may see which notebook: with user tokens, the notebooks' own directory.
+  const directory = userTokens === undefined ? undefined : notebooks?.directory
   const services = new NotebookServices({
     storeOf,
+    writerFor: directory === undefined ? undefined : notebooks?.writerFor.bind(notebooks),
     tuning,
     // With a notebook per user, no user holds more than a tenth of the streams.
     streamsPerNotebook:
@@ -244,7 +248,15 @@ export function buildApp({
   })
   registerApiDocs(app, { document, ui: config.docs })
   if (config.ui) registerNotesPage(app)
-  registerNoteRoutes(app, services)
-  registerEventRoutes(app, services)
+  if (directory !== undefined) {
+    registerNotebookRoutes(app, { directory, services, ...(now === undefined ? {} : { now }) })
+    const stop = services.watch(directory)
+    app.addHook('onClose', (_instance, done) => {
+      stop()
+      done()
+    })
+  }
+  registerNoteRoutes(app, services, directory)
+  registerEventRoutes(app, services, directory)
   return app
 }

@@ -46,6 +46,8 @@ class EventStream {
   constructor(
     readonly response: ServerResponse,
     token: string,
+    /** The member who opened it, when they can lose access to the notebook (revoke). */
+    readonly member: string | undefined,
   ) {
     this.token = token
   }
@@ -145,14 +147,30 @@ export class ChangeFeed {
    * undefined. The head goes out with the opening, once the stream's start is fixed: a client that
    * has the head and then writes gets its own change, however late the store answers (PostgreSQL).
    */
-  open(response: ServerResponse, since: string | undefined): void {
+  open(response: ServerResponse, since: string | undefined, member?: string): void {
     this.#start()
-    const stream = new EventStream(response, since ?? '')
+    const stream = new EventStream(response, since ?? '', member)
     this.#count.open++
     // Registered before anything is read: from here on every change is held for it.
     this.#catchingUp.add(stream)
     response.once('close', () => this.#drop(stream))
     void this.#begin(stream, since).catch((err: unknown) => this.#fail(stream, err))
+  }
+
+  /**
+   * Sends `text` (the `revoked` event) to every stream `member` opened, and ends them: they lost
+   * read access. What they had not been sent yet is not sent.
+   */
+  revoke(member: string, text: string): void {
+    for (const stream of [...this.#live, ...this.#catchingUp]) {
+      if (stream.member !== member) continue
+      if (!stream.opened) {
+        stream.response.flushHeaders()
+        stream.opened = true
+      }
+      this.#put(stream, text)
+      this.#end(stream)
+    }
   }
 
   /** Ends every stream at once and stops; a shutdown is not held up by open streams. */

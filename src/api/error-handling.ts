@@ -1,5 +1,11 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { IdempotencyKeyReusedError, StoreFullError, StoreUnavailableError } from '../store/types.js'
+import {
+  AccessLostError,
+  IdempotencyKeyReusedError,
+  StoreFullError,
+  StoreUnavailableError,
+} from '../store/types.js'
+import { NO_NOTEBOOK, needsRoleDetail } from './notebook-access.js'
 import { sendProblem } from './problem.js'
 import { pathOf } from './request-target.js'
 
@@ -68,6 +74,12 @@ export function problemForError(
       detail: `${error.message} Retry in ${error.retryAfterSeconds} s.`,
       headers: { 'retry-after': String(error.retryAfterSeconds) },
     }
+  }
+  if (error instanceof AccessLostError) {
+    // Removed or demoted while the request was on its way: answered for the role held now.
+    return error.role === undefined
+      ? { status: 404, detail: NO_NOTEBOOK }
+      : { status: 403, detail: needsRoleDetail('editor', error.role) }
   }
   if (error instanceof StoreFullError) {
     return { status: 507, detail: `${error.message} ${error.advice}` }

@@ -70,3 +70,11 @@ export function resetText(current: string, token: string): string {
 export function startText(version: string): string {
   return `retry: ${RETRY_MS}\nid: ${version}\ndata: ${JSON.stringify({ version })}\n\n`
 }
+
+/**
+ * What a stream of a member who lost read access gets before it ends.
+ * 'n4Q' -> 'event: revoked\ndata: {"notebook":"n4Q"}\n\n'
+ */
+export function revokedText(notebook: string): string {
+  return `event: revoked\ndata: ${JSON.stringify({ notebook })}\n\n`
+}

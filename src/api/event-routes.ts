@@ -1,6 +1,8 @@
 import type { OutgoingHttpHeaders } from 'node:http'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Directory } from '../store/directory.js'
 import { EVENT_STREAM_HEADERS } from './event-framing.js'
+import { isRefused, type Refused, type Target, targetOf } from './notebook-access.js'
 import type { NotebookServices } from './notebook-services.js'
 import { sendProblem } from './problem.js'
 import { queryOf } from './request-target.js'
@@ -44,53 +46,91 @@ function startOf(request: FastifyRequest): Start {
 
 const TOKEN_TEXT = '1 to 256 characters of A-Z a-z 0-9 . _ ~ -'
 
+/** A notebook's feed at a path of its own. */
+const NOTEBOOK_EVENTS_ROUTE = '/api/notebooks/:nb/events'
+
+/**
+ * The stream of `store`'s changes, answered to `request`, for `member` when they can lose access:
+ * the request is checked and the response handed to the feed, which writes everything after the
+ * head. HEAD answers the head alone. Past the cap, or while shutting down, 503 with Retry-After.
+ */
+function serveStream(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  services: NotebookServices,
+  store: string,
+  member?: { id: string; user: string },
+): FastifyReply {
+  const start = startOf(request)
+  if ('problem' in start) return sendProblem(reply, 400, start.problem)
+  const feed = services.feed(store)
+  if (request.method !== 'HEAD' && services.closing) {
+    return sendProblem(reply, 503, 'The service is shutting down. Reconnect in a moment.', {
+      'retry-after': '1',
+    })
+  }
+  if (request.method !== 'HEAD' && !feed.hasRoom()) {
+    return sendProblem(
+      reply,
+      503,
+      `A notebook may follow at most ${feed.ownCap} event streams at once; close one, or retry after ${CAP_RETRY_AFTER_S} s.`,
+      { 'retry-after': String(CAP_RETRY_AFTER_S) },
+    )
+  }
+  if (request.method !== 'HEAD' && !feed.admits()) {
+    return sendProblem(
+      reply,
+      503,
+      `The service serves at most ${feed.maxStreams} event streams at once; retry after ${CAP_RETRY_AFTER_S} s.`,
+      { 'retry-after': String(CAP_RETRY_AFTER_S) },
+    )
+  }
+  // From here on the feed writes the response: Fastify's reply would end it. The head carries
+  // what the hooks set on the reply (X-Request-Id, CORS, RateLimit-*).
+  reply.hijack()
+  reply.raw.writeHead(200, {
+    ...(reply.getHeaders() as OutgoingHttpHeaders),
+    ...EVENT_STREAM_HEADERS,
+  })
+  // HEAD: the head a GET would get (no Content-Length: a stream has none), and no stream.
+  if (request.method === 'HEAD') {
+    reply.raw.end()
+  } else {
+    // The feed sends the head with the stream's opening, then writes on the socket itself.
+    services.openStream(store, reply.raw, start.since, member)
+  }
+  return reply
+}
+
 /**
  * GET /api/events: the change feed as Server-Sent Events. The route only checks the request and
  * hands the response to the feed, which writes everything after the head. HEAD answers the head
  * alone. Past the cap, or while shutting down, it answers 503 with Retry-After.
  */
-export function registerEventRoutes(app: FastifyInstance, services: NotebookServices): void {
-  app.get(EVENTS_ROUTE, (request, reply) => {
-    const start = startOf(request)
-    if ('problem' in start) return sendProblem(reply, 400, start.problem)
-    // The feed of the caller's notebook: it sees no change of any other.
-    const feed = services.feed(request.notebook)
-    if (request.method !== 'HEAD' && services.closing) {
-      return sendProblem(reply, 503, 'The service is shutting down. Reconnect in a moment.', {
-        'retry-after': '1',
-      })
-    }
-    if (request.method !== 'HEAD' && !feed.hasRoom()) {
-      return sendProblem(
+export function registerEventRoutes(
+  app: FastifyInstance,
+  services: NotebookServices,
+  directory?: Directory,
+): void {
+  // The feed of the caller's default notebook: it sees no change of any other.
+  app.get(EVENTS_ROUTE, (request, reply) => serveStream(request, reply, services, request.notebook))
+  // The feed of the notebook the path names, for any member: one who loses read access to it
+  // gets `revoked`, and the stream ends.
+  app.get<{ Params: { nb: string } }>(NOTEBOOK_EVENTS_ROUTE, (request, reply) => {
+    const { nb } = request.params
+    const streamOn = (target: Target | Refused) => {
+      if (isRefused(target)) return sendProblem(reply, target.status, target.detail)
+      const { guardedFor } = target
+      return serveStream(
+        request,
         reply,
-        503,
-        `A notebook may follow at most ${feed.ownCap} event streams at once; close one, or retry after ${CAP_RETRY_AFTER_S} s.`,
-        { 'retry-after': String(CAP_RETRY_AFTER_S) },
+        services,
+        target.store,
+        guardedFor === undefined ? undefined : { id: nb, user: guardedFor },
       )
     }
-    if (request.method !== 'HEAD' && !feed.admits()) {
-      return sendProblem(
-        reply,
-        503,
-        `The service serves at most ${feed.maxStreams} event streams at once; retry after ${CAP_RETRY_AFTER_S} s.`,
-        { 'retry-after': String(CAP_RETRY_AFTER_S) },
-      )
-    }
-    // From here on the feed writes the response: Fastify's reply would end it. The head carries
-    // what the hooks set on the reply (X-Request-Id, CORS, RateLimit-*).
-    reply.hijack()
-    reply.raw.writeHead(200, {
-      ...(reply.getHeaders() as OutgoingHttpHeaders),
-      ...EVENT_STREAM_HEADERS,
-    })
-    // HEAD: the head a GET would get (no Content-Length: a stream has none), and no stream.
-    if (request.method === 'HEAD') {
-      reply.raw.end()
-    } else {
-      // The feed sends the head with the stream's opening, then writes on the socket itself.
-      feed.open(reply.raw, start.since)
-    }
-    return reply
+    const target = targetOf(request, nb, directory, false)
+    return target instanceof Promise ? target.then(streamOn) : streamOn(target)
   })
   app.addHook('preClose', (done) => {
     services.close()

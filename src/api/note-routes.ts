@@ -1,11 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Directory } from '../store/directory.js'
 import type { MaybePromise, NoteFields, PatchKind } from '../store/types.js'
-import { type Answer, NOTES_PATH } from './answer.js'
+import { Answer, NOTES_PATH } from './answer.js'
 import { sendAnswer } from './answer-head.js'
 import { BATCH_PATH } from './batch.js'
 import { exportNotes, NDJSON_CONTENT_TYPE, wantsExport } from './note-export.js'
 import { parseNoteId } from './note-id.js'
 import type { NoteOperations } from './note-operations.js'
+import { isRefused, type Refused, type Target, targetOf } from './notebook-access.js'
 import type { NotebookServices } from './notebook-services.js'
 import { sendProblem } from './problem.js'
 import { queryOf } from './request-target.js'
@@ -13,38 +15,122 @@ import { queryOf } from './request-target.js'
 /** The two route patterns of the contract, also the `route` label of their metrics. */
 export const NOTE_ROUTE = `${NOTES_PATH}/:id`
 
+/** The same routes in a notebook named by the path: `/api/notebooks/:nb/note`. */
+export const NOTEBOOK_NOTES_ROUTE = '/api/notebooks/:nb/note'
+const NOTEBOOK_BATCH_ROUTE = '/api/notebooks/:nb/batch'
+
 interface IdParams {
   id: string
 }
 
+interface NotebookParams {
+  nb: string
+}
+
+/** What a route's operation acts on: the operations of one notebook, and its store's name. */
+interface Scope {
+  readonly operations: NoteOperations
+  readonly store: string
+}
+
+type Services = Pick<NotebookServices, 'operations' | 'operationsAs' | 'store' | 'exports'>
+
 /**
  * The five operations as Fastify routes: each reads what the operation needs from the request,
  * calls it, and writes its Answer. What an operation answers is decided in NoteOperations.
+ * They are served twice: at `/api/note`, on the caller's default notebook, and at
+ * `/api/notebooks/:nb/note`, on the notebook the path names (`me` being the default one), with
+ * exactly the same meaning, once the caller's role there allows the request.
  */
 export function registerNoteRoutes(
   app: FastifyInstance,
-  services: Pick<NotebookServices, 'operations' | 'store' | 'exports'>,
+  services: Services,
+  directory?: Directory,
 ): void {
-  // The operations of the caller's notebook: what they read and write is that notebook's alone.
-  const of = (request: FastifyRequest): NoteOperations => services.operations(request.notebook)
+  // The caller's default notebook: what they read and write is that notebook's alone.
+  registerNoteOperations(app, services, NOTES_PATH, BATCH_PATH, (request) => ({
+    operations: services.operations(request.notebook),
+    store: request.notebook,
+  }))
+  registerNoteOperations(
+    app,
+    services,
+    NOTEBOOK_NOTES_ROUTE,
+    NOTEBOOK_BATCH_ROUTE,
+    (request, reply, write) => {
+      const { nb } = request.params as NotebookParams
+      const target = targetOf(request, nb, directory, write)
+      const scope = (settled: Target | Refused): Scope | undefined => {
+        if (isRefused(settled)) {
+          sendProblem(reply, settled.status, settled.detail)
+          return undefined
+        }
+        const { store, guardedFor } = settled
+        const operations =
+          write && guardedFor !== undefined
+            ? services.operationsAs(store, guardedFor)
+            : services.operations(store)
+        return { operations, store }
+      }
+      return target instanceof Promise ? target.then(scope) : scope(target)
+    },
+  )
+}
 
-  app.post(NOTES_PATH, (request, reply) =>
-    write(reply, of(request).create(bodyFields(request), request.headers)),
+/**
+ * The note routes at `notes` (and the batch at `batch`), each on the scope `scopeOf` gives it,
+ * which has answered the request itself (a refusal) when it gives none.
+ */
+function registerNoteOperations(
+  app: FastifyInstance,
+  services: Services,
+  notes: string,
+  batch: string,
+  scopeOf: (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    write: boolean,
+  ) => MaybePromise<Scope | undefined>,
+): void {
+  const note = `${notes}/:id`
+  const serve = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    isWrite: boolean,
+    operation: (scope: Scope) => MaybePromise<Answer> | Promise<FastifyReply>,
+  ): undefined | Promise<unknown> => {
+    const scope = scopeOf(request, reply, isWrite)
+    if (scope instanceof Promise) {
+      return scope.then((settled) =>
+        settled === undefined ? reply : send(reply, operation(settled)),
+      )
+    }
+    return scope === undefined ? undefined : send(reply, operation(scope))
+  }
+
+  app.post(notes, (request, reply) =>
+    serve(request, reply, true, ({ operations }) =>
+      operations.create(bodyFields(request), request.headers),
+    ),
   )
 
-  app.get(NOTES_PATH, (request, reply) => {
-    if (wantsExport(request.headers.accept)) return sendExport(request, reply, services)
-    return write(reply, of(request).list(queryOf(request.url), request.headers))
-  })
-
-  app.get<{ Params: IdParams }>(NOTE_ROUTE, (request, reply) =>
-    write(reply, of(request).get(parseNoteId(request.params.id), request.headers)),
+  app.get(notes, (request, reply) =>
+    serve(request, reply, false, ({ operations, store }) =>
+      wantsExport(request.headers.accept)
+        ? sendExport(request, reply, services, store)
+        : operations.list(queryOf(request.url), request.headers),
+    ),
   )
 
-  app.patch<{ Params: IdParams }>(NOTE_ROUTE, (request, reply) =>
-    write(
-      reply,
-      of(request).update(
+  app.get<{ Params: IdParams }>(note, (request, reply) =>
+    serve(request, reply, false, ({ operations }) =>
+      operations.get(parseNoteId(request.params.id), request.headers),
+    ),
+  )
+
+  app.patch<{ Params: IdParams }>(note, (request, reply) =>
+    serve(request, reply, true, ({ operations }) =>
+      operations.update(
         parseNoteId(request.params.id),
         bodyFields(request),
         patchKind(request.headers['content-type']),
@@ -53,13 +139,17 @@ export function registerNoteRoutes(
     ),
   )
 
-  app.delete<{ Params: IdParams }>(NOTE_ROUTE, (request, reply) => {
+  app.delete<{ Params: IdParams }>(note, (request, reply) => {
     const segment = request.params.id
-    return write(reply, of(request).delete(parseNoteId(segment), segment, request.headers))
+    return serve(request, reply, true, ({ operations }) =>
+      operations.delete(parseNoteId(segment), segment, request.headers),
+    )
   })
 
-  app.post(BATCH_PATH, (request, reply) =>
-    write(reply, of(request).batch(bodyFields(request), request.headers)),
+  app.post(batch, (request, reply) =>
+    serve(request, reply, true, ({ operations }) =>
+      operations.batch(bodyFields(request), request.headers),
+    ),
   )
 }
 
@@ -73,6 +163,7 @@ async function sendExport(
   request: FastifyRequest,
   reply: FastifyReply,
   services: Pick<NotebookServices, 'store' | 'exports'>,
+  notebook: string,
 ): Promise<FastifyReply> {
   const { exports } = services
   if (exports.closing) {
@@ -82,7 +173,7 @@ async function sendExport(
   }
   const ifNoneMatch = request.headers['if-none-match']
   const answer = await exportNotes(
-    services.store(request.notebook),
+    services.store(notebook),
     queryOf(request.url),
     ifNoneMatch,
     request.method === 'HEAD',
@@ -126,9 +217,19 @@ export function patchKind(contentType: string | undefined): PatchKind {
   return mediaType.toLowerCase() === 'application/merge-patch+json' ? 'merge-patch' : 'merge'
 }
 
-/** Sends the answer now, or when it settles (a rejection reaches Fastify's error handler). */
-function write(reply: FastifyReply, answer: MaybePromise<Answer>): undefined | Promise<void> {
-  if (answer instanceof Promise) return answer.then((settled) => sendAnswer(reply, settled))
+/**
+ * Sends the answer now, or when it settles (a rejection reaches Fastify's error handler); an
+ * export has sent itself.
+ */
+function send(
+  reply: FastifyReply,
+  answer: MaybePromise<Answer> | Promise<FastifyReply>,
+): undefined | Promise<unknown> {
+  if (answer instanceof Promise) {
+    return answer.then((settled) =>
+      settled instanceof Answer ? sendAnswer(reply, settled) : settled,
+    )
+  }
   sendAnswer(reply, answer)
   return undefined
 }

@@ -1,6 +1,9 @@
+import type { ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
+import type { Directory } from '../store/directory.js'
 import type { NoteStore } from '../store/types.js'
 import { ChangeFeed, StreamCount } from './change-feed.js'
+import { revokedText } from './event-framing.js'
 import type { FeedTuning } from './feed-tuning.js'
 import { OpenExports } from './note-export.js'
 import { NoteOperations } from './note-operations.js'
@@ -8,6 +11,11 @@ import { NoteOperations } from './note-operations.js'
 export interface NotebookServicesOptions {
   /** The store of the notebook with this name: the same one every time it is asked for. */
   storeOf: (notebook: string) => NoteStore
+  /**
+   * The notebook as one member writes it (Notebooks.writerFor), for a notebook whose members can
+   * lose access; undefined when there are no such notebooks (user tokens off).
+   */
+  writerFor?: ((notebook: string, user: string) => NoteStore) | undefined
   /** The change feeds' pacing and cap (the cap counts the streams of every notebook). */
   tuning: FeedTuning
   /** Hears of a store that failed a stream's read. */
@@ -32,7 +40,11 @@ export interface NotebookServicesOptions {
 export class NotebookServices {
   readonly #options: NotebookServicesOptions
   readonly #operations = new Map<string, NoteOperations>()
+  /** Per notebook, its writing members' operations (over writerFor), by user. */
+  readonly #writers = new Map<string, Map<string, NoteOperations>>()
   readonly #feeds = new Map<string, ChangeFeed>()
+  /** The store of each notebook id a member's stream was opened on. */
+  readonly #storeOf = new Map<string, string>()
   readonly #streams = new StreamCount()
   /** The exports being sent, of every notebook: a shutdown ends them with the event streams. */
   readonly exports = new OpenExports()
@@ -50,6 +62,37 @@ export class NotebookServices {
       this.#operations.set(notebook, operations)
     }
     return operations
+  }
+
+  /**
+   * The operations of `notebook` whose writes are applied only while `user` may still write there:
+   * reads as operations(notebook)'s, each write checked again as it is applied.
+   */
+  operationsAs(notebook: string, user: string): NoteOperations {
+    const { writerFor } = this.#options
+    if (writerFor === undefined) return this.operations(notebook)
+    let writers = this.#writers.get(notebook)
+    if (writers === undefined) {
+      writers = new Map()
+      this.#writers.set(notebook, writers)
+    }
+    let operations = writers.get(user)
+    if (operations === undefined) {
+      const store = writerFor(notebook, user)
+      operations = this.#options.operations?.(store, notebook) ?? new NoteOperations(store)
+      writers.set(user, operations)
+    }
+    return operations
+  }
+
+  /** Forgets what was made for `user` in `notebook` (they left it), or for every user (it went). */
+  forget(notebook: string, user?: string): void {
+    if (user === undefined) {
+      this.#writers.delete(notebook)
+      this.#operations.delete(notebook)
+    } else {
+      this.#writers.get(notebook)?.delete(user)
+    }
   }
 
   /** The store of the notebook (an export reads it directly). */
@@ -73,6 +116,35 @@ export class NotebookServices {
       this.#feeds.set(notebook, feed)
     }
     return feed
+  }
+
+  /**
+   * Opens a stream of `store`'s feed for `member` of notebook `id`: when they leave it (or it is
+   * removed), the stream gets `revoked` and ends (watch). undefined `member`: they cannot leave.
+   */
+  openStream(
+    store: string,
+    response: ServerResponse,
+    since: string | undefined,
+    member?: { id: string; user: string },
+  ): void {
+    if (member !== undefined) this.#storeOf.set(member.id, store)
+    this.feed(store).open(response, since, member?.user)
+  }
+
+  /**
+   * Follows the directory's changes of access: a member who left a notebook (removed, left, or it
+   * was removed) has their streams of it revoked at once, and what was made for them forgotten.
+   * Answers the function that stops.
+   */
+  watch(directory: Directory): () => void {
+    return directory.subscribe((change) => {
+      if (change.type !== 'left') return
+      const store = this.#storeOf.get(change.notebook)
+      if (store === undefined) return
+      this.#feeds.get(store)?.revoke(change.user, revokedText(change.notebook))
+      this.forget(store, change.user)
+    })
   }
 
   /** True once close() has been called: no stream may open. */

@@ -15,7 +15,13 @@ const userNotebook = (sub: string): string => `user:${sub}`
  * rate limits ('API_KEYS#1', 'user:alice'), never a key or a token.
  */
 export type Decision =
-  | { readonly allowed: true; readonly notebook: string; readonly key: string | undefined }
+  | {
+      readonly allowed: true
+      readonly notebook: string
+      readonly key: string | undefined
+      /** The user token's `sub`; undefined for a service key, or with user tokens off. */
+      readonly user?: string | undefined
+    }
   | {
       readonly allowed: false
       readonly status: 401 | 403 | 503
@@ -113,7 +119,7 @@ export class Callers {
       let decision: Decision
       if (verdict.ok) {
         const notebook = userNotebook(verdict.user)
-        decision = Object.freeze({ allowed: true, notebook, key: notebook })
+        decision = Object.freeze({ allowed: true, notebook, key: notebook, user: verdict.user })
         this.#remember(bearerOf(request) as string, decision, verdict.exp)
       } else {
         const refusal = this.#keys === undefined ? verdict : withServiceKeys(verdict)
@@ -205,11 +211,13 @@ function bearerOf(request: IncomingMessage): string | undefined {
  */
 export function registerCallers(app: FastifyInstance, callers: Callers): void {
   app.decorateRequest('notebook', SHARED_NOTEBOOK)
+  app.decorateRequest('user', undefined)
   if (!callers.guarding) return
   app.addHook('onRequest', async (request, reply) => {
     const decision = await callers.decide(request.raw, request.routeOptions.url)
     if (decision.allowed) {
       request.notebook = decision.notebook
+      request.user = decision.user
       return
     }
     return sendProblem(reply, decision.status, decision.detail, decision.headers)
@@ -218,7 +226,12 @@ export function registerCallers(app: FastifyInstance, callers: Callers): void {
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The notebook the request acts on (SHARED_NOTEBOOK unless user tokens are on). */
+    /**
+     * The notebook `/api/note` means for the caller: SHARED_NOTEBOOK unless user tokens are on,
+     * else the user's default notebook.
+     */
     notebook: string
+    /** The user token's `sub`; undefined for a service key, or with user tokens off. */
+    user: string | undefined
   }
 }

@@ -1,4 +1,5 @@
-import type { MaybePromise } from './types.js'
+/** As types.ts's: a directory of a networked backend answers with promises. */
+type MaybePromise<T> = T | Promise<T>
 
 /*
  * Who may see which notebook: the directory of notebooks, their members and their invitations.

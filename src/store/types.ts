@@ -309,7 +309,9 @@ export class AccessLostError extends Error {
     /** The writer's role now: undefined when they are no longer a member. */
     readonly role: Role | undefined,
   ) {
-    super(role === undefined ? 'No longer a member of the notebook.' : `Now a ${role} of the notebook.`)
+    super(
+      role === undefined ? 'No longer a member of the notebook.' : `Now a ${role} of the notebook.`,
+    )
     this.name = 'AccessLostError'
   }
 }

@@ -178,7 +178,10 @@ export function runDirectoryContract(
       const invite = ok(
         await directory.invite('ann', nb.id, { role: 'viewer', expires: NOW + DAY, uses: 1 }),
       )
-      assert.deepEqual(await directory.remove('bob', nb.id), { refused: 'forbidden', needs: 'owner' })
+      assert.deepEqual(await directory.remove('bob', nb.id), {
+        refused: 'forbidden',
+        needs: 'owner',
+      })
       assert.deepEqual(await directory.remove('ann', nb.id), { store: notebookStore(nb.id) })
       assert.equal((await notebooks.stats()).notes, 0)
       assert.equal(await directory.access('ann', nb.id), undefined)

@@ -12,18 +12,33 @@ export function guardedStore(store: NoteStore, roleOf: () => Role | undefined): 
     if (role !== 'owner' && role !== 'editor') throw new AccessLostError(role)
   }
   return {
-    create: (fields) => (check(), store.create(fields)),
-    createOnce: (key, fingerprint, fields) => (check(), store.createOnce(key, fingerprint, fields)),
+    create(fields) {
+      check()
+      return store.create(fields)
+    },
+    createOnce(key, fingerprint, fields) {
+      check()
+      return store.createOnce(key, fingerprint, fields)
+    },
     list: () => store.list(),
     page: (query) => store.page(query),
     get: (id) => store.get(id),
-    update: (id, fields, kind, conditions) => (check(), store.update(id, fields, kind, conditions)),
-    delete: (id, conditions) => (check(), store.delete(id, conditions)),
+    update(id, fields, kind, conditions) {
+      check()
+      return store.update(id, fields, kind, conditions)
+    },
+    delete(id, conditions) {
+      check()
+      return store.delete(id, conditions)
+    },
     version: () => store.version(),
     changesSince: (since, limit) => store.changesSince(since, limit),
     subscribe: (listener) => store.subscribe(listener),
     stats: () => store.stats(),
     exportNotes: () => store.exportNotes(),
-    batch: (work, once) => (check(), store.batch(work, once)),
+    batch(work, once) {
+      check()
+      return store.batch(work, once)
+    },
   }
 }

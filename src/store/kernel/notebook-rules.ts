@@ -22,7 +22,11 @@ const DEFAULT_NOTEBOOK: Refusal = Object.freeze({ refused: 'default-notebook' })
 export const NOT_FOUND_REFUSAL = NOT_FOUND
 
 /** The actor needs at least `needs`: 'not-found' when not a member at all. */
-export function needsRole(notebook: MembersSnapshot, actor: string, needs: Role): Refusal | undefined {
+export function needsRole(
+  notebook: MembersSnapshot,
+  actor: string,
+  needs: Role,
+): Refusal | undefined {
   const role = notebook.roles.get(actor)
   if (role === undefined) return NOT_FOUND
   return roleRank(role) >= roleRank(needs) ? undefined : { refused: 'forbidden', needs }

@@ -15,10 +15,10 @@ import {
 import {
   canRemoveMember,
   canSetRole,
-  NOT_FOUND_REFUSAL,
   invitesFull,
   MAX_INVITES,
   membersFull,
+  NOT_FOUND_REFUSAL,
   needsRole,
   notebooksFull,
   randomId,
@@ -211,7 +211,12 @@ export class MemoryDirectory implements Directory {
     const usable: Invite[] = []
     for (const invite of found.invites.values()) {
       if (invite.expires > now && invite.uses > 0) {
-        usable.push({ id: invite.id, role: invite.role, expires: invite.expires, uses: invite.uses })
+        usable.push({
+          id: invite.id,
+          role: invite.role,
+          expires: invite.expires,
+          uses: invite.uses,
+        })
       }
     }
     return usable
@@ -339,7 +344,8 @@ export class MemoryDirectory implements Directory {
         if (notebook === undefined) return []
         const joining = !notebook.roles.has(record.user)
         notebook.roles.set(record.user, record.role)
-        if (!joining) return [{ type: 'role', notebook: record.id, user: record.user, role: record.role }]
+        if (!joining)
+          return [{ type: 'role', notebook: record.id, user: record.user, role: record.role }]
         let joined = this.#joined.get(record.user)
         if (joined === undefined) {
           joined = new Set()

@@ -1,0 +1,431 @@
+import assert from 'node:assert/strict'
+import type { AddressInfo } from 'node:net'
+import { it } from 'node:test'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import { buildApp } from '../../src/app.js'
+import { UserTokens } from '../../src/auth/user-tokens.js'
+import { type Config, DEFAULT_CONFIG } from '../../src/config/config.js'
+import { MemoryNotebooks } from '../../src/store/memory/memory-notebooks.js'
+import { describeEachLane, type SuiteContext } from '../support/helpers.js'
+import { signed } from '../support/jwks-server.js'
+import { SseClient } from '../support/sse-client.js'
+
+const SECRET = 'a-secret-of-32-bytes-or-more-000'
+const SERVICE_KEY = 'service-key-1'
+/** The clock of these tests, in seconds: 2027-01-15T08:00:00Z. */
+const T = 1_800_000_000
+
+function notebookApp(context: SuiteContext, overrides: Partial<Config> = {}) {
+  let now = T * 1000
+  const clock = (): number => now
+  const config: Config = { ...DEFAULT_CONFIG, apiKeys: [SERVICE_KEY], ...overrides }
+  const notebooks = new MemoryNotebooks({
+    maxNotes: config.maxNotes,
+    maxBytes: config.maxStoreBytes,
+    maxNotesPerNotebook: config.maxNotesPerUser,
+    maxBytesPerNotebook: config.maxBytesPerUser,
+    maxNotebooksPerUser: 3,
+    maxMembers: 3,
+  })
+  const app = buildApp({
+    notebooks,
+    userTokens: new UserTokens({ secret: SECRET, now: clock }),
+    now: clock,
+    config,
+  })
+  return {
+    app: context.inLane(app),
+    notebooks,
+    advance: (ms: number) => {
+      now += ms
+    },
+  }
+}
+
+type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE'
+
+/** The requests of one user (or of a service key: `key`). */
+async function as(app: FastifyInstance, sub: string, key?: string) {
+  const token =
+    key ?? (await signed(Buffer.from(SECRET), { alg: 'HS256' }, { sub, iat: T, exp: T + 3600 }))
+  const authorization = { authorization: `Bearer ${token}` }
+  const request = (method: Method, url: string, body?: unknown): Promise<LightMyRequestResponse> =>
+    app.inject({
+      method,
+      url,
+      headers: {
+        ...authorization,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+    })
+  return {
+    authorization,
+    request,
+    /** The `data` of a 200 or 201 answer. */
+    data: async (method: Method, url: string, body?: unknown) => {
+      const response = await request(method, url, body)
+      assert.ok([200, 201].includes(response.statusCode), `${method} ${url}: ${response.body}`)
+      return (JSON.parse(response.body) as { data: Record<string, unknown> }).data
+    },
+  }
+}
+
+function assertProblem(response: LightMyRequestResponse, status: number, detail: string): void {
+  assert.equal(response.statusCode, status, response.body)
+  assert.equal(response.headers['content-type'], 'application/problem+json')
+  assert.deepEqual(JSON.parse(response.body), {
+    type: 'about:blank',
+    title: (JSON.parse(response.body) as { title: string }).title,
+    status,
+    detail,
+  })
+}
+
+const NO_NOTEBOOK = 'No notebook has this id, or you are not one of its members.'
+const ID = /^[A-Za-z0-9_-]{22}$/
+
+describeEachLane('notebooks: make, list, rename, delete', (context) => {
+  it('lists the default notebook first, makes, renames and deletes others', async () => {
+    const { app } = notebookApp(context)
+    const ann = await as(app, 'ann')
+    const listed = await ann.request('GET', '/api/notebooks')
+    assert.equal(listed.statusCode, 200)
+    assert.equal(listed.headers['content-type'], 'application/json; charset=utf-8')
+    const [mine] = (JSON.parse(listed.body) as { data: { id: string }[] }).data
+    assert.match(mine?.id ?? '', ID)
+    assert.deepEqual(JSON.parse(listed.body), {
+      data: [{ id: mine?.id, name: 'My notes', role: 'owner', members: 1 }],
+    })
+
+    const made = await ann.request('POST', '/api/notebooks', { name: 'Trip' })
+    assert.equal(made.statusCode, 201)
+    const trip = (JSON.parse(made.body) as { data: { id: string } }).data
+    assert.match(trip.id, ID)
+    assert.equal(made.headers.location, `/api/notebooks/${trip.id}`)
+    assert.deepEqual(trip, { id: trip.id, name: 'Trip', role: 'owner', members: 1 })
+    assert.deepEqual(await ann.data('PATCH', `/api/notebooks/${trip.id}`, { name: 'Holiday' }), {
+      ...trip,
+      name: 'Holiday',
+    })
+    assert.deepEqual(await ann.data('GET', `/api/notebooks/${trip.id}`), {
+      ...trip,
+      name: 'Holiday',
+    })
+    assert.deepEqual(await ann.data('GET', '/api/notebooks/me'), {
+      id: mine?.id,
+      name: 'My notes',
+      role: 'owner',
+      members: 1,
+    })
+    const note = await ann.data('POST', `/api/notebooks/${trip.id}/note`, { title: 'pack' })
+    assert.equal((await ann.request('DELETE', `/api/notebooks/${trip.id}`)).statusCode, 204)
+    assertProblem(await ann.request('GET', `/api/notebooks/${trip.id}`), 404, NO_NOTEBOOK)
+    assertProblem(
+      await ann.request('GET', `/api/notebooks/${trip.id}/note/${String(note.id)}`),
+      404,
+      NO_NOTEBOOK,
+    )
+    assertProblem(
+      await ann.request('DELETE', '/api/notebooks/me'),
+      409,
+      "A user's default notebook is theirs for good: it cannot be deleted, and they cannot leave it or lose its ownership.",
+    )
+  })
+
+  it('refuses bad names, unknown fields, and past the cap of owned notebooks', async () => {
+    const { app } = notebookApp(context)
+    const ann = await as(app, 'ann')
+    for (const body of [
+      {},
+      { name: '' },
+      { name: '   ' },
+      { name: 'x'.repeat(201) },
+      { name: 7 },
+    ]) {
+      assertProblem(
+        await ann.request('POST', '/api/notebooks', body),
+        400,
+        'name must be a string of 1 to 200 characters, not only spaces.',
+      )
+    }
+    assertProblem(
+      await ann.request('POST', '/api/notebooks', { name: 'a', colour: 'red' }),
+      400,
+      'Unknown field "colour"; the fields are name.',
+    )
+    assert.equal(
+      (await ann.request('POST', '/api/notebooks', { name: '😀'.repeat(200) })).statusCode,
+      201,
+    )
+    assert.equal((await ann.request('POST', '/api/notebooks', { name: 'Two' })).statusCode, 201)
+    assertProblem(
+      await ann.request('POST', '/api/notebooks', { name: 'Three' }),
+      507,
+      'You own the maximum of 3 notebooks (MAX_NOTEBOOKS_PER_USER), your default one included. Delete one to make room.',
+    )
+  })
+
+  it('tells a service key that notebooks are for users', async () => {
+    const { app } = notebookApp(context)
+    const service = await as(app, '', SERVICE_KEY)
+    assertProblem(
+      await service.request('GET', '/api/notebooks'),
+      403,
+      'Notebooks belong to users: send a user token. A service key acts on the shared notebook at /api/note.',
+    )
+    // `me` is the shared notebook for a service key, as /api/note is.
+    const note = await service.data('POST', '/api/notebooks/me/note', { shared: true })
+    assert.deepEqual(await service.data('GET', `/api/note/${String(note.id)}`), note)
+  })
+})
+
+describeEachLane('notebooks: members and roles', (context) => {
+  it('serves a notebook to its members by role, and nothing to anyone else', async () => {
+    const { app } = notebookApp(context)
+    const ann = await as(app, 'ann')
+    const bob = await as(app, 'bob')
+    const cat = await as(app, 'cat')
+    const eve = await as(app, 'eve')
+    const team = (await ann.data('POST', '/api/notebooks', { name: 'Team' })) as { id: string }
+    const base = `/api/notebooks/${team.id}`
+    assert.deepEqual(await ann.data('PUT', `${base}/members/bob`, { role: 'editor' }), {
+      user: 'bob',
+      role: 'editor',
+    })
+    await ann.data('PUT', `${base}/members/cat`, { role: 'viewer' })
+    assert.deepEqual(await cat.data('GET', `${base}/members`), [
+      { user: 'ann', role: 'owner' },
+      { user: 'bob', role: 'editor' },
+      { user: 'cat', role: 'viewer' },
+    ])
+
+    const note = await bob.data('POST', `${base}/note`, { title: 'agenda' })
+    const noteUrl = `${base}/note/${String(note.id)}`
+    assert.deepEqual(await cat.data('GET', noteUrl), note)
+    assert.deepEqual(await ann.data('GET', `${base}/note`), [note])
+    assertProblem(
+      await cat.request('PATCH', noteUrl, { title: 'mine' }),
+      403,
+      'This needs the editor role in this notebook; you are a viewer.',
+    )
+    assertProblem(
+      await cat.request('POST', `${base}/note`, {}),
+      403,
+      'This needs the editor role in this notebook; you are a viewer.',
+    )
+    assertProblem(
+      await cat.request('DELETE', noteUrl),
+      403,
+      'This needs the editor role in this notebook; you are a viewer.',
+    )
+    assertProblem(
+      await cat.request('PUT', `${base}/members/eve`, { role: 'viewer' }),
+      403,
+      'Only an owner of this notebook may do this.',
+    )
+    // The note is not in anyone's default notebook.
+    assert.equal((await bob.request('GET', `/api/note/${String(note.id)}`)).statusCode, 404)
+
+    // A stranger, on the notebook and on one that does not exist: the same answer, byte for byte.
+    const made = 'A'.repeat(22)
+    for (const [method, tail, body] of [
+      ['GET', '/note', undefined],
+      ['GET', `/note/${String(note.id)}`, undefined],
+      ['POST', '/note', { x: 1 }],
+      ['PATCH', `/note/${String(note.id)}`, { x: 1 }],
+      ['DELETE', `/note/${String(note.id)}`, undefined],
+      ['POST', '/batch', { operations: [] }],
+      ['GET', '/members', undefined],
+      ['GET', '/invites', undefined],
+      ['GET', '', undefined],
+      ['PATCH', '', { name: 'mine' }],
+      ['DELETE', '', undefined],
+    ] as const) {
+      const real = await eve.request(method, `${base}${tail}`, body)
+      const none = await eve.request(method, `/api/notebooks/${made}${tail}`, body)
+      assertProblem(real, 404, NO_NOTEBOOK)
+      assert.equal(real.body, none.body, `${method} ${tail}`)
+      const headersOf = (response: LightMyRequestResponse) => {
+        const { date: _date, 'x-request-id': _id, ...rest } = response.headers
+        return rest
+      }
+      assert.deepEqual(headersOf(real), headersOf(none), `${method} ${tail}`)
+    }
+  })
+
+  it('answers the next request for the new role after a demotion or removal', async () => {
+    const { app } = notebookApp(context)
+    const ann = await as(app, 'ann')
+    const bob = await as(app, 'bob')
+    const { id } = (await ann.data('POST', '/api/notebooks', { name: 'Shifting' })) as {
+      id: string
+    }
+    const base = `/api/notebooks/${id}`
+    await ann.data('PUT', `${base}/members/bob`, { role: 'editor' })
+    const note = await bob.data('POST', `${base}/note`, { v: 1 })
+    await ann.data('PUT', `${base}/members/bob`, { role: 'viewer' })
+    assertProblem(
+      await bob.request('PATCH', `${base}/note/${String(note.id)}`, { v: 2 }),
+      403,
+      'This needs the editor role in this notebook; you are a viewer.',
+    )
+    assert.equal((await bob.request('GET', `${base}/note/${String(note.id)}`)).statusCode, 200)
+    assert.equal((await ann.request('DELETE', `${base}/members/bob`)).statusCode, 204)
+    assertProblem(await bob.request('GET', `${base}/note/${String(note.id)}`), 404, NO_NOTEBOOK)
+    assert.deepEqual(
+      ((await bob.data('GET', '/api/notebooks')) as unknown as { name: string }[]).map(
+        (nb) => nb.name,
+      ),
+      ['My notes'],
+    )
+  })
+
+  it('keeps the last owner, and lets members leave', async () => {
+    const { app } = notebookApp(context)
+    const ann = await as(app, 'ann')
+    const bob = await as(app, 'bob')
+    const { id } = (await ann.data('POST', '/api/notebooks', { name: 'Owned' })) as { id: string }
+    const base = `/api/notebooks/${id}`
+    const lastOwner = 'A notebook keeps at least one owner: make another member an owner first.'
+    assertProblem(
+      await ann.request('PUT', `${base}/members/ann`, { role: 'editor' }),
+      409,
+      lastOwner,
+    )
+    assertProblem(await ann.request('DELETE', `${base}/members/ann`), 409, lastOwner)
+    await ann.data('PUT', `${base}/members/bob`, { role: 'viewer' })
+    assert.equal((await bob.request('DELETE', `${base}/members/bob`)).statusCode, 204)
+    assertProblem(await bob.request('GET', `${base}/members`), 404, NO_NOTEBOOK)
+    assertProblem(
+      await ann.request('PUT', `${base}/members/bob`, { role: 'boss' }),
+      400,
+      'role must be one of "owner", "editor", "viewer".',
+    )
+    await ann.data('PUT', `${base}/members/bob`, { role: 'viewer' })
+    await ann.data('PUT', `${base}/members/cat`, { role: 'viewer' })
+    assertProblem(
+      await ann.request('PUT', `${base}/members/dan`, { role: 'viewer' }),
+      507,
+      'This notebook has its maximum of 3 members (MAX_MEMBERS). Remove a member to make room.',
+    )
+  })
+})
+
+describeEachLane('notebooks: invitations', (context) => {
+  it('makes links that join once, hides their tokens, and withdraws them', async () => {
+    const { app, advance } = notebookApp(context)
+    const ann = await as(app, 'ann')
+    const bob = await as(app, 'bob')
+    const cat = await as(app, 'cat')
+    const { id } = (await ann.data('POST', '/api/notebooks', { name: 'Club' })) as { id: string }
+    const base = `/api/notebooks/${id}`
+    const response = await ann.request('POST', `${base}/invites`, { role: 'editor' })
+    assert.equal(response.statusCode, 201)
+    const invite = (JSON.parse(response.body) as { data: Record<string, string> }).data
+    assert.match(invite.token ?? '', /^[A-Za-z0-9_-]{32}$/)
+    assert.deepEqual(invite, {
+      id: invite.id,
+      role: 'editor',
+      expires: new Date((T + 7 * 86_400) * 1000).toISOString(),
+      uses: 1,
+      token: invite.token,
+    })
+    assert.deepEqual(await ann.data('GET', `${base}/invites`), [
+      { id: invite.id, role: 'editor', expires: invite.expires, uses: 1 },
+    ])
+    assert.deepEqual(await bob.data('POST', `/api/invites/${invite.token}`), {
+      id,
+      name: 'Club',
+      role: 'editor',
+      members: 2,
+    })
+    const spent = 'This invitation is unknown, expired, used up or withdrawn; ask for a new link.'
+    assertProblem(await cat.request('POST', `/api/invites/${invite.token}`), 404, spent)
+
+    const later = (await ann.data('POST', `${base}/invites`, {
+      role: 'viewer',
+      expires_in: 60,
+      uses: 5,
+    })) as { id: string; token: string }
+    assert.equal((await ann.request('DELETE', `${base}/invites/${later.id}`)).statusCode, 204)
+    assertProblem(await cat.request('POST', `/api/invites/${later.token}`), 404, spent)
+    const short = (await ann.data('POST', `${base}/invites`, {
+      role: 'viewer',
+      expires_in: 60,
+    })) as {
+      token: string
+    }
+    advance(60_000)
+    assertProblem(await cat.request('POST', `/api/invites/${short.token}`), 404, spent)
+    assertProblem(
+      await ann.request('POST', `${base}/invites`, { role: 'viewer', expires_in: 31 * 86_400 }),
+      400,
+      'expires_in must be a whole number of seconds from 1 to 2592000 (30 days); it is 7 days when left out.',
+    )
+    assertProblem(
+      await bob.request('POST', `${base}/invites`, { role: 'viewer' }),
+      403,
+      'Only an owner of this notebook may do this.',
+    )
+  })
+
+  it('limits redemptions to 20 a minute per user', async () => {
+    const { app, advance } = notebookApp(context)
+    const eve = await as(app, 'eve')
+    for (let i = 0; i < 20; i++) {
+      assert.equal((await eve.request('POST', `/api/invites/guess${i}`)).statusCode, 404)
+    }
+    const limited = await eve.request('POST', '/api/invites/guess20')
+    assertProblem(limited, 429, 'At most 20 invitations may be tried per minute; retry in 60 s.')
+    assert.equal(limited.headers['retry-after'], '60')
+    // Another user is not held back by eve.
+    assert.equal((await (await as(app, 'bob')).request('POST', '/api/invites/x')).statusCode, 404)
+    advance(60_000)
+    assert.equal((await eve.request('POST', '/api/invites/guess21')).statusCode, 404)
+  })
+})
+
+describeEachLane('notebooks: streams of members', (context) => {
+  it("sends a removed member's stream `revoked` and ends it; others' streams stay", async (t) => {
+    if (context.lane !== 'server') return t.skip('streams are read on a socket')
+    const { app } = notebookApp(context)
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    t.after(() => app.close())
+    const { port } = app.server.address() as AddressInfo
+    const ann = await as(app, 'ann')
+    const bob = await as(app, 'bob')
+    const cat = await as(app, 'cat')
+    const { id } = (await ann.data('POST', '/api/notebooks', { name: 'Live' })) as { id: string }
+    const base = `/api/notebooks/${id}`
+    await ann.data('PUT', `${base}/members/bob`, { role: 'editor' })
+    await ann.data('PUT', `${base}/members/cat`, { role: 'viewer' })
+    const bobStream = await SseClient.open(port, `${base}/events`, bob.authorization)
+    const catStream = await SseClient.open(port, `${base}/events`, cat.authorization)
+    t.after(() => {
+      bobStream.close()
+      catStream.close()
+    })
+    const opened = (client: SseClient) => client.text.startsWith('retry:')
+    await bobStream.until(opened)
+    await catStream.until(opened)
+    const note = await ann.data('POST', `${base}/note`, { n: 1 })
+    assert.equal((await bobStream.events(1))[0]?.event, 'created')
+    await ann.data('PUT', `${base}/members/bob`, { role: 'viewer' })
+    assert.equal((await ann.request('DELETE', `${base}/members/bob`)).statusCode, 204)
+    const started = Date.now()
+    await bobStream.closed(1000)
+    assert.ok(Date.now() - started < 1000)
+    const events = await bobStream.events(2)
+    assert.deepEqual(
+      { event: events[1]?.event, data: events[1]?.data },
+      { event: 'revoked', data: JSON.stringify({ notebook: id }) },
+    )
+    await ann.data('PATCH', `${base}/note/${String(note.id)}`, { n: 2 })
+    assert.equal((await catStream.events(2))[1]?.event, 'updated')
+    // Deleting the notebook revokes every member's stream, the viewer's too.
+    assert.equal((await ann.request('DELETE', base)).statusCode, 204)
+    await catStream.closed(1000)
+    assert.equal((await catStream.events(3))[2]?.event, 'revoked')
+  })
+})
