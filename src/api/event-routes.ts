@@ -1,6 +1,7 @@
 import type { OutgoingHttpHeaders } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Directory } from '../store/directory.js'
+import { parsePosition } from './all-notebooks-stream.js'
 import { EVENT_STREAM_HEADERS } from './event-framing.js'
 import { isRefused, type Refused, type Target, targetOf } from './notebook-access.js'
 import type { NotebookServices } from './notebook-services.js'
@@ -103,6 +104,52 @@ function serveStream(
 }
 
 /**
+ * GET /api/events?notebooks=all: every notebook the caller's user can read, over one stream that
+ * counts as one toward the caps. Resumed from Last-Event-ID (or `since`), which must be an id this
+ * stream gave.
+ */
+function serveAll(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  services: NotebookServices,
+  directory: Directory | undefined,
+): FastifyReply {
+  const { user } = request
+  if (user === undefined || directory === undefined) {
+    return sendProblem(
+      reply,
+      400,
+      'notebooks=all follows the notebooks of a user: send a user token. A service key follows the shared notebook at /api/events.',
+    )
+  }
+  const header = request.headers['last-event-id']
+  const since =
+    typeof header === 'string' && header !== ''
+      ? header
+      : (new URLSearchParams(queryOf(request.url)).get('since') ?? undefined)
+  const position = since === undefined ? undefined : parsePosition(since)
+  if (since !== undefined && position === undefined) {
+    return sendProblem(reply, 400, 'Last-Event-ID must be an event id this stream sent.')
+  }
+  if (request.method !== 'HEAD' && !services.admitsAll(user)) {
+    return sendProblem(
+      reply,
+      503,
+      `The service serves no more event streams for you now; close one, or retry after ${CAP_RETRY_AFTER_S} s.`,
+      { 'retry-after': String(CAP_RETRY_AFTER_S) },
+    )
+  }
+  reply.hijack()
+  reply.raw.writeHead(200, {
+    ...(reply.getHeaders() as OutgoingHttpHeaders),
+    ...EVENT_STREAM_HEADERS,
+  })
+  if (request.method === 'HEAD') reply.raw.end()
+  else services.openAll(reply.raw, user, position, directory)
+  return reply
+}
+
+/**
  * GET /api/events: the change feed as Server-Sent Events. The route only checks the request and
  * hands the response to the feed, which writes everything after the head. HEAD answers the head
  * alone. Past the cap, or while shutting down, it answers 503 with Retry-After.
@@ -112,8 +159,20 @@ export function registerEventRoutes(
   services: NotebookServices,
   directory?: Directory,
 ): void {
-  // The feed of the caller's default notebook: it sees no change of any other.
-  app.get(EVENTS_ROUTE, (request, reply) => serveStream(request, reply, services, request.notebook))
+  // The feed of the caller's default notebook: it sees no change of any other; or, with
+  // ?notebooks=all, of every notebook the caller can read.
+  app.get(EVENTS_ROUTE, (request, reply) => {
+    const notebooks = new URLSearchParams(queryOf(request.url)).getAll('notebooks')
+    if (notebooks.length === 0) return serveStream(request, reply, services, request.notebook)
+    if (notebooks.length > 1 || notebooks[0] !== 'all') {
+      return sendProblem(
+        reply,
+        400,
+        'notebooks takes one value: all (every notebook you can read).',
+      )
+    }
+    return serveAll(request, reply, services, directory)
+  })
   // The feed of the notebook the path names, for any member: one who loses read access to it
   // gets `revoked`, and the stream ends.
   app.get<{ Params: { nb: string } }>(NOTEBOOK_EVENTS_ROUTE, (request, reply) => {

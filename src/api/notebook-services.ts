@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Directory } from '../store/directory.js'
 import type { NoteStore } from '../store/types.js'
+import { AllNotebooksStream, type Position } from './all-notebooks-stream.js'
 import { ChangeFeed, StreamCount } from './change-feed.js'
 import { revokedText } from './event-framing.js'
 import type { FeedTuning } from './feed-tuning.js'
@@ -43,6 +44,9 @@ export class NotebookServices {
   /** Per notebook, its writing members' operations (over writerFor), by user. */
   readonly #writers = new Map<string, Map<string, NoteOperations>>()
   readonly #feeds = new Map<string, ChangeFeed>()
+  /** The streams of every notebook, and how many each user has open. */
+  readonly #all = new Set<AllNotebooksStream>()
+  readonly #allOf = new Map<string, number>()
   /** The store of each notebook id a member's stream was opened on. */
   readonly #storeOf = new Map<string, string>()
   readonly #streams = new StreamCount()
@@ -147,6 +151,46 @@ export class NotebookServices {
     })
   }
 
+  /**
+   * Whether `user` may open one more stream of every notebook: within the service's cap, and within
+   * a notebook's share of it for that user's streams of every notebook.
+   */
+  admitsAll(user: string): boolean {
+    const { tuning, streamsPerNotebook } = this.#options
+    if (this.#closing || this.#streams.open >= tuning.maxStreams) return false
+    return streamsPerNotebook === undefined || (this.#allOf.get(user) ?? 0) < streamsPerNotebook
+  }
+
+  /**
+   * Takes over a response whose head is set but not sent, and streams every notebook `user` can
+   * read to it, after `position` (undefined: from now). It counts as one stream toward the cap.
+   */
+  openAll(
+    response: ServerResponse,
+    user: string,
+    position: Position | undefined,
+    directory: Directory,
+  ): void {
+    const { storeOf, tuning, onError } = this.#options
+    this.#streams.open++
+    this.#allOf.set(user, (this.#allOf.get(user) ?? 0) + 1)
+    const stream = new AllNotebooksStream(response, user, {
+      directory,
+      storeOf,
+      tuning,
+      onError,
+      onEnd: () => {
+        this.#streams.open--
+        const open = (this.#allOf.get(user) ?? 1) - 1
+        if (open === 0) this.#allOf.delete(user)
+        else this.#allOf.set(user, open)
+        this.#all.delete(stream)
+      },
+    })
+    this.#all.add(stream)
+    void stream.open(position)
+  }
+
   /** True once close() has been called: no stream may open. */
   get closing(): boolean {
     return this.#closing
@@ -160,5 +204,6 @@ export class NotebookServices {
     this.#closing = true
     this.exports.close()
     for (const feed of this.#feeds.values()) feed.close()
+    for (const stream of [...this.#all]) stream.close()
   }
 }

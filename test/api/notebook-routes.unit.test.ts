@@ -24,6 +24,7 @@ function notebookApp(context: SuiteContext, overrides: Partial<Config> = {}) {
     maxBytes: config.maxStoreBytes,
     maxNotesPerNotebook: config.maxNotesPerUser,
     maxBytesPerNotebook: config.maxBytesPerUser,
+    historyLimit: config.changeHistory,
     maxNotebooksPerUser: 3,
     maxMembers: 3,
   })
@@ -427,5 +428,127 @@ describeEachLane('notebooks: streams of members', (context) => {
     assert.equal((await ann.request('DELETE', base)).statusCode, 204)
     await catStream.closed(1000)
     assert.equal((await catStream.events(3))[2]?.event, 'revoked')
+  })
+})
+
+describeEachLane('notebooks: one stream for every notebook', (context) => {
+  /** The named events of a stream, as [event, data] pairs. */
+  const named = (client: SseClient) =>
+    client.messages
+      .filter((message) => message.event !== undefined)
+      .map((message) => [message.event, JSON.parse(message.data ?? 'null')] as const)
+
+  it('streams every notebook the user can read, with joined and left, and resumes by one id', async (t) => {
+    if (context.lane !== 'server') return t.skip('streams are read on a socket')
+    const { app } = notebookApp(context, { changeHistory: 3 })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    t.after(() => app.close())
+    const { port } = app.server.address() as AddressInfo
+    const ann = await as(app, 'ann')
+    const bob = await as(app, 'bob')
+    const annDefault = ((await ann.data('GET', '/api/notebooks/me')) as { id: string }).id
+    const team = (await bob.data('POST', '/api/notebooks', { name: 'Team' })) as { id: string }
+    await bob.data('PUT', `/api/notebooks/${team.id}/members/ann`, { role: 'editor' })
+
+    const stream = await SseClient.open(port, '/api/events?notebooks=all', ann.authorization)
+    t.after(() => stream.close())
+    assert.equal(stream.status, 200)
+    await stream.until((client) => client.messages.length >= 1)
+    const opening = stream.messages[0]
+    assert.equal(opening?.id?.split('~').length, 2)
+    const inTeam = await bob.data('POST', `/api/notebooks/${team.id}/note`, { where: 'team' })
+    const mine = await ann.data('POST', '/api/note', { where: 'mine' })
+    await stream.events(2)
+    assert.deepEqual(named(stream), [
+      ['created', { notebook: team.id, note: inTeam }],
+      ['created', { notebook: annDefault, note: mine }],
+    ])
+
+    // Joined by someone else's act, and by her own (an invitation).
+    const club = (await bob.data('POST', '/api/notebooks', { name: 'Club' })) as { id: string }
+    await bob.data('PUT', `/api/notebooks/${club.id}/members/ann`, { role: 'viewer' })
+    await stream.events(3)
+    assert.deepEqual(named(stream)[2], [
+      'joined',
+      { notebook: { id: club.id, name: 'Club', role: 'viewer', members: 2 } },
+    ])
+    const inClub = await bob.data('POST', `/api/notebooks/${club.id}/note`, { where: 'club' })
+    await stream.events(4)
+    assert.deepEqual(named(stream)[3], ['created', { notebook: club.id, note: inClub }])
+    // Left: nothing more of it.
+    assert.equal(
+      (await bob.request('DELETE', `/api/notebooks/${club.id}/members/ann`)).statusCode,
+      204,
+    )
+    await stream.events(5)
+    assert.deepEqual(named(stream)[4], [
+      'left',
+      { notebook: { id: club.id, name: 'Club', role: 'viewer', members: 2 } },
+    ])
+    await bob.data('POST', `/api/notebooks/${club.id}/note`, { where: 'club, unseen' })
+    const last = stream.messages.at(-1)?.id as string
+    assert.equal(last.split('~').length, 2)
+    stream.close()
+
+    // Away: changes in both notebooks, then back with the last id.
+    const away = [
+      await bob.data('POST', `/api/notebooks/${team.id}/note`, { away: 1 }),
+      await ann.data('POST', '/api/note', { away: 2 }),
+      await ann.data('PATCH', `/api/note/${String(mine.id)}`, { away: 3 }),
+    ]
+    const resumed = await SseClient.open(port, '/api/events?notebooks=all', {
+      ...ann.authorization,
+      'last-event-id': last,
+    })
+    t.after(() => resumed.close())
+    await resumed.events(3)
+    const events = named(resumed)
+    const of = (notebook: string) => events.filter(([, data]) => data.notebook === notebook)
+    assert.deepEqual(of(team.id), [['created', { notebook: team.id, note: away[0] }]])
+    assert.deepEqual(of(annDefault), [
+      ['created', { notebook: annDefault, note: away[1] }],
+      ['updated', { notebook: annDefault, note: away[2] }],
+    ])
+
+    // Too far behind one notebook's history (3 changes kept): a reset of that notebook alone.
+    const position = resumed.messages.at(-1)?.id as string
+    resumed.close()
+    for (let i = 0; i < 5; i++) await ann.data('POST', '/api/note', { flood: i })
+    const teamNote = await bob.data('POST', `/api/notebooks/${team.id}/note`, { after: 'reset' })
+    const again = await SseClient.open(port, '/api/events?notebooks=all', {
+      ...ann.authorization,
+      'last-event-id': position,
+    })
+    t.after(() => again.close())
+    await again.events(2)
+    assert.deepEqual(
+      named(again).sort(([a], [b]) => String(a).localeCompare(String(b))),
+      [
+        ['created', { notebook: team.id, note: teamNote }],
+        ['reset', { notebook: annDefault }],
+      ],
+    )
+  })
+
+  it('refuses a service key and an id it did not give', async () => {
+    const { app } = notebookApp(context)
+    const service = await as(app, '', SERVICE_KEY)
+    assertProblem(
+      await service.request('GET', '/api/events?notebooks=all'),
+      400,
+      'notebooks=all follows the notebooks of a user: send a user token. A service key follows the shared notebook at /api/events.',
+    )
+    const ann = await as(app, 'ann')
+    assertProblem(
+      await ann.request('GET', '/api/events?notebooks=some'),
+      400,
+      'notebooks takes one value: all (every notebook you can read).',
+    )
+    const response = await app.inject({
+      method: 'GET',
+      url: '/api/events?notebooks=all',
+      headers: { ...ann.authorization, 'last-event-id': 'not an id' },
+    })
+    assertProblem(response, 400, 'Last-Event-ID must be an event id this stream sent.')
   })
 })

@@ -1,0 +1,302 @@
+import type { ServerResponse } from 'node:http'
+import type { AccessChange, Directory, NotebookView } from '../store/directory.js'
+import type { Change, NoteStore } from '../store/types.js'
+import { HEARTBEAT, RETRY_MS } from './event-framing.js'
+import type { FeedTuning } from './feed-tuning.js'
+
+/*
+ * GET /api/events?notebooks=all: the changes of every notebook a user can read, over one
+ * connection. Each notebook is followed as the single-notebook feed follows its store (register
+ * for live changes, read the history after the stream's place, send what was held beyond it), and
+ * the stream's place is every notebook's place at once: the event id.
+ *
+ * An event id lists, for every notebook followed, its id and the version token of its last change
+ * sent, joined by '~' (about 35 characters a notebook):
+ *   'n4Qv0b6mJx8y2kTqR1sZ3w.k2x9q1.5~Zt3kq0PaW1c9yq2mBv7xLg.9aa0b1.1c'
+ */
+
+/** Longest event id read back (Last-Event-ID): Node's header limit is 16 KiB. */
+export const MAX_POSITION_LENGTH = 16 * 1024
+/** Where a resumed stream stands: each notebook's version token, by notebook id. */
+export type Position = ReadonlyMap<string, string>
+
+/**
+ * 'n4Qv...Z3w.k2x9q1.5~Zt3k...xLg.9aa0b1.1c' -> Map { 'n4Qv...Z3w' => 'k2x9q1.5', ... }; undefined for
+ * text that is not an id this stream gave.
+ */
+export function parsePosition(text: string): Position | undefined {
+  if (text.length > MAX_POSITION_LENGTH || !/^[A-Za-z0-9._~-]+$/.test(text)) return undefined
+  const position = new Map<string, string>()
+  for (const entry of text.split('~')) {
+    const dot = entry.indexOf('.')
+    if (dot < 1 || dot === entry.length - 1) return undefined
+    position.set(entry.slice(0, dot), entry.slice(dot + 1))
+  }
+  return position
+}
+
+/** One notebook followed by a stream, and where the stream stands in its changes. */
+interface Followed {
+  readonly view: NotebookView
+  readonly store: NoteStore
+  /** The version token of the last change sent (or the one it starts after). */
+  token: string
+  /** Its sequence; undefined until the first read of the history tells it. */
+  last: number | undefined
+  /** Live changes that arrived while the history was read: sent after it. */
+  held: Change[]
+  reading: boolean
+  /** Changes that came while reading: read the history again once done. */
+  again: boolean
+  unsubscribe: () => void
+}
+
+export interface AllNotebooksOptions {
+  directory: Directory
+  /** The store of a notebook's notes, by store name. */
+  storeOf: (store: string) => NoteStore
+  tuning: FeedTuning
+  onError: (err: unknown) => void
+  /** Called once when the stream ends, however it ends. */
+  onEnd: () => void
+}
+
+/** The sequence of a version token: 'k2x9q1.1c' -> 48. */
+function sequenceOf(token: string): number | undefined {
+  const digits = token.slice(token.lastIndexOf('.') + 1)
+  return /^[0-9a-z]{1,11}$/.test(digits) ? Number.parseInt(digits, 36) : undefined
+}
+
+/**
+ * One user's stream of every notebook they can read. Changes come as `created`, `updated` and
+ * `deleted` with `{"notebook": id, "note": ...}`; `joined` and `left` with `{"notebook": <as
+ * listed>}` when the user gains or loses one; `reset` with `{"notebook": id}` when a resumed
+ * position is older than that notebook's history (it is followed from now on).
+ */
+export class AllNotebooksStream {
+  readonly #response: ServerResponse
+  readonly #user: string
+  readonly #options: AllNotebooksOptions
+  readonly #followed = new Map<string, Followed>()
+  #closed = false
+  #heartbeat: NodeJS.Timeout | undefined
+  #stopDirectory: (() => void) | undefined
+  /** Changes of access heard while the stream was opening: applied once it is open. */
+  #early: AccessChange[] | undefined = []
+
+  constructor(response: ServerResponse, user: string, options: AllNotebooksOptions) {
+    this.#response = response
+    this.#user = user
+    this.#options = options
+    response.once('close', () => this.#end())
+  }
+
+  /** Starts the stream after `position` (Last-Event-ID), or from now when it is undefined. */
+  async open(position: Position | undefined): Promise<void> {
+    const { directory } = this.#options
+    // Registered before the list is read: a change of access meanwhile is not missed.
+    this.#stopDirectory = directory.subscribe((change) => {
+      if (change.type !== 'joined' && change.type !== 'left') return
+      if (change.user !== this.#user) return
+      if (this.#early !== undefined) this.#early.push(change)
+      else void this.#access(change).catch((err: unknown) => this.#fail(err))
+    })
+    try {
+      const views = await directory.list(this.#user)
+      if (this.#closed) return
+      const joined: string[] = []
+      for (const view of views) {
+        const followed = await this.#follow(view)
+        if (followed === undefined) continue
+        if (this.#closed) return
+        const token = position?.get(view.id)
+        if (token !== undefined) {
+          followed.token = token
+          followed.last = undefined
+        } else if (position !== undefined) {
+          // Joined while the client was away: it learns of it, and follows it from now.
+          joined.push(view.id)
+        }
+      }
+      this.#response.flushHeaders()
+      let opening = `retry: ${RETRY_MS}\nid: ${this.#id()}\ndata: {}\n\n`
+      if (position !== undefined) {
+        for (const id of position.keys()) {
+          // A notebook of the position the user is no longer in: it was left while away.
+          if (!this.#followed.has(id)) {
+            opening += `event: left\nid: ${this.#id()}\ndata: ${JSON.stringify({ notebook: { id } })}\n\n`
+          }
+        }
+        for (const id of joined) {
+          const followed = this.#followed.get(id) as Followed
+          opening += `event: joined\nid: ${this.#id()}\ndata: ${JSON.stringify({ notebook: followed.view })}\n\n`
+        }
+      }
+      this.#write(opening)
+      this.#heartbeat = setInterval(
+        () => this.#write(HEARTBEAT.raw.toString()),
+        this.#options.tuning.heartbeatMs,
+      )
+      this.#heartbeat.unref()
+      for (const followed of this.#followed.values()) void this.#catchUp(followed)
+      const early = this.#early ?? []
+      this.#early = undefined
+      for (const change of early) await this.#access(change)
+    } catch (err) {
+      this.#fail(err)
+    }
+  }
+
+  /** Starts following a notebook from its current version (catchUp reads what follows). */
+  async #follow(view: NotebookView): Promise<Followed | undefined> {
+    const access = await this.#options.directory.access(this.#user, view.id)
+    if (access === undefined) return undefined
+    const store = this.#options.storeOf(access.store)
+    const followed: Followed = {
+      view,
+      store,
+      token: '',
+      last: undefined,
+      held: [],
+      reading: false,
+      again: false,
+      unsubscribe: () => {},
+    }
+    followed.unsubscribe = store.subscribe((change) => this.#receive(followed, change))
+    followed.token = await store.version()
+    followed.last = sequenceOf(followed.token)
+    this.#followed.set(view.id, followed)
+    return followed
+  }
+
+  /** The stream's place: every notebook's id and last token. */
+  #id(): string {
+    return [...this.#followed.entries()]
+      .map(([id, followed]) => `${id}.${followed.token}`)
+      .join('~')
+  }
+
+  #receive(followed: Followed, change: Change): void {
+    if (this.#closed || this.#followed.get(followed.view.id) !== followed) return
+    if (followed.reading || this.#early !== undefined) {
+      followed.held.push(change)
+      followed.again ||= followed.held.length > this.#options.tuning.historyPage
+      return
+    }
+    const last = followed.last
+    if (last !== undefined && change.sequence <= last) return
+    if (last === undefined || change.sequence !== last + 1) {
+      // A gap, or a place not known yet: the history has what lies between.
+      followed.held.push(change)
+      void this.#catchUp(followed)
+      return
+    }
+    this.#send(followed, change)
+  }
+
+  #send(followed: Followed, change: Change): void {
+    followed.last = change.sequence
+    followed.token = change.version
+    const data = `{"notebook":${JSON.stringify(followed.view.id)},"note":${change.data}}`
+    this.#write(`event: ${change.type}\nid: ${this.#id()}\ndata: ${data}\n\n`)
+  }
+
+  /** Sends a notebook's history after its token, then what it held, then takes it live. */
+  async #catchUp(followed: Followed): Promise<void> {
+    if (followed.reading) {
+      followed.again = true
+      return
+    }
+    followed.reading = true
+    try {
+      do {
+        followed.again = false
+        followed.held = []
+        for (;;) {
+          const page = this.#options.tuning.historyPage
+          const changes = await followed.store.changesSince(followed.token, page)
+          if (this.#closed || this.#followed.get(followed.view.id) !== followed) return
+          if (changes === undefined) {
+            // Too old for this notebook's history (or another epoch): it is followed from now.
+            followed.token = await followed.store.version()
+            followed.last = sequenceOf(followed.token)
+            followed.held = []
+            this.#write(
+              `event: reset\nid: ${this.#id()}\ndata: ${JSON.stringify({ notebook: followed.view.id })}\n\n`,
+            )
+            break
+          }
+          followed.last ??= sequenceOf(followed.token)
+          for (const change of changes) this.#send(followed, change)
+          if (changes.length < page) break
+        }
+        for (const change of followed.held.splice(0)) {
+          const last = followed.last
+          if (last !== undefined && change.sequence === last + 1) this.#send(followed, change)
+          else if (last === undefined || change.sequence > last) followed.again = true
+        }
+      } while (followed.again && !this.#closed)
+    } catch (err) {
+      this.#fail(err)
+    } finally {
+      followed.reading = false
+    }
+  }
+
+  /** The user joined or left a notebook. */
+  async #access(change: AccessChange): Promise<void> {
+    if (this.#closed || change.type === 'renamed' || change.type === 'role') return
+    const current = this.#followed.get(change.notebook)
+    if (change.type === 'left') {
+      if (current === undefined) return
+      // Nothing more of it: no change held or arriving later is sent.
+      current.unsubscribe()
+      this.#followed.delete(change.notebook)
+      const view = { ...current.view }
+      this.#write(`event: left\nid: ${this.#id()}\ndata: ${JSON.stringify({ notebook: view })}\n\n`)
+      return
+    }
+    if (current !== undefined) return
+    const view = (await this.#options.directory.list(this.#user)).find(
+      (notebook) => notebook.id === change.notebook,
+    )
+    if (view === undefined || this.#closed || this.#followed.has(change.notebook)) return
+    const followed = await this.#follow(view)
+    if (followed === undefined || this.#closed) return
+    this.#write(`event: joined\nid: ${this.#id()}\ndata: ${JSON.stringify({ notebook: view })}\n\n`)
+    void this.#catchUp(followed)
+  }
+
+  #write(text: string): void {
+    if (this.#closed) return
+    const response = this.#response
+    response.write(text)
+    if (response.writableLength > this.#options.tuning.maxBacklogBytes) {
+      // The client does not read: it resumes from its last id.
+      response.destroy()
+    }
+  }
+
+  #fail(err: unknown): void {
+    if (this.#closed) return
+    this.#options.onError(err)
+    this.#response.destroy()
+  }
+
+  /** Ends the stream (and, when the client has not, its response). */
+  close(): void {
+    if (this.#closed) return
+    this.#response.end()
+    this.#end()
+  }
+
+  #end(): void {
+    if (this.#closed) return
+    this.#closed = true
+    clearInterval(this.#heartbeat)
+    this.#stopDirectory?.()
+    for (const followed of this.#followed.values()) followed.unsubscribe()
+    this.#followed.clear()
+    this.#options.onEnd()
+  }
+}
