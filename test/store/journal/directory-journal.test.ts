@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
+import { encodeRecord } from '../../../src/durable/record-frame.js'
 import { isRefusal, notebookStore, type Refusal } from '../../../src/store/directory.js'
+import { JournalOpenError } from '../../../src/store/journal/journal-open-error.js'
 import {
   JournaledNotebooks,
   type JournaledNotebooksOptions,
@@ -144,6 +146,25 @@ describe('JournaledNotebooks: the directory across a compaction', () => {
     assert.equal(journal.stats().notes, 3)
     assert.equal(journal.notebook(notebookStore(gone.id)).list().json, '[]')
     assert.equal(JSON.parse(journal.notebook('user:ann').list().json).length, 3)
+  })
+})
+
+describe('JournaledNotebooks: a damaged directory record', () => {
+  it('refuses to open, naming the byte where the record starts', async () => {
+    const path = freshPath()
+    const journal = open({ path })
+    await journal.directory.create('ann', 'Fine')
+    await journal.close()
+    const offset = statSync(path).size
+    appendFileSync(path, encodeRecord('{"t":"dir","r":[{"t":"grant","id":"x"}]}'))
+    appendFileSync(path, encodeRecord('{"t":"dir","r":[]}'))
+    assert.throws(
+      () => open({ path }),
+      (err) =>
+        err instanceof JournalOpenError &&
+        err.message ===
+          `DATA_FILE ${path} is damaged at byte ${offset}: a directory change of type "grant"; restore it from a backup or move it away.`,
+    )
   })
 })
 
