@@ -1,6 +1,7 @@
 import { parseJson } from '../../client/parse-json.js'
 import { encodeRecord } from '../../durable/record-frame.js'
 import { etagOf } from '../kernel/version-token.js'
+import type { DirectoryRecord } from '../memory/memory-directory.js'
 import type { MemoryNoteStore } from '../memory/memory-store.js'
 import type { ImageNote, RememberedKey, StoreImage } from '../memory/records.js'
 import type { Change } from '../types.js'
@@ -9,7 +10,7 @@ import type { DecodedRecord } from './record-format.js'
 
 /**
  * What the journal's records say, as JSON payloads of record-format's frames, and
- * how they are replayed into memory stores, one per notebook.
+ * how they are replayed into memory stores, one per notebook, and into the directory.
  *
  * A record of a notebook other than the shared one names it (`nb`); the shared notebook's carry
  * none, so a journal written without user tokens reads the same with them.
@@ -18,9 +19,15 @@ import type { DecodedRecord } from './record-format.js'
  *   {"t":"d","s":9,"p":7,"id":1700000000000}
  *   a batch, whose writes are replayed all or none, as one record with its key and answer:
  *   {"t":"b","w":[{"t":"c",...},{"t":"u",...}],"key":["k","fp",1700086400000,1700000000000,"{...}"]}
- *   a snapshot (compaction, import) at the start of the file: per notebook an "image" record,
- *   {"t":"image","s":9,"hs":0,"last":1700000000000,"nb":"user:ann"}, then its "n" (a note), "h"
- *   (a change of the history) and "k" (an idempotency key) records.
+ *   an act of the directory (notebooks, members, invitations), its DirectoryRecords in one record,
+ *   replayed all or none and in order with the writes (a "remove" drops its notebook's notes,
+ *   which are all before it):
+ *   {"t":"dir","r":[{"t":"notebook","id":"n4Q...","name":"Trip","store":"nb:n4Q..."},
+ *     {"t":"role","id":"n4Q...","user":"ann","role":"owner"}]}
+ *   a snapshot (compaction, import) at the start of the file: a compaction's first rebuilds the
+ *   directory as it is, a "dir" record per notebook (an import writes none); then per notebook an
+ *   "image" record, {"t":"image","s":9,"hs":0,"last":1700000000000,"nb":"user:ann"}, then its "n" (a note),
+ *   "h" (a change of the history) and "k" (an idempotency key) records.
  */
 export type Payload =
   | WritePayload
@@ -34,6 +41,7 @@ export type Payload =
   | { t: 'n'; p: number; m: number; etag: string; json: string }
   | ({ t: 'h' } & Change)
   | { t: 'k'; k: string; f: string; x: number; m: number; etag: string; json: string }
+  | { t: 'dir'; r: readonly DirectoryRecord[] }
 
 /** The payload of one write. */
 export type WritePayload =
@@ -70,6 +78,23 @@ export function imageRecords(image: StoreImage, notebook = SHARED_NOTEBOOK): Buf
   return frames
 }
 
+/** The directory's `records` in frames for a snapshot: one per notebook, with its members and invitations. */
+export function directoryRecords(records: Iterable<DirectoryRecord>): Buffer[] {
+  const frames: Buffer[] = []
+  let act: DirectoryRecord[] = []
+  const add = () => {
+    if (act.length > 0)
+      frames.push(encodeRecord(JSON.stringify({ t: 'dir', r: act } satisfies Payload)))
+    act = []
+  }
+  for (const record of records) {
+    if (record.t === 'notebook') add()
+    act.push(record)
+  }
+  add()
+  return frames
+}
+
 /** A record that does not follow from the ones before it: where it is and what is wrong. */
 export class JournalDamage extends Error {
   readonly offset: number
@@ -81,23 +106,34 @@ export class JournalDamage extends Error {
 
 /**
  * Replays `records` into the memory stores of their notebooks (`storeOf`, which makes a missing
- * one): the images at the start, then every write in order.
+ * one) and the directory (`directory`, told each DirectoryRecord): the snapshot at the start, then
+ * every write and act in order.
  * @throws JournalDamage naming the first record that does not follow
  */
 export function replayJournal(
   records: readonly DecodedRecord[],
   storeOf: (notebook: string) => MemoryNoteStore,
+  directory: (record: DirectoryRecord) => void,
 ): void {
   let i = 0
   try {
-    while (i < records.length && parse(records[i] as DecodedRecord).t === 'image') {
-      i = loadImage(storeOf, records, i)
-    }
-    for (; i < records.length; i++) {
+    // Images only in the snapshot: before the first write.
+    let snapshot = true
+    while (i < records.length) {
       const payload = parse(records[i] as DecodedRecord)
-      const notebook = (payload as { nb?: unknown }).nb ?? SHARED_NOTEBOOK
-      if (typeof notebook !== 'string') throw new Error('a notebook name that is not a string')
-      replayRecord(storeOf(notebook), payload)
+      if (payload.t === 'image' && snapshot) {
+        i = loadImage(storeOf, records, i)
+        continue
+      }
+      if (payload.t === 'dir') {
+        replayDirectory(payload.r, directory)
+      } else {
+        snapshot = false
+        const notebook = (payload as { nb?: unknown }).nb ?? SHARED_NOTEBOOK
+        if (typeof notebook !== 'string') throw new Error('a notebook name that is not a string')
+        replayRecord(storeOf(notebook), payload)
+      }
+      i++
     }
   } catch (err) {
     if (err instanceof JournalDamage) throw err
@@ -147,6 +183,28 @@ function loadImage(
     throw new JournalDamage((records[start] as DecodedRecord).offset, (err as Error).message)
   }
   return i
+}
+
+const DIRECTORY_RECORDS: ReadonlySet<unknown> = new Set<DirectoryRecord['t']>([
+  'notebook',
+  'name',
+  'remove',
+  'role',
+  'leave',
+  'invite',
+  'spend',
+  'withdraw',
+])
+
+function replayDirectory(records: unknown, directory: (record: DirectoryRecord) => void): void {
+  if (!Array.isArray(records)) throw new Error('a directory record without its changes')
+  for (const record of records as unknown[]) {
+    const type = typeof record === 'object' && record !== null && (record as { t?: unknown }).t
+    if (!DIRECTORY_RECORDS.has(type)) {
+      throw new Error(`a directory change of type ${JSON.stringify(type)}`)
+    }
+    directory(record as DirectoryRecord)
+  }
 }
 
 function replayRecord(memory: MemoryNoteStore, payload: Payload): void {

@@ -1,13 +1,16 @@
 import { createHash } from 'node:crypto'
 import { Capacity } from '../kernel/capacity.js'
+import { guardedStore } from '../kernel/guarded-store.js'
 import { IdSpace } from '../kernel/id-space.js'
 import { randomEpoch } from '../kernel/version-token.js'
+import { DEFAULT_DIRECTORY_LIMITS } from '../memory/memory-notebooks.js'
 import type { MemoryStoreOptions, SharedParts } from '../memory/options.js'
-import type { Notebooks, StoreStats } from '../types.js'
+import type { Notebooks, NoteStore, StoreStats } from '../types.js'
 import { SHARED_NOTEBOOK } from '../types.js'
 import { JournalFile } from './journal-file.js'
 import { JournalOpenError } from './journal-open-error.js'
-import { imageRecords, JournalDamage, replayJournal } from './journal-records.js'
+import { directoryRecords, imageRecords, JournalDamage, replayJournal } from './journal-records.js'
+import { JournaledDirectory } from './journaled-directory.js'
 import { JournaledStore, type JournalHost } from './journaled-store.js'
 import { type DecodedRecord, decodeJournal } from './record-format.js'
 
@@ -24,6 +27,10 @@ export interface JournaledNotebooksOptions extends JournaledStoreOptions {
   maxNotesPerNotebook?: number
   /** Most UTF-8 bytes of note JSON one notebook holds (MAX_BYTES_PER_USER); default maxBytes. */
   maxBytesPerNotebook?: number
+  /** Notebooks one user owns at most (MAX_NOTEBOOKS_PER_USER); default 100. */
+  maxNotebooksPerUser?: number
+  /** Members one notebook has at most (MAX_MEMBERS); default 100. */
+  maxMembers?: number
 }
 
 /**
@@ -32,7 +39,8 @@ export interface JournaledNotebooksOptions extends JournaledStoreOptions {
  * keeps them (one IdSpace, so ids are unique over the service; the service's caps beside each
  * notebook's). The shared notebook's epoch is the journal's; another's is derived from the
  * journal's epoch and its name, so it survives restarts without a record of its own, differs
- * between notebooks, and changes with the journal's (an import).
+ * between notebooks, and changes with the journal's (an import). The directory's acts are records
+ * of the same journal, in the same group commit as the notes' writes (journaled-directory.ts).
  */
 export class JournaledNotebooks implements Notebooks, JournalHost {
   readonly dropped: { offset: number; bytes: number } | undefined
@@ -42,6 +50,8 @@ export class JournaledNotebooks implements Notebooks, JournalHost {
   readonly #notebooks = new Map<string, JournaledStore>()
   #shared: SharedParts
   #closed = false
+  /** Who may see which notebook. */
+  readonly directory: JournaledDirectory
 
   /**
    * Opens (or creates) the journal at `options.path`, under its lock, and replays it.
@@ -50,6 +60,12 @@ export class JournaledNotebooks implements Notebooks, JournalHost {
   constructor(options: JournaledNotebooksOptions) {
     this.#options = options
     this.#shared = this.#newShared()
+    this.directory = new JournaledDirectory(this, {
+      maxNotebooksPerUser:
+        options.maxNotebooksPerUser ?? DEFAULT_DIRECTORY_LIMITS.maxNotebooksPerUser,
+      maxMembers: options.maxMembers ?? DEFAULT_DIRECTORY_LIMITS.maxMembers,
+      dropNotes: (store) => this.drop(store),
+    })
     const opened = JournalFile.open({
       path: options.path,
       newEpoch: randomEpoch,
@@ -78,7 +94,13 @@ export class JournaledNotebooks implements Notebooks, JournalHost {
     let notebook = this.#notebooks.get(name)
     if (notebook === undefined) {
       const { path: _path, compactMinBytes: _min, ...memory } = this.#options
-      const { maxNotesPerNotebook, maxBytesPerNotebook, ...service } = memory
+      const {
+        maxNotesPerNotebook,
+        maxBytesPerNotebook,
+        maxNotebooksPerUser: _notebooks,
+        maxMembers: _members,
+        ...service
+      } = memory
       const single = maxNotesPerNotebook === undefined && maxBytesPerNotebook === undefined
       notebook = new JournaledStore(this, name, {
         ...service,
@@ -92,6 +114,22 @@ export class JournaledNotebooks implements Notebooks, JournalHost {
       this.#notebooks.set(name, notebook)
     }
     return notebook
+  }
+
+  writerFor(name: string, user: string): NoteStore {
+    return guardedStore(this.notebook(name), () => this.directory.roleIn(name, user))
+  }
+
+  /**
+   * Removes the notebook's notes from memory and gives back their room, as MemoryNotebooks.drop;
+   * the directory's 'remove' record, before which all its notes were written, is what keeps it
+   * removed in the journal, and a compaction no longer writes them.
+   */
+  drop(name: string): void {
+    const notebook = this.#notebooks.get(name)
+    if (notebook === undefined) return
+    notebook.memory.release()
+    this.#notebooks.delete(name)
   }
 
   /**
@@ -142,7 +180,12 @@ export class JournaledNotebooks implements Notebooks, JournalHost {
   #rebuild(records: readonly DecodedRecord[]): void {
     this.#shared = this.#newShared()
     for (const notebook of this.#notebooks.values()) notebook.reset(this.#shared)
-    replayJournal(records, (name) => this.notebook(name).memory)
+    this.directory.reset()
+    replayJournal(
+      records,
+      (name) => this.notebook(name).memory,
+      (record) => this.directory.replay(record),
+    )
     for (const notebook of this.#notebooks.values()) notebook.ready()
   }
 
@@ -153,9 +196,9 @@ export class JournaledNotebooks implements Notebooks, JournalHost {
     return decoded.records
   }
 
-  /** The snapshot a compaction writes: the shared notebook first, then every other. */
+  /** The snapshot a compaction writes: the directory, the shared notebook, then every other. */
   #image(): Buffer[] {
-    const frames: Buffer[] = []
+    const frames: Buffer[] = directoryRecords(this.directory.records())
     const shared = this.#notebooks.get(SHARED_NOTEBOOK)
     frames.push(...imageRecords((shared ?? this.notebook(SHARED_NOTEBOOK)).memory.image()))
     for (const [name, notebook] of this.#notebooks) {

@@ -294,8 +294,11 @@ function writePayload(
   }
 }
 
-/** The disk's refusal as the store's: 507 when it is full, 503 otherwise. */
-function writeError(err: unknown): Error {
+/** The disk's refusal as the store's: 507 when it is full, 503 (with `message`) otherwise. */
+export function writeError(
+  err: unknown,
+  message = 'The store could not write the note to its disk.',
+): Error {
   const code = (err as NodeJS.ErrnoException).code
   if (code === 'ENOSPC' || code === 'EDQUOT') {
     return new StoreFullError(
@@ -303,7 +306,7 @@ function writeError(err: unknown): Error {
       'Try again later.',
     )
   }
-  return new StoreUnavailableError('The store could not write the note to its disk.', 1, {
+  return new StoreUnavailableError(message, 1, {
     cause: `${code ?? 'error'}: ${(err as Error).message}`,
   })
 }
