@@ -7,8 +7,10 @@ import { DEFAULT_FEED_TUNING, type FeedTuning } from './api/feed-tuning.js'
 import { registerJsonBodyParser } from './api/json-body.js'
 import { NoteOperations } from './api/note-operations.js'
 import { registerNoteRoutes } from './api/note-routes.js'
+import { isRefused, type Refused, type Target, targetOf } from './api/notebook-access.js'
 import { registerNotebookRoutes } from './api/notebook-routes.js'
 import { NotebookServices } from './api/notebook-services.js'
+import { problemAnswer } from './api/problem.js'
 import { AccessKeys } from './auth/access-keys.js'
 import { Callers, registerCallers } from './auth/callers.js'
 import type { UserTokens } from './auth/user-tokens.js'
@@ -82,6 +84,9 @@ export interface AppOptions {
   feed?: Partial<Omit<FeedTuning, 'maxStreams'>>
 }
 
+/** Who the lane serves when neither keys nor tokens are on: everyone, on the shared notebook. */
+const OPEN_DECISION = { notebook: SHARED_NOTEBOOK, user: undefined } as const
+
 /**
  * Builds the notes service without listening: tests call it through `inject`, the server
  * listens on it. Timeouts and limits are set here so both run the same server.
@@ -152,6 +157,19 @@ export function buildApp({
           ? shared
           : services.operations(decision.notebook)
       }
+  // The same for a notebook the path names (`me`, or one the caller is a member of).
+  const operationsIn = (request: IncomingMessage, nb: string, write: boolean) => {
+    const decision = callers.guarding ? callers.decideNow(request) : OPEN_DECISION
+    if (decision === undefined || ('allowed' in decision && !decision.allowed)) return undefined
+    const scope = (target: Target | Refused) => {
+      if (isRefused(target)) return problemAnswer(target.status, target.detail)
+      const { store, guardedFor } = target
+      if (write && guardedFor !== undefined) return services.operationsAs(store, guardedFor)
+      return store === SHARED_NOTEBOOK ? shared : services.operations(store)
+    }
+    const target = targetOf(decision, nb, directory, write)
+    return target instanceof Promise ? target.then(scope) : scope(target)
+  }
   let closing = false
   // The note routes' everyday requests skip Fastify unless a feature that lives in Fastify's hooks
   // is on; `app.inject` always goes through Fastify (tests reach the lane through the listener).
@@ -169,6 +187,7 @@ export function buildApp({
         ? withFastLane(
             {
               operationsFor,
+              operationsIn,
               bodyLimit: config.bodyLimit,
               maxDepth: config.maxDepth,
               requestId,

@@ -1,4 +1,3 @@
-import type { FastifyRequest } from 'fastify'
 import type { Directory, Role } from '../store/directory.js'
 import type { MaybePromise } from '../store/types.js'
 
@@ -41,7 +40,7 @@ export interface Refused {
  * notebook that does not exist), and a write needs an editor or owner (else 403).
  */
 export function targetOf(
-  request: Pick<FastifyRequest, 'notebook' | 'user'>,
+  request: { readonly notebook: string; readonly user?: string | undefined },
   nb: string,
   directory: Directory | undefined,
   write: boolean,

@@ -1,6 +1,6 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
-import { type Answer, JSON_CONTENT_TYPE, NOTES_PATH } from '../api/answer.js'
+import { Answer, JSON_CONTENT_TYPE, NOTES_PATH } from '../api/answer.js'
 import { writeAnswer } from '../api/answer-head.js'
 import { type FailureReporter, problemForError } from '../api/error-handling.js'
 import { parseUtf8JsonObject } from '../api/json-body.js'
@@ -19,6 +19,16 @@ export interface FastLaneOptions {
    * it to Fastify: a caller the keys or tokens refuse, or whose token is not verified yet.
    */
   operationsFor: (request: IncomingMessage) => NoteOperations | undefined
+  /**
+   * The operations of notebook `nb` (a path's `/api/notebooks/:nb/`) for this request, for a read
+   * or a `write`: an Answer when the caller's role there refuses it (404, 403), or undefined when
+   * the lane must leave it to Fastify, as operationsFor. Without it, Fastify serves those paths.
+   */
+  operationsIn?: (
+    request: IncomingMessage,
+    nb: string,
+    write: boolean,
+  ) => MaybePromise<NoteOperations | Answer> | undefined
   bodyLimit: number
   maxDepth: number
   /** The same generator Fastify's `genReqId` uses, so ids stay unique across both lanes. */
@@ -33,6 +43,12 @@ export interface FastLaneOptions {
 
 const NOTE_PREFIX = `${NOTES_PATH}/`
 const LIST_WITH_QUERY = `${NOTES_PATH}?`
+const NOTEBOOKS_PREFIX = '/api/notebooks/'
+/** The metrics' route labels of the note routes in a named notebook. */
+const NOTEBOOK_NOTES_ROUTE = '/api/notebooks/:nb/note'
+const NOTEBOOK_NOTE_ROUTE = '/api/notebooks/:nb/note/:id'
+/** A notebook id (or `me`) as the lane takes it: anything else goes to Fastify's router. */
+const NOTEBOOK_ID = /^[A-Za-z0-9_-]{1,64}$/
 
 /**
  * Takes the five note operations in their everyday form straight from node:http, and hands
@@ -161,7 +177,81 @@ export function withFastLane(options: FastLaneOptions, fallback: RequestListener
     }
   }
 
+  /**
+   * `/api/notebooks/<nb>/note...` in the same everyday forms as `/api/note...`: true when taken.
+   * The notebook's operations may come later (a database's directory), or be a refusal.
+   */
+  const inNotebook = (request: IncomingMessage, response: ServerResponse, url: string): boolean => {
+    const operationsIn = options.operationsIn
+    if (operationsIn === undefined || closing()) return false
+    const slash = url.indexOf('/', NOTEBOOKS_PREFIX.length)
+    if (slash === -1) return false
+    const nb = url.slice(NOTEBOOKS_PREFIX.length, slash)
+    if (!NOTEBOOK_ID.test(nb)) return false
+    const rest = url.slice(slash)
+    const { method } = request
+    let write: boolean
+    let route: string
+    let run: (operations: NoteOperations, fields: NoteFields) => MaybePromise<Answer>
+    if (rest === '/note' || rest.startsWith('/note?')) {
+      route = NOTEBOOK_NOTES_ROUTE
+      if (method === 'GET') {
+        write = false
+        const query = rest.length > 5 ? rest.slice(6) : ''
+        run = (operations) => operations.list(query, request.headers)
+      } else if (method === 'POST' && rest === '/note' && hasJsonBody(request)) {
+        write = true
+        run = (operations, fields) => operations.create(fields, request.headers)
+      } else {
+        return false
+      }
+    } else if (rest.startsWith('/note/')) {
+      const segment = rest.slice(6)
+      const id = parseNoteId(segment)
+      if (id === undefined) return false
+      route = NOTEBOOK_NOTE_ROUTE
+      if (method === 'GET') {
+        write = false
+        run = (operations) => operations.get(id, request.headers)
+      } else if (method === 'PATCH' && hasJsonBody(request)) {
+        write = true
+        run = (operations, fields) => operations.update(id, fields, 'merge', request.headers)
+      } else if (method === 'DELETE' && hasNoBody(request)) {
+        write = true
+        run = (operations) => operations.delete(id, segment, request.headers)
+      } else {
+        return false
+      }
+    } else {
+      return false
+    }
+    const found = operationsIn(request, nb, write)
+    if (found === undefined) return false
+    const exchange = new Exchange(request, response, route)
+    const answer = (fields: NoteFields): void => {
+      try {
+        if (found instanceof Promise) {
+          exchange.settle(
+            found.then((settled) => (settled instanceof Answer ? settled : run(settled, fields))),
+          )
+        } else {
+          exchange.settle(found instanceof Answer ? found : run(found, fields))
+        }
+      } catch (err) {
+        exchange.fail(err)
+      }
+    }
+    if (method === 'POST' || method === 'PATCH') exchange.readFields(answer)
+    else answer({})
+    return true
+  }
+
   return (request, response) => {
+    const { url: target } = request
+    if (target?.startsWith(NOTEBOOKS_PREFIX) === true) {
+      if (!inNotebook(request, response, target)) fallback(request, response)
+      return
+    }
     const operations = operationsFor(request)
     if (operations === undefined) {
       fallback(request, response)

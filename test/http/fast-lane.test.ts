@@ -53,6 +53,14 @@ const PATH = fc.oneof(
   ID.map((id) => `/api/note/${id}?q`),
   fc.constant('/api/note/%31000'),
   fc.constant('/api/notes'),
+  // The same routes in a notebook the path names: the caller's own (`me`), or one not theirs.
+  fc.constantFrom('me', 'AAAAAAAAAAAAAAAAAAAAAA', 'm%65', 'me/').chain((nb) =>
+    fc.oneof(
+      fc.constant(`/api/notebooks/${nb}/note`),
+      fc.constant(`/api/notebooks/${nb}/note?limit=1`),
+      ID.map((id) => `/api/notebooks/${nb}/note/${id}`),
+    ),
+  ),
 )
 const CONTENT_TYPE = fc.constantFrom(
   undefined,
@@ -171,6 +179,12 @@ describeEachStore(
         { method: 'PATCH', url: '/api/note/1000', headers: json, payload: '{"body":"b"}' },
         { method: 'PATCH', url: '/api/note/1000', headers: json, payload: '{"body":' },
         { method: 'DELETE', url: '/api/note/1000' },
+        { method: 'POST', url: '/api/notebooks/me/note', headers: json, payload: '{"t":"b"}' },
+        { method: 'GET', url: '/api/notebooks/me/note?limit=1' },
+        { method: 'GET', url: '/api/notebooks/me/note/1001' },
+        { method: 'PATCH', url: '/api/notebooks/me/note/1001', headers: json, payload: '{}' },
+        { method: 'DELETE', url: '/api/notebooks/me/note/1001' },
+        { method: 'GET', url: '/api/notebooks/AAAAAAAAAAAAAAAAAAAAAA/note/1001' },
       ]
       for (const request of everyday) await viaServer(request)
       assert.equal(counted.fastify, 0)
