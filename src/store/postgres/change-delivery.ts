@@ -133,18 +133,33 @@ function isGone(err: unknown): boolean {
 }
 
 /**
+ * Woken by the listener besides the notebooks' deliveries (the directory's changes of access):
+ * on every notification on `channel`, once LISTEN is in place, and on every poll.
+ */
+export interface Follower {
+  /** A channel of ours, a plain identifier: 'notes_access'. */
+  readonly channel: string
+  pump(): void
+}
+
+/**
  * The one connection of an instance that LISTENs for the changes of every notebook, and the
  * deliveries it wakes: a notification names the notebook that changed. A poll every `pollMs`
  * reads the sequences of the notebooks followed here (one statement for all of them) and pumps
- * those that are behind, in case a notification was lost with a connection. The connection and
- * the timer exist only while some notebook has subscribers.
+ * those that are behind, in case a notification was lost with a connection; followers are
+ * pumped on every poll. The connection and the timer exist only while some notebook has
+ * subscribers, or some follower follows.
  */
 export class ChangeListener {
   readonly #db: Database
   readonly #pollMs: number
   /** The deliveries with subscribers, by notebook. */
   readonly #deliveries = new Map<string, Set<ChangeDelivery>>()
+  readonly #followers = new Set<Follower>()
   #client: pg.Client | undefined
+  /** Whether #client LISTENs on #channels (every one is LISTENed when it connects). */
+  #listening = false
+  readonly #channels = new Set<string>()
   #poll: NodeJS.Timeout | undefined
   #polling = false
   #closed = false
@@ -163,34 +178,61 @@ export class ChangeListener {
       this.#deliveries.set(notebook, set)
     }
     set.add(delivery)
-    if (this.#poll === undefined) {
-      this.#poll = setInterval(() => void this.#pollAll(), this.#pollMs)
-      this.#poll.unref()
-      void this.#connect()
-    }
+    this.#start()
   }
 
   remove(delivery: ChangeDelivery): void {
     const set = this.#deliveries.get(delivery.notebook)
     if (set === undefined || !set.delete(delivery)) return
     if (set.size === 0) this.#deliveries.delete(delivery.notebook)
-    if (this.#deliveries.size === 0) this.#stop()
+    if (this.#idle()) this.#stop()
+  }
+
+  follow(follower: Follower): void {
+    if (this.#closed || this.#followers.has(follower)) return
+    this.#followers.add(follower)
+    const client = this.#client
+    if (this.#listening && client !== undefined) {
+      void this.#listen(client).then(
+        () => follower.pump(),
+        () => {},
+      )
+    }
+    this.#start()
+  }
+
+  unfollow(follower: Follower): void {
+    if (this.#followers.delete(follower) && this.#idle()) this.#stop()
   }
 
   close(): void {
     this.#closed = true
     for (const set of this.#deliveries.values()) for (const delivery of set) delivery.close()
     this.#deliveries.clear()
+    this.#followers.clear()
     this.#stop()
+  }
+
+  #idle(): boolean {
+    return this.#deliveries.size === 0 && this.#followers.size === 0
+  }
+
+  #start(): void {
+    if (this.#poll !== undefined) return
+    this.#poll = setInterval(() => void this.#pollAll(), this.#pollMs)
+    this.#poll.unref()
+    void this.#connect()
   }
 
   #pumpAll(): void {
     for (const set of this.#deliveries.values()) for (const delivery of set) delivery.pump()
+    for (const follower of this.#followers) follower.pump()
   }
 
   async #pollAll(): Promise<void> {
-    if (this.#polling || this.#deliveries.size === 0) return
+    if (this.#polling || this.#idle()) return
     this.#polling = true
+    for (const follower of this.#followers) follower.pump()
     try {
       const rows = await readSequences(this.#db, [...this.#deliveries.keys()])
       for (const row of rows) {
@@ -206,26 +248,44 @@ export class ChangeListener {
   }
 
   async #connect(): Promise<void> {
-    if (this.#closed || this.#deliveries.size === 0 || this.#client !== undefined) return
+    if (this.#closed || this.#idle() || this.#client !== undefined) return
     const client = new pg.Client({ connectionString: this.#db.url })
     this.#client = client
     const lost = () => {
       if (this.#client !== client) return
       this.#client = undefined
+      this.#listening = false
       void client.end().catch(() => {})
       setTimeout(() => void this.#connect(), 500).unref()
     }
     client.on('error', lost)
     client.on('end', lost)
-    client.on('notification', ({ payload }) => {
-      for (const delivery of this.#deliveries.get(payload ?? '') ?? []) delivery.pump()
+    client.on('notification', ({ channel, payload }) => {
+      if (channel === 'notes_changes') {
+        for (const delivery of this.#deliveries.get(payload ?? '') ?? []) delivery.pump()
+      }
+      for (const follower of this.#followers) if (follower.channel === channel) follower.pump()
     })
     try {
       await client.connect()
-      await client.query('LISTEN notes_changes')
+      this.#channels.clear()
+      await this.#listen(client)
+      this.#listening = true
       this.#pumpAll()
     } catch {
       lost()
+    }
+  }
+
+  /** LISTENs on every channel not yet listened to: the notebooks' and each follower's. */
+  async #listen(client: pg.Client): Promise<void> {
+    const unheard = () =>
+      ['notes_changes', ...[...this.#followers].map((follower) => follower.channel)].find(
+        (channel) => !this.#channels.has(channel),
+      )
+    for (let channel = unheard(); channel !== undefined; channel = unheard()) {
+      this.#channels.add(channel)
+      await client.query(`LISTEN ${channel}`)
     }
   }
 
@@ -234,6 +294,7 @@ export class ChangeListener {
     this.#poll = undefined
     const client = this.#client
     this.#client = undefined
+    this.#listening = false
     if (client !== undefined) void client.end().catch(() => {})
   }
 }

@@ -1,3 +1,5 @@
+import { DIRECTORY_MIGRATION } from './directory-schema.js'
+
 /**
  * Every object the store uses, by version. Each migration runs once per database (schema), in
  * its own transaction, and the applied versions are recorded in notes_migrations; start-up applies
@@ -447,4 +449,5 @@ BEGIN
 END $$;
 `,
   },
+  DIRECTORY_MIGRATION,
 ]

@@ -1,6 +1,13 @@
-import { isNotebookName, type Notebooks, type StoreStats } from '../types.js'
+import {
+  AccessLostError,
+  isNotebookName,
+  type Notebooks,
+  type NoteStore,
+  type StoreStats,
+} from '../types.js'
 import { ChangeListener } from './change-delivery.js'
 import type { Database } from './database.js'
+import { PostgresDirectory, writerRole } from './directory.js'
 import { readServiceStats } from './queries.js'
 import { openDatabase, PostgresNoteStore, type PostgresStoreOptions, statsOf } from './store.js'
 
@@ -14,6 +21,10 @@ export interface PostgresNotebooksOptions extends Omit<PostgresStoreOptions, 'ep
    * one by default (undefined draws one too). An epoch another notebook holds is never given.
    */
   epochOf?: (notebook: string) => string | undefined
+  /** Notebooks one user owns at most (MAX_NOTEBOOKS_PER_USER); default 100. */
+  maxNotebooksPerUser?: number
+  /** Members one notebook has at most (MAX_MEMBERS); default 100. */
+  maxMembers?: number
 }
 
 /**
@@ -26,7 +37,11 @@ export interface PostgresNotebooksOptions extends Omit<PostgresStoreOptions, 'ep
  * A notebook's name is stored as text: it must be well-formed (no lone surrogate, which
  * PostgreSQL's UTF-8 would turn into U+FFFD, making two names one) and hold no NUL; the callers
  * refuse such names before they get here (a user's `sub`), and notebook() throws on one.
- * A notebook, once asked for, stays (a small object) for the life of the process, as in memory.
+ * A notebook, once asked for, stays (a small object) for the life of the process, as in memory,
+ * until it is dropped (or removed from the directory) here.
+ *
+ * Who may see which notebook is the directory's (PostgresDirectory), in the same database; a
+ * writer's writes (writerFor) check the writer's role in the transaction of each write.
  */
 export class PostgresNotebooks implements Notebooks {
   readonly #options: PostgresStoreOptions
@@ -36,15 +51,30 @@ export class PostgresNotebooks implements Notebooks {
   readonly #maxNotesPerNotebook: number
   readonly #maxBytesPerNotebook: number
   readonly #epochOf: ((notebook: string) => string | undefined) | undefined
+  /** Who may see which notebook. */
+  readonly directory: PostgresDirectory
 
   constructor(options: PostgresNotebooksOptions) {
-    const { maxNotesPerNotebook, maxBytesPerNotebook, epochOf, ...store } = options
+    const {
+      maxNotesPerNotebook,
+      maxBytesPerNotebook,
+      epochOf,
+      maxNotebooksPerUser = 100,
+      maxMembers = 100,
+      ...store
+    } = options
     this.#options = store
     this.#maxNotesPerNotebook = maxNotesPerNotebook ?? store.maxNotes
     this.#maxBytesPerNotebook = maxBytesPerNotebook ?? store.maxBytes
     this.#epochOf = epochOf
     this.#db = openDatabase(store)
     this.#listener = new ChangeListener(this.#db, store.pollMs ?? 1000)
+    this.directory = new PostgresDirectory(
+      this.#db,
+      this.#listener,
+      { maxNotebooksPerUser, maxMembers },
+      (name) => this.#forget(name),
+    )
   }
 
   /** Connects and applies the migrations, as PostgresNoteStore.open. */
@@ -71,9 +101,35 @@ export class PostgresNotebooks implements Notebooks {
     return notebook
   }
 
+  writerFor(name: string, user: string): NoteStore {
+    return this.notebook(name).guardedBy(async (client) => {
+      const role = await writerRole(client, name, user)
+      if (role !== 'owner' && role !== 'editor') throw new AccessLostError(role)
+    })
+  }
+
+  /**
+   * Removes the notebook's notes (its rows, clock row, history and idempotency keys) and gives
+   * back their room; asked for again, it is a new, empty notebook with a new epoch. Another
+   * instance that had it open keeps its old epoch until it restarts: a removed notebook's name is
+   * never asked for again (its id was random), so only a request already on its way can meet it.
+   */
+  async drop(name: string): Promise<void> {
+    await this.#db.query('SELECT notes_drop_notebook($1)', [name])
+    this.#forget(name)
+  }
+
   async stats(): Promise<StoreStats> {
     const { maxNotes, maxBytes } = this.#options
     return statsOf(await readServiceStats(this.#db), maxNotes, maxBytes)
+  }
+
+  /** Forgets this instance's store of a notebook whose rows are gone (drop, a removal). */
+  #forget(name: string): void {
+    const notebook = this.#notebooks.get(name)
+    if (notebook === undefined) return
+    this.#notebooks.delete(name)
+    void notebook.close()
   }
 
   available(): Promise<boolean> {
@@ -82,6 +138,7 @@ export class PostgresNotebooks implements Notebooks {
 
   /** Stops every delivery and closes every connection; nothing can be used afterwards. */
   async close(): Promise<void> {
+    this.directory.close()
     this.#listener.close()
     await this.#db.close()
   }

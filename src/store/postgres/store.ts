@@ -1,3 +1,4 @@
+import type pg from 'pg'
 import { keyReused, STORE_DEFAULTS } from '../kernel/defaults.js'
 import { tokenSequence } from '../kernel/version-token.js'
 import type {
@@ -27,10 +28,15 @@ import { ExportSnapshot } from './export-snapshot.js'
 import {
   createNotes,
   deleteNote,
+  type FoundWrite,
+  LOST,
   NoteWrites,
   newNote,
   recordOf,
+  type Unwritten,
   updateNote,
+  type Written,
+  writeOnce,
 } from './note-writes.js'
 import { NotebookDb } from './notebook-db.js'
 import {
@@ -92,7 +98,11 @@ export interface NotebookParts {
   maxBytes: number
 }
 
-/** The notebook that a store of its own (no user notebooks) keeps its notes in. */
+/**
+ * What a guarded write runs first in its transaction (PostgresNoteStore.guardedBy): it throws to
+ * refuse the write, which then changes nothing.
+ */
+export type WriteGuard = (client: pg.ClientBase) => Promise<void>
 
 /**
  * The notes of one notebook in PostgreSQL, shared by every instance that opens the same database
@@ -196,19 +206,49 @@ export class PostgresNoteStore implements NoteStore {
     fingerprint: string,
     fields: NoteFields,
   ): Promise<IdempotentCreate> {
-    const note = newNote(fields, this.#now())
-    const row = await callCreate(this.#db, note, this.#limits, {
-      key,
-      fingerprint,
-      expires: note.now + this.#keyTtlMs,
-      maxKeys: this.#maxKeys,
-    })
-    if (row.r_replayed && row.r_fingerprint !== fingerprint) throw keyReused()
-    const written = Number(row.r_written)
-    if (!row.r_replayed) this.#written(written)
+    const { answer, sequence } = await this.#createOnce(this.#db, key, fingerprint, fields)
+    if (sequence !== undefined) this.#written(sequence)
+    return answer
+  }
+
+  /**
+   * This notebook as one writer writes it (PostgresNotebooks.writerFor): every write and batch
+   * runs in one transaction whose first statement is `guard`, before the notebook's clock row is
+   * locked, so the guard's check and the write commit together or not at all. A write is the
+   * store's own (the same functions, the same answers) on that transaction's connection, with
+   * the notebook locked, so it never loses to another write and is not retried. Reads are the
+   * store's.
+   */
+  guardedBy(guard: WriteGuard): NoteStore {
+    const limits = this.#limits
+    const found = <T, A>(id: number, conditions: Preconditions | undefined, w: FoundWrite<T, A>) =>
+      this.#guarded<T | A | PreconditionFailed>(guard, async (db) => {
+        const written = await writeOnce(db, id, conditions, w)
+        if (written === LOST)
+          throw new Error('a note changed under a write that holds its notebook')
+        return written
+      })
     return {
-      note: this.#db.record(row.r_json, written, Number(row.r_modified)),
-      replayed: row.r_replayed,
+      create: (fields) =>
+        this.#guarded(guard, async (db) => {
+          const [created] = await createNotes(db, [newNote(fields, this.#now())], limits)
+          if (created instanceof Error) throw created
+          return created as Written<NoteRecord>
+        }),
+      createOnce: (key, fingerprint, fields) =>
+        this.#guarded(guard, (db) => this.#createOnce(db, key, fingerprint, fields)),
+      update: (id, fields, kind = 'merge', conditions) =>
+        found(id, conditions, updateNote(fields, kind, limits, this.#now)),
+      delete: (id, conditions) => found(id, conditions, deleteNote(id, limits)),
+      batch: (work, once) => this.#batch(work, once, guard),
+      list: () => this.list(),
+      page: (query) => this.page(query),
+      get: (id) => this.get(id),
+      version: () => this.version(),
+      changesSince: (since, limit) => this.changesSince(since, limit),
+      subscribe: (listener) => this.subscribe(listener),
+      stats: () => this.stats(),
+      exportNotes: () => this.exportNotes(),
     }
   }
 
@@ -302,14 +342,23 @@ export class PostgresNoteStore implements NoteStore {
    * BatchWriter, and a COMMIT when `work` answers (a ROLLBACK otherwise). Readers on every instance
    * see all of it or none; subscribers hear of its changes once it is committed.
    */
-  async batch(
+  batch(
     work: (writer: NoteWriter) => string | undefined | Promise<string | undefined>,
     once?: BatchKey,
+  ): Promise<BatchResult | undefined> {
+    return this.#batch(work, once)
+  }
+
+  async #batch(
+    work: (writer: NoteWriter) => string | undefined | Promise<string | undefined>,
+    once: BatchKey | undefined,
+    guard?: WriteGuard,
   ): Promise<BatchResult | undefined> {
     await this.#db.opened()
     const now = Math.trunc(this.#now())
     let written = 0
     const result = await this.#db.db.transaction(async (client) => {
+      if (guard !== undefined) await guard(client)
       const db = this.#db.on(client)
       const from = await lockNotebook(db)
       if (once !== undefined) {
@@ -379,6 +428,44 @@ export class PostgresNoteStore implements NoteStore {
     }
     const { json, next } = pageOfSearch(search, limit, order, after)
     return { json, version: this.#db.token(at), total: search.positions.length, next }
+  }
+
+  async #createOnce(
+    db: NotebookDb,
+    key: string,
+    fingerprint: string,
+    fields: NoteFields,
+  ): Promise<Written<IdempotentCreate> | Unwritten<IdempotentCreate>> {
+    const note = newNote(fields, this.#now())
+    const row = await callCreate(db, note, this.#limits, {
+      key,
+      fingerprint,
+      expires: note.now + this.#keyTtlMs,
+      maxKeys: this.#maxKeys,
+    })
+    if (row.r_replayed && row.r_fingerprint !== fingerprint) throw keyReused()
+    const written = Number(row.r_written)
+    const answer = {
+      note: db.record(row.r_json, written, Number(row.r_modified)),
+      replayed: row.r_replayed,
+    }
+    return row.r_replayed ? { answer } : { answer, sequence: written }
+  }
+
+  /** One guarded write (guardedBy): `guard`, the notebook locked, `work`, one transaction. */
+  async #guarded<T>(
+    guard: WriteGuard,
+    work: (db: NotebookDb) => Promise<Written<T> | Unwritten<T>>,
+  ): Promise<T> {
+    await this.#db.opened()
+    const { answer, sequence } = await this.#db.db.transaction(async (client) => {
+      await guard(client)
+      const db = this.#db.on(client)
+      await lockNotebook(db)
+      return { commit: true, value: await work(db) }
+    })
+    if (sequence !== undefined) this.#written(sequence)
+    return answer
   }
 
   /** A write this instance has just made, before its answer: seen, delivered to subscribers. */

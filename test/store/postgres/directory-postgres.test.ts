@@ -1,0 +1,193 @@
+import assert from 'node:assert/strict'
+import { after, afterEach, describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import {
+  type AccessChange,
+  isRefusal,
+  notebookStore,
+  type Refusal,
+} from '../../../src/store/directory.js'
+import { PostgresNotebooks } from '../../../src/store/postgres/notebooks.js'
+import { AccessLostError, type Notebooks } from '../../../src/store/types.js'
+import {
+  type ContractDirectoryOptions,
+  runDirectoryContract,
+} from '../../support/directory.contract.js'
+import { postgresAvailable, testDatabase } from '../../support/postgres-cluster.js'
+import { pooledStore } from '../../support/schema-pool.js'
+import { waitUntil } from '../../support/store.contract.js'
+
+function ok<T>(value: T | Refusal): T {
+  if (isRefusal(value)) assert.fail(`refused: ${JSON.stringify(value)}`)
+  return value as T
+}
+
+const url = postgresAvailable('PostgresNotebooks: the directory') ? await testDatabase() : ''
+if (url !== '') {
+  const opened: PostgresNotebooks[] = []
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((one) => one.close()))
+  })
+  after(async () => {
+    await Promise.all(opened.map((one) => one.close()))
+  })
+  /** Each first instance's schema and options, and the other instances opened on it. */
+  const instances = new Map<
+    Notebooks,
+    { schema: string; options: ContractDirectoryOptions; others: PostgresNotebooks[] }
+  >()
+  const optionsOf = (schema: string, options: ContractDirectoryOptions) => ({
+    url,
+    schema,
+    poolSize: 2,
+    maxNotes: 1 << 20,
+    maxBytes: 1 << 24,
+    ...options,
+  })
+
+  // The first instance on a schema of the pool; closing it closes the others on that schema
+  // first, so that the schema goes back to the pool once nothing uses it.
+  const make = (options: ContractDirectoryOptions = {}) => {
+    let schema = ''
+    const first = pooledStore(url, undefined, (made) => {
+      schema = made
+      return new PostgresNotebooks(optionsOf(made, options))
+    })
+    const others: PostgresNotebooks[] = []
+    const close = first.close.bind(first)
+    first.close = async () => {
+      await Promise.all(others.splice(0).map((other) => other.close()))
+      await close()
+    }
+    instances.set(first, { schema, options, others })
+    opened.push(first)
+    return first
+  }
+  /** Another instance of the service on the same database (schema) as `notebooks`. */
+  const reopen = (notebooks: Notebooks) => {
+    const { schema, options, others } = instances.get(notebooks) as {
+      schema: string
+      options: ContractDirectoryOptions
+      others: PostgresNotebooks[]
+    }
+    const again = new PostgresNotebooks(optionsOf(schema, options))
+    others.push(again)
+    return again
+  }
+
+  runDirectoryContract('PostgresNotebooks', make, reopen)
+
+  describe('PostgresNotebooks: the directory over two instances', () => {
+    it('tells a subscriber on the other instance of a removal at once, and answers for it there', async () => {
+      const a = make()
+      const b = reopen(a)
+      const nb = ok(await a.directory.create('ann', 'Team'))
+      ok(await a.directory.setRole('ann', nb.id, 'bob', 'editor'))
+      await a.notebook(notebookStore(nb.id)).create({ by: 'ann' })
+      const heard: AccessChange[] = []
+      let heardAt = 0
+      const stop = b.directory.subscribe((change) => {
+        heard.push(change)
+        heardAt = Date.now()
+      })
+      assert.deepEqual(await b.directory.access('bob', nb.id), {
+        id: nb.id,
+        store: notebookStore(nb.id),
+        role: 'editor',
+      })
+      ok(await a.directory.setRole('ann', nb.id, 'cat', 'viewer'))
+      await waitUntil(() => heard.length === 1)
+      ok(await a.directory.remove('ann', nb.id))
+      const removedAt = Date.now()
+      assert.equal(await b.directory.access('bob', nb.id), undefined)
+      assert.equal(await b.directory.access('ann', nb.id), undefined)
+      assert.deepEqual(await b.directory.members('ann', nb.id), { refused: 'not-found' })
+      assert.equal((await b.stats()).notes, 0)
+      await waitUntil(() => heard.length === 4)
+      // The poll comes once a second: this was the notification.
+      assert.ok(heardAt - removedAt < 500, `heard ${heardAt - removedAt} ms after the removal`)
+      assert.deepEqual(heard, [
+        { type: 'joined', notebook: nb.id, user: 'cat' },
+        { type: 'left', notebook: nb.id, user: 'ann' },
+        { type: 'left', notebook: nb.id, user: 'bob' },
+        { type: 'left', notebook: nb.id, user: 'cat' },
+      ])
+      stop()
+    })
+
+    it('applies no write of a removed member once the removal answered, on another instance', async () => {
+      const a = make()
+      const b = reopen(a)
+      const nb = ok(await a.directory.create('ann', 'Raced'))
+      const store = notebookStore(nb.id)
+      const shared = JSON.parse((await a.notebook(store).create({ n: 0 })).json) as { id: number }
+      const bob = b.writerFor(store, 'bob')
+      const lost = (err: unknown) => err instanceof AccessLostError && err.role === undefined
+      const idOf = (json: string) => (JSON.parse(json) as { id: number }).id
+      /** The notes bob's writes made, as they answered them, and the last round his update won. */
+      const made: string[] = []
+      let updatedIn: number | undefined
+      for (let round = 0; round < 50; round++) {
+        ok(await a.directory.setRole('ann', nb.id, 'bob', 'editor'))
+        const writes = [
+          async () => made.push((await bob.create({ round, n: 1 })).json),
+          async () => {
+            await bob.update(shared.id, { round })
+            updatedIn = round
+          },
+          async () => {
+            const result = await bob.batch(async (w) => (await w.create({ round, n: 2 })).json)
+            made.push(result?.body as string)
+          },
+          async () =>
+            made.push((await bob.createOnce(`key-${round}`, 'b', { round, n: 3 })).note.json),
+        ].map((write) =>
+          write().then(
+            () => undefined,
+            (err: unknown) => err,
+          ),
+        )
+        await sleep(round % 4)
+        assert.equal(await a.directory.removeMember('ann', nb.id, 'bob'), true)
+        const atRemoval = (await a.notebook(store).list()).json
+        await assert.rejects(async () => bob.create({ late: round }), lost)
+        await assert.rejects(async () => bob.delete(shared.id), lost)
+        for (const err of await Promise.all(writes)) {
+          if (err !== undefined) assert.ok(lost(err), String(err))
+        }
+        // Nothing bob sent was applied after the removal answered.
+        assert.equal((await a.notebook(store).list()).json, atRemoval)
+      }
+      // Every write that answered is there, as it answered.
+      const notes = JSON.parse((await a.notebook(store).list()).json) as { id: number }[]
+      const sharedNow = updatedIn === undefined ? { n: 0 } : { n: 0, round: updatedIn }
+      assert.deepEqual(
+        notes,
+        [{ ...sharedNow, id: shared.id }, ...made.map((json) => JSON.parse(json))].sort(
+          (x, y) => x.id - y.id,
+        ),
+      )
+      assert.equal(new Set(made.map(idOf)).size, made.length)
+    })
+
+    it('makes one default notebook for a user whose first acts race on two instances', async () => {
+      const a = make()
+      const b = reopen(a)
+      const users = Array.from({ length: 20 }, (_, n) => `user-${n}`)
+      const ids = await Promise.all(
+        users.flatMap((user) => [
+          a.directory.defaultOf(user),
+          b.directory.defaultOf(user),
+          b.directory.list(user).then((list) => list[0]?.id),
+        ]),
+      )
+      for (const [n, user] of users.entries()) {
+        const id = ids[3 * n] as string
+        assert.deepEqual(ids.slice(3 * n, 3 * n + 3), [id, id, id])
+        assert.deepEqual(await a.directory.list(user), [
+          { id, name: 'My notes', role: 'owner', members: 1 },
+        ])
+      }
+    })
+  })
+}
