@@ -5,8 +5,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { UserTokens } from '../../src/auth/user-tokens.js'
 import { type Config, DEFAULT_CONFIG } from '../../src/config/config.js'
-import { MemoryNotebooks } from '../../src/store/memory/memory-notebooks.js'
-import { describeEachLane, type SuiteContext } from '../support/helpers.js'
+import { describeEachNotebooks, type NotebooksSuite } from '../support/each-notebooks.js'
 import { signed } from '../support/jwks-server.js'
 import { SseClient } from '../support/sse-client.js'
 
@@ -15,11 +14,11 @@ const SERVICE_KEY = 'service-key-1'
 /** The clock of these tests, in seconds: 2027-01-15T08:00:00Z. */
 const T = 1_800_000_000
 
-function notebookApp(context: SuiteContext, overrides: Partial<Config> = {}) {
+function notebookApp(context: NotebooksSuite, overrides: Partial<Config> = {}) {
   let now = T * 1000
   const clock = (): number => now
   const config: Config = { ...DEFAULT_CONFIG, apiKeys: [SERVICE_KEY], ...overrides }
-  const notebooks = new MemoryNotebooks({
+  const notebooks = context.make({
     maxNotes: config.maxNotes,
     maxBytes: config.maxStoreBytes,
     maxNotesPerNotebook: config.maxNotesPerUser,
@@ -86,7 +85,7 @@ function assertProblem(response: LightMyRequestResponse, status: number, detail:
 const NO_NOTEBOOK = 'No notebook has this id, or you are not one of its members.'
 const ID = /^[A-Za-z0-9_-]{22}$/
 
-describeEachLane('notebooks: make, list, rename, delete', (context) => {
+describeEachNotebooks('notebooks: make, list, rename, delete', (context) => {
   it('lists the default notebook first, makes, renames and deletes others', async () => {
     const { app } = notebookApp(context)
     const ann = await as(app, 'ann')
@@ -181,7 +180,7 @@ describeEachLane('notebooks: make, list, rename, delete', (context) => {
   })
 })
 
-describeEachLane('notebooks: members and roles', (context) => {
+describeEachNotebooks('notebooks: members and roles', (context) => {
   it('serves a notebook to its members by role, and nothing to anyone else', async () => {
     const { app } = notebookApp(context)
     const ann = await as(app, 'ann')
@@ -313,7 +312,7 @@ describeEachLane('notebooks: members and roles', (context) => {
   })
 })
 
-describeEachLane('notebooks: invitations', (context) => {
+describeEachNotebooks('notebooks: invitations', (context) => {
   it('makes links that join once, hides their tokens, and withdraws them', async () => {
     const { app, advance } = notebookApp(context)
     const ann = await as(app, 'ann')
@@ -387,7 +386,7 @@ describeEachLane('notebooks: invitations', (context) => {
   })
 })
 
-describeEachLane('notebooks: streams of members', (context) => {
+describeEachNotebooks('notebooks: streams of members', (context) => {
   it("sends a removed member's stream `revoked` and ends it; others' streams stay", async (t) => {
     if (context.lane !== 'server') return t.skip('streams are read on a socket')
     const { app } = notebookApp(context)
@@ -431,7 +430,7 @@ describeEachLane('notebooks: streams of members', (context) => {
   })
 })
 
-describeEachLane('notebooks: one stream for every notebook', (context) => {
+describeEachNotebooks('notebooks: one stream for every notebook', (context) => {
   /** The named events of a stream, as [event, data] pairs. */
   const named = (client: SseClient) =>
     client.messages
@@ -550,5 +549,67 @@ describeEachLane('notebooks: one stream for every notebook', (context) => {
       headers: { ...ann.authorization, 'last-event-id': 'not an id' },
     })
     assertProblem(response, 400, 'Last-Event-ID must be an event id this stream sent.')
+  })
+})
+
+describeEachNotebooks('notebooks: a change of access on every instance', (context) => {
+  it('answers the next request on another instance for the new role, and revokes its streams there', async (t) => {
+    const another = context.another
+    if (another === undefined || context.lane !== 'server') {
+      return t.skip('one process holds memory and the journal; streams are read on a socket')
+    }
+    const first = notebookApp(context)
+    const options = { maxNotes: 1000, maxBytes: 1 << 20 }
+    const second = context.inLane(
+      buildApp({
+        notebooks: another(first.notebooks, options),
+        userTokens: new UserTokens({ secret: SECRET, now: () => T * 1000 }),
+        now: () => T * 1000,
+        config: { ...DEFAULT_CONFIG, apiKeys: [SERVICE_KEY] },
+      }),
+    )
+    await second.listen({ port: 0, host: '127.0.0.1' })
+    const { port } = second.server.address() as AddressInfo
+    const ann = await as(first.app, 'ann')
+    const bobThere = await as(second, 'bob')
+    const { id } = (await ann.data('POST', '/api/notebooks', { name: 'Everywhere' })) as {
+      id: string
+    }
+    const base = `/api/notebooks/${id}`
+    await ann.data('PUT', `${base}/members/bob`, { role: 'editor' })
+    const note = await bobThere.data('POST', `${base}/note`, { by: 'bob' })
+    await ann.data('PUT', `${base}/members/bob`, { role: 'viewer' })
+    assertProblem(
+      await bobThere.request('PATCH', `${base}/note/${String(note.id)}`, { by: 'bob again' }),
+      403,
+      'This needs the editor role in this notebook; you are a viewer.',
+    )
+    const stream = await SseClient.open(port, `${base}/events`, bobThere.authorization)
+    const all = await SseClient.open(port, '/api/events?notebooks=all', bobThere.authorization)
+    t.after(() => {
+      stream.close()
+      all.close()
+    })
+    await stream.until((client) => client.text.startsWith('retry:'))
+    await all.until((client) => client.messages.length >= 1)
+    assert.equal((await ann.request('DELETE', `${base}/members/bob`)).statusCode, 204)
+    const removed = Date.now()
+    assertProblem(
+      await bobThere.request('GET', `${base}/note/${String(note.id)}`),
+      404,
+      NO_NOTEBOOK,
+    )
+    await stream.closed(1000)
+    assert.ok(Date.now() - removed < 1000, `revoked after ${Date.now() - removed} ms`)
+    const [revoked] = await stream.events(1)
+    assert.deepEqual(
+      { event: revoked?.event, data: revoked?.data },
+      { event: 'revoked', data: JSON.stringify({ notebook: id }) },
+    )
+    const [left] = await all.events(1, 1000)
+    assert.deepEqual(
+      { event: left?.event, data: JSON.parse(left?.data ?? 'null') },
+      { event: 'left', data: { notebook: { id, name: 'Everywhere', role: 'viewer', members: 2 } } },
+    )
   })
 })
