@@ -1,10 +1,12 @@
 /**
- * The change feed (`GET /api/events`) as an async iterator over fetch, so that it can send
- * Authorization (an EventSource cannot). After a drop, a failed connection or a restart of the
- * service it connects again with `Last-Event-ID: <the last id seen>`, after a backoff (or what
- * `Retry-After` asks), so that no change is missed or seen twice; the service answers `reset`
- * when its history no longer reaches back that far. It ends when its signal aborts or its
- * `return()` is called, and then aborts the fetch under it: no socket is left open.
+ * The change feed (`GET /api/events`, or a notebook's `/api/notebooks/:nb/events`) as an async
+ * iterator over fetch, so that it can send Authorization (an EventSource cannot). After a drop, a
+ * failed connection or a restart of the service it connects again with `Last-Event-ID: <the last
+ * id seen>`, after a backoff (or what `Retry-After` asks), so that no change is missed or seen
+ * twice; the service answers `reset` when its history no longer reaches back that far. It ends
+ * when its signal aborts or its `return()` is called, and then aborts the fetch under it: no
+ * socket is left open. It ends too after a `revoked` event (the caller lost the notebook):
+ * reconnecting would only be refused.
  */
 import { NotesProblem, problemOf } from './errors.js'
 import { EventStreamParser } from './event-stream.js'
@@ -35,10 +37,11 @@ export class ChangeFeed implements AsyncIterableIterator<ChangeEvent> {
   readonly #events: AsyncGenerator<ChangeEvent, undefined, undefined>
   #lastId: string
 
-  constructor(transport: Transport, options: EventsOptions = {}) {
+  /** `path`: the stream's, '/api/events' or '/api/notebooks/<id>/events'. */
+  constructor(transport: Transport, options: EventsOptions = {}, path = '/api/events') {
     this.#lastId = options.since ?? ''
     const signal = anySignal(this.#stop.signal, transport.signal, options.signal) as AbortSignal
-    this.#events = this.#follow(transport, signal)
+    this.#events = this.#follow(transport, signal, transport.url(path))
   }
 
   /** The version of the last change (or reset) delivered or skipped over: where a resume starts. */
@@ -63,6 +66,7 @@ export class ChangeFeed implements AsyncIterableIterator<ChangeEvent> {
   async *#follow(
     transport: Transport,
     signal: AbortSignal,
+    url: string,
   ): AsyncGenerator<ChangeEvent, undefined, undefined> {
     let failures = 0
     while (!signal.aborted) {
@@ -76,7 +80,7 @@ export class ChangeFeed implements AsyncIterableIterator<ChangeEvent> {
         const authorization = await transport.authorization()
         if (authorization !== undefined) headers.authorization = authorization
         if (this.#lastId !== '') headers['last-event-id'] = this.#lastId
-        const response = await transport.fetch(transport.url('/api/events'), {
+        const response = await transport.fetch(url, {
           headers,
           signal: connectionSignal,
         })
@@ -109,7 +113,10 @@ export class ChangeFeed implements AsyncIterableIterator<ChangeEvent> {
             // Parsed before the id counts: an event that cannot be read is asked for again.
             const event = changeOf(message.type, message.id, message.data)
             this.#lastId = message.id
-            if (event !== undefined) yield event
+            if (event === undefined) continue
+            yield event
+            // The service ends the stream after it; the finally below closes the request.
+            if (event.type === 'revoked') return undefined
           }
           // An id whose event had no data moves the resume point too.
           this.#lastId = parser.lastId
@@ -145,6 +152,8 @@ function changeOf(type: string, version: string, data: string): ChangeEvent | un
       return { type, version, id: (parseJson(data) as { id: number }).id }
     case 'reset':
       return { type, version }
+    case 'revoked':
+      return { type, version, notebook: (parseJson(data) as { notebook: string }).notebook }
     default:
       return undefined
   }

@@ -2,7 +2,9 @@
  * NotesClient: every operation of the notes API as a typed method. It keeps the last ETag it saw
  * of each note, so that updates and deletes are conditional unless told otherwise; it sends an
  * Idempotency-Key with every create and batch, so that its retries never apply a write twice;
- * and it turns every problem the service answers into a typed error (errors.ts).
+ * and it turns every problem the service answers into a typed error (errors.ts). Its note
+ * methods act on one notebook: the caller's default one (`/api/note`), or the one it was made
+ * for (`notebook(id)`: `/api/notebooks/<id>/note`), with an ETag memory of its own.
  */
 import { ChangeFeed, type EventsOptions } from './change-feed.js'
 import { NotesProblem, problemOf } from './errors.js'
@@ -16,16 +18,23 @@ import type {
   BatchOptions,
   BatchRequest,
   BatchResult,
+  CallOptions,
   CreateOptions,
   DeleteOptions,
   IfMatch,
+  Invite,
+  InviteOptions,
   ListOptions,
+  Member,
+  NewInvite,
   Note,
+  Notebook,
   NoteFields,
   NoteList,
   NotePage,
   NoteResult,
   PagesOptions,
+  Role,
   UpdateOptions,
 } from './types.js'
 
@@ -45,19 +54,45 @@ export interface NotesClientOptions {
   signal?: AbortSignal | undefined
   /** How many notes' ETags the client remembers for If-Match (default 10,000; 0: none). */
   rememberEtags?: number | undefined
+  /**
+   * The notebook the note methods act on, by id ('me': the caller's default); left out, the
+   * caller's default notebook at `/api/note`. `client.notebook(id)` makes such a client.
+   */
+  notebook?: string | undefined
 }
 
 const JSON_TYPE = 'application/json'
 const MERGE_PATCH_TYPE = 'application/merge-patch+json'
+/** A batch's note urls: inside a notebook's batch, '/api/note' means that notebook. */
 const NOTE_PATH = /^\/api\/note\/(-?[0-9]+)$/
+const NOTEBOOKS_PATH = '/api/notebooks'
 
 export class NotesClient {
+  readonly #options: NotesClientOptions
   readonly #transport: Transport
   readonly #etags: EtagMemory
+  /** Where the notebook's routes are: '/api' by default, '/api/notebooks/<id>' in a notebook. */
+  readonly #root: string
 
   constructor(options: NotesClientOptions) {
+    this.#options = options
     this.#transport = new Transport(options)
     this.#etags = new EtagMemory(options.rememberEtags ?? 10_000)
+    this.#root = options.notebook === undefined ? '/api' : notebookPath(options.notebook)
+  }
+
+  /** The notebook this client's note methods act on, or undefined for the caller's default. */
+  get notebookId(): string | undefined {
+    return this.#options.notebook
+  }
+
+  /**
+   * A client whose note methods (create, get, list, pages, update, delete, batch, events) act on
+   * notebook `id`, under `/api/notebooks/<id>/`, with this client's options and an ETag memory of
+   * its own.
+   */
+  notebook(id: string): NotesClient {
+    return new NotesClient({ ...this.#options, notebook: id })
   }
 
   /** The ETag the client last saw of note `id` (what an update sends as If-Match by default). */
@@ -69,7 +104,7 @@ export class NotesClient {
   async create(fields: NoteFields, options: CreateOptions = {}): Promise<NoteResult> {
     const reply = await this.#transport.send({
       method: 'POST',
-      path: '/api/note',
+      path: `${this.#root}/note`,
       headers: {
         'content-type': JSON_TYPE,
         'idempotency-key': options.idempotencyKey ?? newIdempotencyKey(),
@@ -88,7 +123,7 @@ export class NotesClient {
   ): Promise<NoteResult | undefined> {
     const reply = await this.#transport.send({
       method: 'GET',
-      path: notePath(id),
+      path: this.#notePath(id),
       repeatable: true,
       signal: options.signal,
     })
@@ -117,7 +152,7 @@ export class NotesClient {
     if (ifMatch !== undefined) headers['if-match'] = ifMatch
     const reply = await this.#transport.send({
       method: 'PATCH',
-      path: notePath(id),
+      path: this.#notePath(id),
       headers,
       body: JSON.stringify(fields),
       // With If-Match, a PATCH whose answer was lost and that is sent again is refused (412), not
@@ -139,7 +174,7 @@ export class NotesClient {
     const ifMatch = this.#ifMatch(id, options.ifMatch)
     const reply = await this.#transport.send({
       method: 'DELETE',
-      path: notePath(id),
+      path: this.#notePath(id),
       ...(ifMatch === undefined ? {} : { headers: { 'if-match': ifMatch } }),
       repeatable: ifMatch !== undefined,
       signal: options.signal,
@@ -156,7 +191,7 @@ export class NotesClient {
     if (options.order !== undefined) query.set('order', options.order)
     if (options.q !== undefined) query.set('q', options.q)
     const search = query.size === 0 ? '' : `?${query}`
-    const reply = await this.#read(`/api/note${search}`, options.signal)
+    const reply = await this.#read(`${this.#root}/note${search}`, options.signal)
     return listOf(reply)
   }
 
@@ -169,10 +204,10 @@ export class NotesClient {
     const query = new URLSearchParams({ limit: String(options.limit ?? 100) })
     if (options.order !== undefined) query.set('order', options.order)
     if (options.q !== undefined) query.set('q', options.q)
-    let path: string | undefined = `/api/note?${query}`
+    let path: string | undefined = `${this.#root}/note?${query}`
     while (path !== undefined) {
       const reply = await this.#read(path, options.signal)
-      const next = nextLink(reply.headers.get('link'))
+      const next = this.#nextPage(nextLink(reply.headers.get('link')))
       yield { ...listOf(reply), next }
       path = next
     }
@@ -188,7 +223,7 @@ export class NotesClient {
     const sent = requests.map((request) => this.#conditional(request, options.ifMatch))
     const reply = await this.#transport.send({
       method: 'POST',
-      path: '/api/batch',
+      path: `${this.#root}/batch`,
       headers: {
         'content-type': JSON_TYPE,
         'idempotency-key': options.idempotencyKey ?? newIdempotencyKey(),
@@ -209,7 +244,149 @@ export class NotesClient {
    * it is left (`break`, `return()`).
    */
   events(options: EventsOptions = {}): ChangeFeed {
-    return new ChangeFeed(this.#transport, options)
+    return new ChangeFeed(this.#transport, options, `${this.#root}/events`)
+  }
+
+  /** GET /api/notebooks: the caller's notebooks, their default one first, then as they joined. */
+  async notebooks(options: CallOptions = {}): Promise<Notebook[]> {
+    return dataOf(await this.#read(NOTEBOOKS_PATH, options.signal)) as Notebook[]
+  }
+
+  /** GET /api/notebooks/:id: one notebook ('me': the caller's default). */
+  async getNotebook(id: string, options: CallOptions = {}): Promise<Notebook> {
+    return dataOf(await this.#read(notebookPath(id), options.signal)) as Notebook
+  }
+
+  /**
+   * POST /api/notebooks: a new notebook (a name of 1-200 characters) with the caller as its
+   * owner. Not sent again after a lost answer: the service would make a second one.
+   */
+  async createNotebook(name: string, options: CallOptions = {}): Promise<Notebook> {
+    const reply = await this.#sendJson('POST', NOTEBOOKS_PATH, { name }, false, options.signal)
+    return dataOf(reply, 201) as Notebook
+  }
+
+  /** PATCH /api/notebooks/:id (owner): renames it; answers it as listed. */
+  async renameNotebook(id: string, name: string, options: CallOptions = {}): Promise<Notebook> {
+    const reply = await this.#sendJson('PATCH', notebookPath(id), { name }, true, options.signal)
+    return dataOf(reply) as Notebook
+  }
+
+  /**
+   * DELETE /api/notebooks/:id (owner): removes it with every note in it. A default notebook is
+   * kept (409).
+   */
+  async deleteNotebook(id: string, options: CallOptions = {}): Promise<void> {
+    await this.#remove(notebookPath(id), options.signal)
+  }
+
+  /** GET /api/notebooks/:id/members (any member). */
+  async members(id: string, options: CallOptions = {}): Promise<Member[]> {
+    return dataOf(await this.#read(`${notebookPath(id)}/members`, options.signal)) as Member[]
+  }
+
+  /**
+   * PUT /api/notebooks/:id/members/:user (owner): adds `user` (their `sub`, whether or not they
+   * ever signed in) with `role`, or changes their role. The last owner stays (409).
+   */
+  async setMember(
+    id: string,
+    user: string,
+    role: Role,
+    options: CallOptions = {},
+  ): Promise<Member> {
+    const path = memberPath(id, user)
+    return dataOf(await this.#sendJson('PUT', path, { role }, true, options.signal)) as Member
+  }
+
+  /**
+   * DELETE /api/notebooks/:id/members/:user: removes a member (owner), or, with the caller's own
+   * `sub`, leaves the notebook. The last owner stays (409).
+   */
+  async removeMember(id: string, user: string, options: CallOptions = {}): Promise<void> {
+    await this.#remove(memberPath(id, user), options.signal)
+  }
+
+  /**
+   * POST /api/notebooks/:id/invites (owner): an invitation, with its token, shown this once. Not
+   * sent again after a lost answer: the service would make a second one.
+   */
+  async createInvite(id: string, options: InviteOptions): Promise<NewInvite> {
+    const body: Record<string, unknown> = { role: options.role }
+    if (options.expiresIn !== undefined) body.expires_in = options.expiresIn
+    if (options.uses !== undefined) body.uses = options.uses
+    const path = `${notebookPath(id)}/invites`
+    const reply = await this.#sendJson('POST', path, body, false, options.signal)
+    return dataOf(reply, 201) as NewInvite
+  }
+
+  /** GET /api/notebooks/:id/invites (owner): those still usable, without their tokens. */
+  async invites(id: string, options: CallOptions = {}): Promise<Invite[]> {
+    return dataOf(await this.#read(`${notebookPath(id)}/invites`, options.signal)) as Invite[]
+  }
+
+  /** DELETE /api/notebooks/:id/invites/:inviteId (owner): the invitation stops working. */
+  async withdrawInvite(id: string, inviteId: string, options: CallOptions = {}): Promise<void> {
+    const path = `${notebookPath(id)}/invites/${encodeURIComponent(inviteId)}`
+    await this.#remove(path, options.signal)
+  }
+
+  /**
+   * POST /api/invites/:token: joins the notebook with the invitation's role (a member keeps the
+   * higher of the two); answers it as listed. An unknown, expired, used-up or withdrawn token is
+   * a 404 problem; past 20 tries a minute, 429. Not sent again after a lost answer: it would use
+   * the invitation twice.
+   */
+  async redeemInvite(token: string, options: CallOptions = {}): Promise<Notebook> {
+    const reply = await this.#transport.send({
+      method: 'POST',
+      path: `/api/invites/${encodeURIComponent(token)}`,
+      repeatable: false,
+      signal: options.signal,
+    })
+    return dataOf(reply) as Notebook
+  }
+
+  #notePath(id: number | string): string {
+    return `${this.#root}/note/${encodeURIComponent(String(id))}`
+  }
+
+  /**
+   * The next page's path on this client's notebook: the link's query on this client's note path,
+   * '/api/note?limit=2&after=a1.x' -> '/api/notebooks/n4Q/note?limit=2&after=a1.x'. The service's
+   * Link names '/api/note' in a notebook too, which would walk on in the default notebook.
+   */
+  #nextPage(link: string | undefined): string | undefined {
+    if (link === undefined) return undefined
+    const query = link.indexOf('?')
+    return query === -1 ? link : `${this.#root}/note${link.slice(query)}`
+  }
+
+  #sendJson(
+    method: 'POST' | 'PATCH' | 'PUT',
+    path: string,
+    body: unknown,
+    repeatable: boolean,
+    signal: AbortSignal | undefined,
+  ): Promise<Reply> {
+    return this.#transport.send({
+      method,
+      path,
+      headers: { 'content-type': JSON_TYPE },
+      body: JSON.stringify(body),
+      repeatable,
+      signal,
+    })
+  }
+
+  /**
+   * A DELETE answered 204. Sent again after a lost answer (it cannot apply twice), and then a 404
+   * means the first one was done.
+   */
+  async #remove(path: string, signal: AbortSignal | undefined): Promise<void> {
+    const reply = await this.#transport.send({ method: 'DELETE', path, repeatable: true, signal })
+    if (reply.status === 204 || (reply.status === 404 && reply.lostAnswer)) return
+    throw problemOf(reply.status, reply.headers, reply.body)
   }
 
   #read(path: string, signal: AbortSignal | undefined): Promise<Reply> {
@@ -256,14 +433,18 @@ export class NotesClient {
   }
 }
 
-/** '/api/note/7' for 7; an id is a path segment, percent-encoded. */
-function notePath(id: number | string): string {
-  return `/api/note/${encodeURIComponent(String(id))}`
+/** '/api/notebooks/n4Q' for 'n4Q'; an id is a path segment, percent-encoded. */
+function notebookPath(id: string): string {
+  return `${NOTEBOOKS_PATH}/${encodeURIComponent(id)}`
 }
 
-/** The `data` of a 200 answer; any other answer is thrown as its problem. */
-function dataOf(reply: Reply): unknown {
-  if (reply.status !== 200) throw problemOf(reply.status, reply.headers, reply.body)
+function memberPath(id: string, user: string): string {
+  return `${notebookPath(id)}/members/${encodeURIComponent(user)}`
+}
+
+/** The `data` of a 200 (or `status`) answer; any other answer is thrown as its problem. */
+function dataOf(reply: Reply, status = 200): unknown {
+  if (reply.status !== status) throw problemOf(reply.status, reply.headers, reply.body)
   const body = reply.body
   if (typeof body !== 'object' || body === null || !('data' in body)) {
     throw new NotesProblem(
@@ -271,7 +452,7 @@ function dataOf(reply: Reply): unknown {
         type: 'about:blank',
         title: 'Unexpected answer',
         status: reply.status,
-        detail: 'The service answered 200 without a {"data": ...} document.',
+        detail: `The service answered ${reply.status} without a {"data": ...} document.`,
       },
       reply.headers,
     )

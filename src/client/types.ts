@@ -109,8 +109,67 @@ export interface BatchResult {
   replayed: boolean
 }
 
-/** One change of the feed, or a reset (the history no longer reaches back: reload the list). */
+/**
+ * One change of the feed; a reset (the history no longer reaches back: reload the list); or, on
+ * a notebook's feed, `revoked`: the caller is no longer a member (removed, or the notebook was
+ * deleted), and the feed ends after it (its `version` is the last one the feed had reached).
+ */
 export type ChangeEvent =
   | { type: 'created' | 'updated'; version: string; note: Note }
   | { type: 'deleted'; version: string; id: number }
   | { type: 'reset'; version: string }
+  | { type: 'revoked'; version: string; notebook: string }
+
+/**
+ * A member's part in a notebook: an owner does everything (members, invitations, rename,
+ * delete), an editor reads and writes notes, a viewer reads them.
+ */
+export type Role = 'owner' | 'editor' | 'viewer'
+
+/** A notebook as the caller sees it. */
+export interface Notebook {
+  /** Opaque and URL-safe: 'n4Qv0b6mJx8y2kTqR1sZ3w'. */
+  id: string
+  name: string
+  /** The caller's role in it. */
+  role: Role
+  /** How many members it has, the caller included. */
+  members: number
+}
+
+export interface Member {
+  /** The member's `sub` (the user id their tokens carry). */
+  user: string
+  role: Role
+}
+
+/** An invitation as its notebook's owners list it (never its token). */
+export interface Invite {
+  id: string
+  role: Role
+  /** When it stops working, an RFC 3339 time: '2027-01-22T08:00:00.000Z'. */
+  expires: string
+  /** How many more times it can be redeemed. */
+  uses: number
+}
+
+/** An invitation just made: its token is shown this once (the service keeps only a hash). */
+export interface NewInvite extends Invite {
+  /** What `redeemInvite(token)` takes: give it to the person invited. */
+  token: string
+}
+
+export interface InviteOptions {
+  /** The role the invitation gives. */
+  role: Role
+  /** Seconds it works for, 1 to 2,592,000 (30 days); 7 days by default. */
+  expiresIn?: number | undefined
+  /** How many times it can be redeemed, 1 to 10,000; 1 by default. */
+  uses?: number | undefined
+  signal?: AbortSignal | undefined
+}
+
+/** The options of a call that only takes a signal. */
+export interface CallOptions {
+  signal?: AbortSignal | undefined
+}

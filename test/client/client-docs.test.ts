@@ -7,7 +7,9 @@ import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { buildApp } from '../../src/app.js'
+import { UserTokens } from '../../src/auth/user-tokens.js'
 import { type Config, DEFAULT_CONFIG } from '../../src/config/config.js'
+import { MemoryNotebooks } from '../../src/store/memory/memory-notebooks.js'
 import { MemoryNoteStore } from '../../src/store/memory/memory-store.js'
 
 /**
@@ -20,7 +22,8 @@ import { MemoryNoteStore } from '../../src/store/memory/memory-store.js'
  * - The ```text block after it is what it prints, exactly, once masked: 13-digit note ids (each
  *   distinct id becomes ID1, ID2... in order of appearance) and the epoch of version tokens.
  * - `<!-- example config: {...} -->` right before a block merges that JSON into the service's
- *   configuration.
+ *   configuration; with `authJwtSecret`, the service has notebooks and takes user tokens signed
+ *   with it.
  */
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url))
@@ -82,8 +85,16 @@ function masked(text: string): string {
 /** Runs one example against a fresh service; answers what it printed. */
 async function runExample(example: Example, index: number): Promise<string> {
   const config = { ...DEFAULT_CONFIG, ...example.config }
-  const store = new MemoryNoteStore({ maxNotes: 1_000, maxBytes: 1 << 20 })
-  const app = buildApp({ store, config })
+  const caps = { maxNotes: 1_000, maxBytes: 1 << 20 }
+  const app = buildApp(
+    config.authJwtSecret === ''
+      ? { store: new MemoryNoteStore(caps), config }
+      : {
+          notebooks: new MemoryNotebooks(caps),
+          userTokens: new UserTokens({ secret: config.authJwtSecret }),
+          config,
+        },
+  )
   await app.listen({ port: 0, host: '127.0.0.1' })
   try {
     const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
@@ -126,6 +137,7 @@ describe(DOC, () => {
         'Batches',
         'The change feed',
         'Keys and user tokens',
+        'Notebooks',
         'Errors',
         'Retries and aborts',
         'Replica (offline)',

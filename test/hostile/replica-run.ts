@@ -254,7 +254,8 @@ export async function runReplicaFuzz(options: ReplicaRunOptions): Promise<Replic
     for (const note of start.notes) model.set(note.id, note)
     const seen = new Map<string, number>()
     for (const event of log) {
-      if (event.type === 'reset') fail('the feed reader was reset')
+      if (event.type === 'reset' || event.type === 'revoked')
+        fail(`the feed reader got ${event.type}`)
       else if (event.type === 'deleted') model.delete(event.id)
       else {
         model.set(event.note.id, event.note)

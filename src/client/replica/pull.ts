@@ -52,7 +52,8 @@ export async function pullLoop(state: ReplicaState, signal: AbortSignal): Promis
         setOnline(state, true)
         throwPullError(state)
         if (event.type === 'reset') await reload(state, signal, event.version)
-        else apply(state, event)
+        // Only a notebook's feed is revoked, and the feed ends after it.
+        else if (event.type !== 'revoked') apply(state, event)
       }
     } catch (err) {
       if (signal.aborted) return
@@ -120,7 +121,10 @@ function throwPullError(state: ReplicaState): void {
  * each write holding the feed position of its last change, so a crash between them resumes the
  * feed from what is stored and the changes after it come again.
  */
-function apply(state: ReplicaState, event: Exclude<ChangeEvent, { type: 'reset' }>): void {
+function apply(
+  state: ReplicaState,
+  event: Exclude<ChangeEvent, { type: 'reset' | 'revoked' }>,
+): void {
   const changes: ReplicaWrite[] = []
   const id = event.type === 'deleted' ? event.id : event.note.id
   const note = event.type === 'deleted' ? null : (event.note as JsonObject)
