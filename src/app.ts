@@ -6,7 +6,7 @@ import { registerEventRoutes } from './api/event-routes.js'
 import { DEFAULT_FEED_TUNING, type FeedTuning } from './api/feed-tuning.js'
 import { registerJsonBodyParser } from './api/json-body.js'
 import { NoteOperations } from './api/note-operations.js'
-import { registerNoteRoutes } from './api/note-routes.js'
+import { notebookNotesPath, registerNoteRoutes } from './api/note-routes.js'
 import { isRefused, type Refused, type Target, targetOf } from './api/notebook-access.js'
 import { registerNotebookRoutes } from './api/notebook-routes.js'
 import { NotebookServices } from './api/notebook-services.js'
@@ -165,7 +165,7 @@ export function buildApp({
       if (isRefused(target)) return problemAnswer(target.status, target.detail)
       const { store, guardedFor } = target
       if (write && guardedFor !== undefined) return services.operationsAs(store, guardedFor)
-      return store === SHARED_NOTEBOOK ? shared : services.operations(store)
+      return services.operations(store, notebookNotesPath(nb))
     }
     const target = targetOf(decision, nb, directory, write)
     return target instanceof Promise ? target.then(scope) : scope(target)

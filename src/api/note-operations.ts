@@ -55,9 +55,15 @@ export class NoteOperations {
   readonly #store: NoteStore
   readonly #cache = new ListAnswers()
   readonly #encoding = new AnswerEncoding()
+  readonly #notesPath: string
 
-  constructor(store: NoteStore) {
+  /**
+   * `notesPath` is where the notes are listed, for the Link of a page: '/api/note', or
+   * '/api/notebooks/<nb>/note' for the operations served at a notebook's own path.
+   */
+  constructor(store: NoteStore, notesPath = NOTES_PATH) {
     this.#store = store
+    this.#notesPath = notesPath
   }
 
   /**
@@ -221,7 +227,7 @@ export class NoteOperations {
   }
 
   #pageAnswerFor(page: PageRecord, query: PageQuery, search: string): Answer {
-    return this.#cache.keepPage(search, page.version, pageAnswer(page, query))
+    return this.#cache.keepPage(search, page.version, pageAnswer(page, query, this.#notesPath))
   }
 
   #listAnswerFor(list: ListRecord): Answer {
@@ -276,10 +282,10 @@ function listAnswer(list: ListRecord): Answer {
 }
 
 /** A page: as the list, with a Link to the next page while more follow. */
-function pageAnswer(page: PageRecord, query: PageQuery): Answer {
+function pageAnswer(page: PageRecord, query: PageQuery, notesPath: string): Answer {
   const headers = listHeaders(page.version, page.total)
   if (page.next !== undefined) {
-    headers.push('link', `<${nextPageUrl(NOTES_PATH, query, page.next)}>; rel="next"`)
+    headers.push('link', `<${nextPageUrl(notesPath, query, page.next)}>; rel="next"`)
   }
   return new Answer(200, JSON_CONTENT_TYPE, encodeData(page.json), headers)
 }

@@ -19,6 +19,11 @@ export const NOTE_ROUTE = `${NOTES_PATH}/:id`
 export const NOTEBOOK_NOTES_ROUTE = '/api/notebooks/:nb/note'
 const NOTEBOOK_BATCH_ROUTE = '/api/notebooks/:nb/batch'
 
+/** '/api/notebooks/<nb>/note': where a page's Link sends a caller who listed that notebook. */
+export function notebookNotesPath(nb: string): string {
+  return `/api/notebooks/${encodeURIComponent(nb)}/note`
+}
+
 interface IdParams {
   id: string
 }
@@ -69,7 +74,7 @@ export function registerNoteRoutes(
         const operations =
           write && guardedFor !== undefined
             ? services.operationsAs(store, guardedFor)
-            : services.operations(store)
+            : services.operations(store, notebookNotesPath(nb))
         return { operations, store }
       }
       return target instanceof Promise ? target.then(scope) : scope(target)

@@ -3,6 +3,7 @@ import type { Socket } from 'node:net'
 import type { Directory } from '../store/directory.js'
 import type { NoteStore } from '../store/types.js'
 import { AllNotebooksStream, type Position } from './all-notebooks-stream.js'
+import { NOTES_PATH } from './answer.js'
 import { ChangeFeed, StreamCount } from './change-feed.js'
 import { revokedText } from './event-framing.js'
 import type { FeedTuning } from './feed-tuning.js'
@@ -58,12 +59,19 @@ export class NotebookServices {
     this.#options = options
   }
 
-  operations(notebook: string): NoteOperations {
-    let operations = this.#operations.get(notebook)
+  /**
+   * The operations of `notebook`, served at `notesPath` (what a page's Link names): '/api/note' by
+   * default, '/api/notebooks/<nb>/note' at a notebook's own path. Each path has its own cached
+   * answers, so a Link never names another path.
+   */
+  operations(notebook: string, notesPath = NOTES_PATH): NoteOperations {
+    const key = notesPath === NOTES_PATH ? notebook : `${notebook}\n${notesPath}`
+    let operations = this.#operations.get(key)
     if (operations === undefined) {
       const store = this.#options.storeOf(notebook)
-      operations = this.#options.operations?.(store, notebook) ?? new NoteOperations(store)
-      this.#operations.set(notebook, operations)
+      operations =
+        this.#options.operations?.(store, notebook) ?? new NoteOperations(store, notesPath)
+      this.#operations.set(key, operations)
     }
     return operations
   }
@@ -93,7 +101,9 @@ export class NotebookServices {
   forget(notebook: string, user?: string): void {
     if (user === undefined) {
       this.#writers.delete(notebook)
-      this.#operations.delete(notebook)
+      for (const key of this.#operations.keys()) {
+        if (key === notebook || key.startsWith(`${notebook}\n`)) this.#operations.delete(key)
+      }
     } else {
       this.#writers.get(notebook)?.delete(user)
     }

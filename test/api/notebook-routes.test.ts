@@ -613,3 +613,29 @@ describeEachNotebooks('notebooks: a change of access on every instance', (contex
     )
   })
 })
+
+describeEachNotebooks('notebooks: pages', (context) => {
+  it("links a notebook's next page to that notebook's path", async () => {
+    const { app } = notebookApp(context)
+    const ann = await as(app, 'ann')
+    const { id } = (await ann.data('POST', '/api/notebooks', { name: 'Paged' })) as { id: string }
+    for (const n of [1, 2, 3]) {
+      await ann.data('POST', `/api/notebooks/${id}/note`, { n })
+      await ann.data('POST', '/api/note', { n })
+    }
+    const first = await ann.request('GET', `/api/notebooks/${id}/note?limit=2`)
+    assert.equal(first.statusCode, 200)
+    const next = /^<([^>]+)>; rel="next"$/.exec(String(first.headers.link))?.[1] ?? ''
+    assert.match(next, new RegExp(`^/api/notebooks/${id}/note\\?`))
+    const second = await ann.data('GET', next)
+    assert.deepEqual(
+      (second as unknown as { n: number }[]).map((note) => note.n),
+      [3],
+    )
+    // The same notebook at `me` and at /api/note: each link names the path it was listed at.
+    const mine = await ann.request('GET', '/api/notebooks/me/note?limit=2')
+    assert.match(String(mine.headers.link), /^<\/api\/notebooks\/me\/note\?/)
+    const plain = await ann.request('GET', '/api/note?limit=2')
+    assert.match(String(plain.headers.link), /^<\/api\/note\?/)
+  })
+})
