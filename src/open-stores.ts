@@ -142,6 +142,8 @@ function perNotebookCaps(config: Config) {
   return {
     maxNotesPerNotebook: config.maxNotesPerUser,
     maxBytesPerNotebook: config.maxBytesPerUser,
+    maxNotebooksPerUser: config.maxNotebooksPerUser,
+    maxMembers: config.maxMembers,
   }
 }
 

@@ -25,7 +25,8 @@ import { type ServerProcess, startServer } from './hostile/server-process.js'
  * - `<!-- readme-test env: NAME=value ... -->` right before a block starts its service with those
  *   variables.
  * - Masked: 13-digit note ids (each README id stands for the real id answered in its place, and is
- *   replaced by it in later requests), the epoch of version tokens (likewise: an ETag shown can be
+ *   replaced by it in later requests), and so notebook and invitation ids, invitation tokens and
+ *   their expiry times in JSON answers, the epoch of version tokens (likewise: an ETag shown can be
  *   sent back in If-Match), generated request ids (12 hex digits, '-', a counter) and the Date header.
  * - ```sh blocks are instructions (npm ci, npm start), not run; no other kind of block is allowed.
  */
@@ -339,6 +340,12 @@ const VERSION_EPOCH =
   /(?:^(?:etag: "|notes-version: |id: )|"etag":"\\")([0-9a-z]{4,13})\.[0-9a-z]+/im
 const HTTP_DATE = /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/
 const NOTE_ID = /\b\d{13}\b/g
+/**
+ * What is random or timed per run inside a JSON answer: a notebook's or an invitation's id (22
+ * characters), an invitation's token (32) and its expiry. Masked as note ids are.
+ */
+const OPAQUE =
+  /"(?:id|token|expires)":"([A-Za-z0-9_-]{22}|[A-Za-z0-9_-]{32}|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)"/g
 
 /**
  * The actual output with what differs from run to run replaced by the README's values where the
@@ -374,6 +381,17 @@ function masked(
       }
     })
     text = text.replace(NOTE_ID, (id) => toReadme.get(id) ?? id)
+  }
+  const seenOpaque = [...expected.matchAll(OPAQUE)].map((m) => m[1] as string)
+  const foundOpaque = [...text.matchAll(OPAQUE)].map((m) => m[1] as string)
+  if (seenOpaque.length === foundOpaque.length) {
+    seenOpaque.forEach((readmeValue, i) => {
+      const realValue = foundOpaque[i] as string
+      if (readmeValue.length !== realValue.length) return
+      if ((ids.get(readmeValue) ?? realValue) !== realValue) return
+      ids.set(readmeValue, realValue)
+      text = text.replaceAll(realValue, readmeValue)
+    })
   }
   const expectedLines = expected.split('\n')
   return text

@@ -19,18 +19,18 @@ export const NOTEBOOKS_PATH = '/api/notebooks'
 
 const DAY_S = 86_400
 /** An invitation's life when the request names none, and the longest one, in seconds. */
-const DEFAULT_INVITE_S = 7 * DAY_S
-const MAX_INVITE_S = 30 * DAY_S
+export const DEFAULT_INVITE_S = 7 * DAY_S
+export const MAX_INVITE_S = 30 * DAY_S
 /** Most redemptions one invitation allows. */
-const MAX_INVITE_USES = 10_000
+export const MAX_INVITE_USES = 10_000
 /** Longest notebook name, in characters (code points). */
-const MAX_NAME = 200
+export const MAX_NAME = 200
 /** Longest `sub` a member is added by. */
-const MAX_SUB = 255
+export const MAX_SUB = 255
 /** Invitation redemptions one user may try per minute (guessing tokens is pointless, and slow). */
-const REDEEMS_PER_MINUTE = 20
+export const REDEEMS_PER_MINUTE = 20
 
-const SERVICE_KEY_DETAIL =
+export const SERVICE_KEY_DETAIL =
   'Notebooks belong to users: send a user token. A service key acts on the shared notebook at /api/note.'
 
 export interface NotebookRoutesOptions {
@@ -312,7 +312,7 @@ function nameOf(body: unknown): string | Problem {
   return name
 }
 
-const ROLE_DETAIL = `role must be one of ${ROLES.map((role) => JSON.stringify(role)).join(', ')}.`
+export const ROLE_DETAIL = `role must be one of ${ROLES.map((role) => JSON.stringify(role)).join(', ')}.`
 
 function isRole(value: unknown): value is Role {
   return typeof value === 'string' && (ROLES as readonly string[]).includes(value)

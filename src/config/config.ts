@@ -106,6 +106,10 @@ export interface Config {
   maxNotesPerUser: number
   /** Most UTF-8 bytes of note JSON one user's notebook holds (507 above it). */
   maxBytesPerUser: number
+  /** Most notebooks one user owns, their default one included (507 above it). */
+  maxNotebooksPerUser: number
+  /** Most members one notebook has, its owners included (507 above it). */
+  maxMembers: number
   /** Connections each instance opens to PostgreSQL at most. */
   databasePoolSize: number
   /** Longest a database statement may run, in ms; past it the request gets 503. */
@@ -303,6 +307,20 @@ export const OPTIONS: readonly Option<Setting>[] = [
     "most bytes of note JSON in one user's notebook",
     16 * MIB,
     integer(1 * KIB, 448 * MIB),
+  ),
+  opt(
+    'maxNotebooksPerUser',
+    'MAX_NOTEBOOKS_PER_USER',
+    'most notebooks one user owns, their default one included',
+    100,
+    integer(1, 100_000),
+  ),
+  opt(
+    'maxMembers',
+    'MAX_MEMBERS',
+    'most members of one notebook, its owners included',
+    100,
+    integer(1, 100_000),
   ),
   secret(
     opt(

@@ -1,5 +1,7 @@
 import { accessKeyHeaders, corsHeaders, headers, rateLimitHeaders } from './headers.js'
+import { inNotebookResponses } from './in-notebook.js'
 import { withEveryMethod } from './methods.js'
+import { notebookHeaders, notebookSchemas } from './notebook-schemas.js'
 import { header, type Paths, requestIdHeader, response } from './parts.js'
 import {
   accessKeyResponses,
@@ -62,6 +64,9 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
     },
     tags: [
       { name: 'notes', description: 'Create, read, update and delete notes; follow changes.' },
+      ...(options.userTokens === true
+        ? [{ name: 'notebooks', description: 'Notebooks, their members and invitations.' }]
+        : []),
       { name: 'operations', description: 'Probes, metrics, this description and the pages.' },
     ],
     paths,
@@ -81,17 +86,20 @@ function components(options: OpenApiOptions): OpenApiDocument['components'] {
   const tokens = options.userTokens === true
   const limits = options.rateLimits !== undefined
   const all: OpenApiDocument['components'] = {
-    schemas: schemas(),
+    // Notebooks themselves are served with user tokens alone; `me` is served always.
+    schemas: { ...schemas(), ...(tokens ? notebookSchemas() : {}) },
     parameters: parameters(),
     requestBodies: requestBodies(),
     headers: {
       ...headers(),
+      ...(tokens ? notebookHeaders() : {}),
       ...(keys ? accessKeyHeaders(tokens) : {}),
       ...(limits ? rateLimitHeaders() : {}),
       ...(options.cors === true ? corsHeaders() : {}),
     },
     responses: {
       ...responses(),
+      ...inNotebookResponses(),
       ...(options.cors === true ? { Options: corsOptionsResponse() } : {}),
       ...(keys ? accessKeyResponses(tokens, !tokens || options.serviceKeys === true) : {}),
       ...(limits ? rateLimitResponses() : {}),
@@ -146,6 +154,8 @@ const READ_OPERATIONS = new Set(['get', 'head'])
  * Adds what applies to every operation of a path: access keys' 401/403 and security
  * requirement (OPTIONS stays open: a browser's preflight carries no key), rate limits' 429,
  * load shedding's 503 (where the operation has no 503 of its own, which carries Retry-After too).
+ * Where an operation has a 403 or 429 of its own (a viewer's write, the invitations' limit), the
+ * cross-cutting one is named in its description.
  */
 function addCrossCuttingAnswers(paths: Paths, options: OpenApiOptions): void {
   const { accessKeys, rateLimits } = options
@@ -159,15 +169,30 @@ function addCrossCuttingAnswers(paths: Paths, options: OpenApiOptions): void {
         } else {
           answers['401'] = response('Unauthorized')
           const readKeys = options.userTokens !== true || options.serviceKeys === true
-          if (readKeys && !READ_OPERATIONS.has(method)) answers['403'] = response('Forbidden')
+          if (readKeys && !READ_OPERATIONS.has(method)) {
+            answers['403'] = alsoFor(answers['403'], 'Forbidden', READ_KEY_TEXT)
+          }
         }
       }
       if (rateLimits !== undefined && !rateLimits.exempt.has(path)) {
-        answers['429'] = response('TooManyRequests')
+        answers['429'] = alsoFor(answers['429'], 'TooManyRequests', RATE_LIMIT_TEXT)
       }
       if (options.loadShedding === true) answers['503'] ??= response('Overloaded')
     }
   }
+}
+
+const READ_KEY_TEXT = 'Or: the access key may only read (GET, HEAD).'
+const RATE_LIMIT_TEXT =
+  'Or: past the rate limit (RATE_LIMIT requests per RATE_LIMIT_WINDOW_MS), with the RateLimit-* headers.'
+
+/**
+ * The cross-cutting response `name` where the operation has none of its own for the status;
+ * else its own, whose description then also names `text`'s cause.
+ */
+function alsoFor(own: unknown, name: string, text: string): unknown {
+  if (typeof own !== 'object' || own === null || !('description' in own)) return response(name)
+  return { ...own, description: `${String(own.description)} ${text}` }
 }
 
 const DESCRIPTION = `A notes store: in memory by default (empty at start, lost at exit), in PostgreSQL when \`DATABASE_URL\` names a database. A note is a JSON object with any fields plus an integer \`id\` that the service sets.

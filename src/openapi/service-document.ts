@@ -4,8 +4,10 @@ import { apiDocsPaths } from './api-docs-paths.js'
 import { buildOpenApiDocument, type OpenApiDocument } from './document.js'
 import { eventsPaths } from './event-paths.js'
 import { healthPaths } from './health-paths.js'
+import { inNotebook } from './in-notebook.js'
 import { metricsPaths } from './metrics-paths.js'
 import { notePaths } from './note-paths.js'
+import { notebookPaths } from './notebook-paths.js'
 import { notesPagePaths } from './notes-page-paths.js'
 
 export interface ServiceDescriptionOptions {
@@ -29,16 +31,24 @@ export interface ServiceDescriptionOptions {
   loadShedding: boolean
 }
 
+const REVOKED =
+  'A member who loses read access to the notebook (removed, left, or the notebook deleted) gets `event: revoked` with `data: {"notebook":"<id>"}`, and the stream ends, on every instance. A member who keeps read access (demoted to viewer) keeps their stream.'
+
 /**
  * The OpenAPI document of the service as app.ts puts it together: the paths of each part that is
  * on, as each part describes them, and what access keys and rate limits add to them.
  */
 export function describeService(options: ServiceDescriptionOptions): OpenApiDocument {
+  const userTokens = options.userTokens === true
   return buildOpenApiDocument({
     version: options.version,
     paths: [
       notePaths(),
       eventsPaths(),
+      userTokens ? notebookPaths() : {},
+      // `me` is served without user tokens too: the shared notebook.
+      inNotebook(notePaths(), { userTokens }),
+      inNotebook(eventsPaths(), { userTokens, more: userTokens ? REVOKED : undefined }),
       healthPaths(),
       apiDocsPaths({ ui: options.docs }),
       options.metrics ? metricsPaths() : {},
@@ -46,7 +56,7 @@ export function describeService(options: ServiceDescriptionOptions): OpenApiDocu
     ],
     accessKeys:
       options.accessKeys || options.userTokens === true ? { guards: needsAccessKey } : undefined,
-    userTokens: options.userTokens === true,
+    userTokens,
     serviceKeys: options.accessKeys,
     rateLimits: options.rateLimits ? { exempt: RATE_LIMIT_EXEMPT } : undefined,
     cors: options.cors,

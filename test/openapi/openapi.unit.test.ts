@@ -45,6 +45,20 @@ function documentFor(features: Partial<Config>): OpenApiDocument {
   })
 }
 
+/**
+ * The app `features` describe, as the server builds it: with `authJwtSecret`, user tokens on a
+ * notebook per user (and so the notebooks' own routes).
+ */
+function appFor(features: Partial<Config>): FastifyInstance {
+  const secret = features.authJwtSecret ?? ''
+  if (secret === '') return buildOpsApp(features).app
+  return buildApp({
+    notebooks: new MemoryNotebooks({ maxNotes: 10, maxBytes: 10_000 }),
+    userTokens: new UserTokens({ secret }),
+    config: { ...DEFAULT_CONFIG, ...features },
+  })
+}
+
 /** The operation of `method` ('get') on `path`, if the document has one. */
 function operationOf(
   document: OpenApiDocument,
@@ -136,7 +150,7 @@ describe('the OpenAPI document', () => {
     })
 
     it(`describes every route the app serves, and nothing else, with ${label}`, async () => {
-      const { app } = buildOpsApp(features)
+      const app = appFor(features)
       assert.deepEqual(
         (await servedOperations(app)).sort(),
         documentedOperations(documentFor(features)).sort(),
@@ -229,6 +243,13 @@ describe('the OpenAPI document', () => {
       ['/api/note/{id}', 'get put 405 post 405 delete options head patch trace 405'],
       ['/api/batch', 'get 405 put 405 post delete 405 options head 405 patch 405 trace 405'],
       ['/api/events', gets],
+      ['/api/notebooks/{nb}/note', 'get put 405 post delete 405 options head patch 405 trace 405'],
+      ['/api/notebooks/{nb}/note/{id}', 'get put 405 post 405 delete options head patch trace 405'],
+      [
+        '/api/notebooks/{nb}/batch',
+        'get 405 put 405 post delete 405 options head 405 patch 405 trace 405',
+      ],
+      ['/api/notebooks/{nb}/events', gets],
       ['/healthz', gets],
       ['/readyz', gets],
       ['/api/openapi.json', gets],
@@ -411,6 +432,13 @@ describe('the OpenAPI document', () => {
       ['PATCH /api/note/{id}', ['401', '403', '429'], undefined],
       ['POST /api/batch', ['401', '403', '429'], undefined],
       ['GET /api/events', ['401', '429'], undefined],
+      ['GET /api/notebooks/{nb}/note', ['401', '429'], undefined],
+      ['POST /api/notebooks/{nb}/note', ['401', '403', '429'], undefined],
+      ['GET /api/notebooks/{nb}/note/{id}', ['401', '429'], undefined],
+      ['DELETE /api/notebooks/{nb}/note/{id}', ['401', '403', '429'], undefined],
+      ['PATCH /api/notebooks/{nb}/note/{id}', ['401', '403', '429'], undefined],
+      ['POST /api/notebooks/{nb}/batch', ['401', '403', '429'], undefined],
+      ['GET /api/notebooks/{nb}/events', ['401', '429'], undefined],
       ['GET /healthz', [], []],
       ['GET /readyz', [], []],
       ['GET /api/openapi.json', ['429'], []],
