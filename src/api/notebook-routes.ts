@@ -219,6 +219,8 @@ export function registerNotebookRoutes(app: FastifyInstance, options: NotebookRo
       )
     }
     return settle(directory.redeem(actor, request.params.token, now()), (joined) => {
+      // A notebook at its cap of members is a 507, as on every other way in.
+      if (isRefusal(joined) && joined.refused === 'full') return refuse(reply, joined)
       if (isRefusal(joined)) {
         return sendProblem(
           reply,

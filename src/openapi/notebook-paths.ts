@@ -385,6 +385,11 @@ function redeemInvite(): Operation {
         `At most ${REDEEMS_PER_MINUTE} invitations may be tried per minute; retry in 42 s.`,
         { 'Retry-After': header('RetryAfter') },
       ),
+      '507': problemResponse(
+        'The notebook has its maximum of members (MAX_MEMBERS); the caller did not join.',
+        507,
+        'This notebook has its maximum of 100 members (MAX_MEMBERS). Remove a member to make room.',
+      ),
     },
   )
 }

@@ -1,10 +1,16 @@
 import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
-import { it } from 'node:test'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, it } from 'node:test'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { UserTokens } from '../../src/auth/user-tokens.js'
 import { type Config, DEFAULT_CONFIG } from '../../src/config/config.js'
+import { openStores } from '../../src/open-stores.js'
+import { isRefusal } from '../../src/store/directory.js'
+import type { Notebooks } from '../../src/store/types.js'
 import { describeEachNotebooks, type NotebooksSuite } from '../support/each-notebooks.js'
 import { signed } from '../support/jwks-server.js'
 import { SseClient } from '../support/sse-client.js'
@@ -637,5 +643,52 @@ describeEachNotebooks('notebooks: pages', (context) => {
     assert.match(String(mine.headers.link), /^<\/api\/notebooks\/me\/note\?/)
     const plain = await ann.request('GET', '/api/note?limit=2')
     assert.match(String(plain.headers.link), /^<\/api\/note\?/)
+  })
+})
+
+describeEachNotebooks('notebooks: an invitation into a full notebook', (context) => {
+  it('answers 507 naming the cap, and spends nothing', async () => {
+    const { app } = notebookApp(context)
+    const ann = await as(app, 'ann')
+    const { id } = (await ann.data('POST', '/api/notebooks', { name: 'Full' })) as { id: string }
+    await ann.data('PUT', `/api/notebooks/${id}/members/bob`, { role: 'viewer' })
+    const invite = (await ann.data('POST', `/api/notebooks/${id}/invites`, {
+      role: 'viewer',
+      uses: 2,
+    })) as { token: string; id: string }
+    await ann.data('PUT', `/api/notebooks/${id}/members/cat`, { role: 'viewer' })
+    assertProblem(
+      await (await as(app, 'dan')).request('POST', `/api/invites/${invite.token}`),
+      507,
+      'This notebook has its maximum of 3 members (MAX_MEMBERS). Remove a member to make room.',
+    )
+    assert.deepEqual(
+      (
+        (await ann.data('GET', `/api/notebooks/${id}/invites`)) as unknown as { uses: number }[]
+      ).map((listed) => listed.uses),
+      [2],
+    )
+  })
+})
+
+describe('MAX_NOTEBOOKS_PER_USER and MAX_MEMBERS reach every store', () => {
+  it('caps notebooks and members on memory and DATA_FILE as configured', async (t) => {
+    const root = mkdtempSync(join(tmpdir(), 'notes-caps-'))
+    t.after(() => rmSync(root, { recursive: true, force: true }))
+    for (const dataFile of ['', join(root, 'caps.journal')]) {
+      const config = { ...DEFAULT_CONFIG, dataFile, maxNotebooksPerUser: 2, maxMembers: 2 }
+      const opened = openStores(config, { perUser: true })
+      t.after(() => opened.close())
+      const { directory } = (opened.stores as { notebooks: Notebooks }).notebooks
+      const made = await directory.create('ann', 'One')
+      assert.ok(!isRefusal(made))
+      assert.equal(isRefusal(await directory.create('ann', 'Two')), true, dataFile)
+      assert.equal(isRefusal(await directory.setRole('ann', made.id, 'bob', 'viewer')), false)
+      assert.deepEqual(await directory.setRole('ann', made.id, 'cat', 'viewer'), {
+        refused: 'full',
+        detail:
+          'This notebook has its maximum of 2 members (MAX_MEMBERS). Remove a member to make room.',
+      })
+    }
   })
 })
