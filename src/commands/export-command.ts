@@ -1,6 +1,7 @@
 import type { Config } from '../config/config.js'
 import { asksForHelp } from '../config/help.js'
 import { openDatabase, openJournal } from '../open-stores.js'
+import type { DirectoryRecord } from '../store/directory.js'
 import { ExportSnapshot } from '../store/postgres/export-snapshot.js'
 import {
   CommandError,
@@ -11,6 +12,7 @@ import {
   Output,
   Progress,
 } from './command-io.js'
+import { directoryLine } from './export-directory.js'
 import { HEADER_LINE, notebookLine } from './export-file.js'
 
 /**
@@ -87,11 +89,19 @@ export async function runExportCommand(
   }
 }
 
+/** The directory's line and records, when the store has any (user tokens were on). */
+async function writeDirectory(output: Output, records: readonly DirectoryRecord[]): Promise<void> {
+  if (records.length === 0) return
+  const lines = [directoryLine(records.length), ...records.map((record) => JSON.stringify(record))]
+  await output.write(`${lines.join('\n')}\n`)
+}
+
 /** Every notebook that holds notes, in name order: the journal is locked, so nothing writes meanwhile. */
 async function exportJournal(config: Config, output: Output, progress: Progress): Promise<void> {
   const journal = openJournal(config)
   try {
     await output.write(`${HEADER_LINE}\n`)
+    await writeDirectory(output, [...journal.directory.records()])
     for (const notebook of journal.notebooksWithNotes()) {
       const snapshot = notebook.exportNotes()
       await output.write(`${notebookLine(notebook.notebook, snapshot.count)}\n`)
@@ -112,6 +122,7 @@ async function exportDatabase(config: Config, output: Output, progress: Progress
     const snapshot = await ExportSnapshot.begin(db)
     try {
       await output.write(`${HEADER_LINE}\n`)
+      await writeDirectory(output, await snapshot.directory())
       for (const notebook of await snapshot.notebooks()) {
         await output.write(`${notebookLine(notebook.notebook, notebook.notes)}\n`)
         let written = 0

@@ -3,6 +3,7 @@ import { exceedsDepth } from '../api/json-depth.js'
 import { parseJson } from '../client/parse-json.js'
 import type { ImportedNote, ImportedNotebook, ImportSource } from '../store/kernel/import-source.js'
 import { isNotebookName, SHARED_NOTEBOOK } from '../store/types.js'
+import { DirectoryCheck, directoryCount } from './export-directory.js'
 
 /**
  * The file of `notes-service export` and `import`: every notebook of a store, each
@@ -13,6 +14,7 @@ import { isNotebookName, SHARED_NOTEBOOK } from '../store/types.js'
  *   {"id":1700000000001}
  *   {"notebook":"user:alice","notes":1}
  *   {"title":"no id: a merge patch removed it"}
+ * After the first line, the notebooks' directory may follow (export-directory.ts).
  * A notebook line says how many note lines follow, so a note (any JSON object) is never taken for
  * one. A file without the first line is an HTTP export: every line a note of the shared notebook.
  */
@@ -51,7 +53,15 @@ export async function readExportFile(path: string, maxDepth: number): Promise<Im
   let notes = 0
   let bytes = 0
   let lastId = Number.NEGATIVE_INFINITY
+  const directory = new DirectoryCheck()
+  let last = 0
   for await (const entry of entries(path, maxDepth)) {
+    if (entry.kind === 'directory') {
+      const problem = directory.add(entry.value)
+      if (problem !== undefined) throw new ExportFileError(entry.number, problem)
+      last = entry.number
+      continue
+    }
     if (entry.kind === 'notebook') {
       counts.set(entry.name, { notes: 0, bytes: 0 })
       continue
@@ -65,8 +75,11 @@ export async function readExportFile(path: string, maxDepth: number): Promise<Im
     const { id } = entry.note
     if (Number.isSafeInteger(id) && (id as number) > lastId) lastId = id as number
   }
+  const unowned = directory.finish()
+  if (unowned !== undefined) throw new ExportFileError(last, unowned)
   const notebooks: ImportedNotebook[] = [...counts].map(([name, count]) => ({ name, ...count }))
   return {
+    directory: directory.records,
     notebooks,
     notes,
     bytes,
@@ -97,6 +110,7 @@ async function* reread(
 }
 
 type Entry =
+  | { readonly kind: 'directory'; readonly value: unknown; readonly number: number }
   | { readonly kind: 'notebook'; readonly name: string }
   | { readonly kind: 'note'; readonly note: ImportedNote }
 
@@ -108,13 +122,36 @@ async function* entries(path: string, maxDepth: number): AsyncGenerator<Entry> {
   let notebook = SHARED_NOTEBOOK
   /** Note lines still owed by the last notebook line. */
   let owed = 0
+  /** Whether the line read is the one after the first, where the directory may start. */
+  let afterHeader = false
+  /** Directory records still owed by the directory line. */
+  let records = 0
   const names = new Set<string>()
   for await (const line of lines(path)) {
     number++
     if (framed === undefined) {
       framed = isHeader(line, number)
-      if (framed) continue
+      if (framed) {
+        afterHeader = true
+        continue
+      }
       yield { kind: 'notebook', name: SHARED_NOTEBOOK }
+    }
+    if (afterHeader) {
+      afterHeader = false
+      // The line after the first may start the directory.
+      const count = directoryCount(parseLine(line))
+      if (count !== undefined) {
+        records = count
+        continue
+      }
+    }
+    if (records > 0) {
+      records--
+      const value = parseLine(line)
+      if (value === NOT_JSON) throw new ExportFileError(number, 'not JSON.')
+      yield { kind: 'directory', value, number }
+      continue
     }
     if (framed && owed === 0) {
       const header = notebookHeader(line, number)
@@ -134,6 +171,9 @@ async function* entries(path: string, maxDepth: number): AsyncGenerator<Entry> {
     yield { kind: 'note', note: noteOf(line, number, notebook, maxDepth) }
   }
   if (framed === undefined) yield { kind: 'notebook', name: SHARED_NOTEBOOK }
+  if (records > 0) {
+    throw new ExportFileError(number + 1, `the file ends ${records} directory records short.`)
+  }
   if (owed > 0) {
     throw new ExportFileError(
       number + 1,

@@ -159,6 +159,36 @@ export interface Directory {
   subscribe(listener: (change: AccessChange) => void): () => void
 }
 
+/**
+ * One change of the directory as it was made, enough to make it again (replay): a journal writes
+ * these down, and a compaction writes the records that rebuild the whole directory (records()).
+ *   { t: 'notebook', id: 'n4Q...', name: 'Trip', store: 'nb:n4Q...', default: undefined }
+ */
+export type DirectoryRecord =
+  | {
+      readonly t: 'notebook'
+      readonly id: string
+      readonly name: string
+      readonly store: string
+      /** The user whose default notebook it is. */
+      readonly default?: string | undefined
+    }
+  | { readonly t: 'name'; readonly id: string; readonly name: string }
+  | { readonly t: 'remove'; readonly id: string }
+  | { readonly t: 'role'; readonly id: string; readonly user: string; readonly role: Role }
+  | { readonly t: 'leave'; readonly id: string; readonly user: string }
+  | {
+      readonly t: 'invite'
+      readonly id: string
+      readonly invite: string
+      readonly hash: string
+      readonly role: Role
+      readonly expires: number
+      readonly uses: number
+    }
+  | { readonly t: 'spend'; readonly id: string; readonly invite: string }
+  | { readonly t: 'withdraw'; readonly id: string; readonly invite: string }
+
 /** 'user:alice': the store of alice's default notebook, the one her `/api/note` means. */
 export function defaultStore(user: string): string {
   return `user:${user}`

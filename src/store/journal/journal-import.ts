@@ -8,7 +8,7 @@ import {
 } from '../kernel/import-source.js'
 import { etagOf, randomEpoch, versionToken } from '../kernel/version-token.js'
 import type { ImageNote } from '../memory/records.js'
-import { imageRecords } from './journal-records.js'
+import { directoryRecords, imageRecords } from './journal-records.js'
 import { JournaledNotebooks, notebookEpoch } from './journaled-notebooks.js'
 import { encodeHeader } from './record-format.js'
 
@@ -50,6 +50,12 @@ export async function importIntoJournal(
   }
   try {
     const held = store.stats().notes
+    const notebooks = [...store.directory.records()].filter((record) => record.t === 'notebook')
+    if (notebooks.length > 0 && !options.replace) {
+      throw new ImportRefusedError(
+        `DATA_FILE ${options.path} holds ${notebooks.length} notebooks with their members; import into an empty store, or add --replace to replace them.`,
+      )
+    }
     if (held > 0 && !options.replace) {
       throw new ImportRefusedError(
         `DATA_FILE ${options.path} holds ${held} notes; import into an empty store, or add --replace to replace them.`,
@@ -78,6 +84,8 @@ async function writeJournal(source: ImportSource, options: JournalImportOptions)
       return { sequence, historyStart: sequence, lastId: source.lastId, history: [], keys: [] }
     }
     write([encodeHeader(epoch)])
+    // Who may see which notebook, before the notebooks' images, as a compaction writes it.
+    if (source.directory.length > 0) write(directoryRecords(source.directory))
     let notebook: string | undefined
     let notebookEpochOf = ''
     let position = 0

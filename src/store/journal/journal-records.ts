@@ -1,7 +1,7 @@
 import { parseJson } from '../../client/parse-json.js'
 import { encodeRecord } from '../../durable/record-frame.js'
+import type { DirectoryRecord } from '../directory.js'
 import { etagOf } from '../kernel/version-token.js'
-import type { DirectoryRecord } from '../memory/memory-directory.js'
 import type { MemoryNoteStore } from '../memory/memory-store.js'
 import type { ImageNote, RememberedKey, StoreImage } from '../memory/records.js'
 import type { Change } from '../types.js'

@@ -4,6 +4,7 @@ import type {
   AccessChange,
   Directory,
   DirectoryLimits,
+  DirectoryRecord,
   Invite,
   Member,
   NewInvite,
@@ -11,7 +12,7 @@ import type {
   Refusal,
   Role,
 } from '../directory.js'
-import { type DirectoryRecord, MemoryDirectory } from '../memory/memory-directory.js'
+import { MemoryDirectory } from '../memory/memory-directory.js'
 import { type MaybePromise, StoreUnavailableError } from '../types.js'
 import type { Payload } from './journal-records.js'
 import { type JournalHost, writeError } from './journaled-store.js'

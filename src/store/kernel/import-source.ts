@@ -1,3 +1,5 @@
+import type { DirectoryRecord } from '../directory.js'
+
 /**
  * What an import hands a store: the notebooks of a whole export file, checked, and
  * their notes read again a chunk at a time, so that a store learns everything it must refuse for
@@ -22,6 +24,11 @@ export interface ImportedNote {
 }
 
 export interface ImportSource {
+  /**
+   * Who may see which notebook: the records that rebuild the directory, checked (each notebook
+   * before its members and invitations, every notebook with an owner); empty for a file without.
+   */
+  readonly directory: readonly DirectoryRecord[]
   readonly notebooks: readonly ImportedNotebook[]
   /** Notes over every notebook. */
   readonly notes: number

@@ -3,6 +3,7 @@ import {
   type AccessChange,
   type Directory,
   type DirectoryLimits,
+  type DirectoryRecord,
   defaultStore,
   type Invite,
   type Member,
@@ -26,36 +27,6 @@ import {
   redeemedRole,
   tokenHash,
 } from '../kernel/notebook-rules.js'
-
-/**
- * One change of the directory as it was made, enough to make it again (replay): a journal writes
- * these down, and a compaction writes the records that rebuild the whole directory (records()).
- *   { t: 'notebook', id: 'n4Q...', name: 'Trip', store: 'nb:n4Q...', default: undefined }
- */
-export type DirectoryRecord =
-  | {
-      readonly t: 'notebook'
-      readonly id: string
-      readonly name: string
-      readonly store: string
-      /** The user whose default notebook it is. */
-      readonly default?: string | undefined
-    }
-  | { readonly t: 'name'; readonly id: string; readonly name: string }
-  | { readonly t: 'remove'; readonly id: string }
-  | { readonly t: 'role'; readonly id: string; readonly user: string; readonly role: Role }
-  | { readonly t: 'leave'; readonly id: string; readonly user: string }
-  | {
-      readonly t: 'invite'
-      readonly id: string
-      readonly invite: string
-      readonly hash: string
-      readonly role: Role
-      readonly expires: number
-      readonly uses: number
-    }
-  | { readonly t: 'spend'; readonly id: string; readonly invite: string }
-  | { readonly t: 'withdraw'; readonly id: string; readonly invite: string }
 
 interface InviteState {
   readonly id: string
@@ -97,6 +68,11 @@ export class MemoryDirectory implements Directory {
   readonly #defaults = new Map<string, string>()
   /** Each user's notebooks, in the order they joined them (their default first). */
   readonly #joined = new Map<string, Set<string>>()
+  /**
+   * Every membership ('<id>\n<user>') in the order it began: what records() replays, so that both
+   * a notebook's members and a user's notebooks come back in the order they joined.
+   */
+  readonly #joins = new Set<string>()
   /** Invitation token hashes -> [notebook id, invitation id]. */
   readonly #tokens = new Map<string, readonly [string, string]>()
   readonly #listeners = new Set<(change: AccessChange) => void>()
@@ -262,8 +238,24 @@ export class MemoryDirectory implements Directory {
   *records(): Generator<DirectoryRecord> {
     for (const notebook of this.#notebooks.values()) {
       const { id, name, store, defaultUser } = notebook
-      yield { t: 'notebook', id, name, store, default: defaultUser }
-      for (const [user, role] of notebook.roles) yield { t: 'role', id, user, role }
+      yield {
+        t: 'notebook',
+        id,
+        name,
+        store,
+        ...(defaultUser === undefined ? {} : { default: defaultUser }),
+      }
+    }
+    for (const join of this.#joins) {
+      // A notebook id holds no line break; a sub may.
+      const cut = join.indexOf('\n')
+      const id = join.slice(0, cut)
+      const user = join.slice(cut + 1)
+      const role = this.#notebooks.get(id)?.roles.get(user) as Role
+      yield { t: 'role', id, user, role }
+    }
+    for (const notebook of this.#notebooks.values()) {
+      const { id } = notebook
       for (const invite of notebook.invites.values()) {
         const { hash, role, expires, uses } = invite
         yield { t: 'invite', id, invite: invite.id, hash, role, expires, uses }
@@ -334,6 +326,7 @@ export class MemoryDirectory implements Directory {
         const changes: AccessChange[] = []
         for (const user of notebook.roles.keys()) {
           this.#joined.get(user)?.delete(record.id)
+          this.#joins.delete(`${record.id}\n${user}`)
           changes.push({ type: 'left', notebook: record.id, user })
         }
         this.#options.dropNotes(notebook.store)
@@ -352,12 +345,14 @@ export class MemoryDirectory implements Directory {
           this.#joined.set(record.user, joined)
         }
         joined.add(record.id)
+        this.#joins.add(`${record.id}\n${record.user}`)
         return [{ type: 'joined', notebook: record.id, user: record.user }]
       }
       case 'leave': {
         const notebook = this.#notebooks.get(record.id)
         if (notebook === undefined || !notebook.roles.delete(record.user)) return []
         this.#joined.get(record.user)?.delete(record.id)
+        this.#joins.delete(`${record.id}\n${record.user}`)
         return [{ type: 'left', notebook: record.id, user: record.user }]
       }
       case 'invite': {

@@ -1,4 +1,5 @@
 import type pg from 'pg'
+import type { DirectoryRecord, Role } from '../directory.js'
 import { StoreUnavailableError } from '../types.js'
 import { unavailableOr } from './connection.js'
 import type { Database } from './database.js'
@@ -73,6 +74,50 @@ export class ExportSnapshot {
       'SELECT notebook, epoch, sequence, notes FROM notes_notebooks WHERE notes > 0 ORDER BY notebook COLLATE "C"',
     )
     return rows.map(notebookOf)
+  }
+
+  /**
+   * The directory in this snapshot, as records that rebuild it: every notebook, then every
+   * membership in the order it began, then every invitation in the order it was made.
+   */
+  async directory(): Promise<DirectoryRecord[]> {
+    const records: DirectoryRecord[] = []
+    for (const row of await this.#query(
+      'SELECT id, name, store, default_user FROM notes_directory ORDER BY store COLLATE "C"',
+    )) {
+      const { id, name, store, default_user: owner } = row as Record<string, string | null>
+      records.push({
+        t: 'notebook',
+        id: id as string,
+        name: name as string,
+        store: store as string,
+        ...(owner === null ? {} : { default: owner as string }),
+      })
+    }
+    for (const row of await this.#query(
+      'SELECT notebook, sub, role FROM notes_members ORDER BY joined',
+    )) {
+      records.push({
+        t: 'role',
+        id: row.notebook as string,
+        user: row.sub as string,
+        role: row.role as Role,
+      })
+    }
+    for (const row of await this.#query(
+      'SELECT notebook, id, hash, role, expires, uses FROM notes_invites ORDER BY made',
+    )) {
+      records.push({
+        t: 'invite',
+        id: row.notebook as string,
+        invite: row.id as string,
+        hash: row.hash as string,
+        role: row.role as Role,
+        expires: Number(row.expires),
+        uses: Number(row.uses),
+      })
+    }
+    return records
   }
 
   /** The notebook's notes' JSON in list order, a chunk at a time. */

@@ -52,11 +52,23 @@ export async function importIntoPostgres(
         `The database holds ${held} notes; import into an empty store, or add --replace to replace them.`,
       )
     }
+    const directory = Number(
+      (await client.query<{ count: string }>('SELECT count(*) AS count FROM notes_directory'))
+        .rows[0]?.count,
+    )
+    if (directory > 0 && !options.replace) {
+      throw new ImportRefusedError(
+        `The database holds ${directory} notebooks with their members; import into an empty store, or add --replace to replace them.`,
+      )
+    }
     if (options.replace) {
+      // Members and invitations go with their notebooks (ON DELETE CASCADE).
+      await client.query('DELETE FROM notes_directory')
       await client.query('DELETE FROM notes')
       await client.query('DELETE FROM notes_changes')
       await client.query('DELETE FROM notes_idempotency')
     }
+    await insertDirectory(client, source.directory)
     const sequences = await renewEpochs(client, source)
     let pending: ImportedNote[] = []
     for await (const chunk of source.read()) {
@@ -124,6 +136,32 @@ async function renewEpochs(
     )
   }
   return sequences
+}
+
+/** The file's directory, in its order (memberships keep the order in which they began). */
+async function insertDirectory(
+  client: pg.PoolClient,
+  records: ImportSource['directory'],
+): Promise<void> {
+  for (const record of records) {
+    if (record.t === 'notebook') {
+      await client.query(
+        'INSERT INTO notes_directory (id, name, store, default_user) VALUES ($1, $2, $3, $4)',
+        [record.id, record.name, record.store, record.default ?? null],
+      )
+    } else if (record.t === 'role') {
+      await client.query('INSERT INTO notes_members (notebook, sub, role) VALUES ($1, $2, $3)', [
+        record.id,
+        record.user,
+        record.role,
+      ])
+    } else if (record.t === 'invite') {
+      await client.query(
+        'INSERT INTO notes_invites (notebook, id, hash, role, expires, uses) VALUES ($1, $2, $3, $4, $5, $6)',
+        [record.id, record.invite, record.hash, record.role, record.expires, record.uses],
+      )
+    }
+  }
 }
 
 /** Writes notes of one notebook at the positions after its sequence, which it advances. */
