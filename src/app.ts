@@ -85,7 +85,7 @@ export interface AppOptions {
 }
 
 /** Who the lane serves when neither keys nor tokens are on: everyone, on the shared notebook. */
-const OPEN_DECISION = { notebook: SHARED_NOTEBOOK, user: undefined } as const
+const OPEN_CALLER = { notebook: SHARED_NOTEBOOK, user: undefined } as const
 
 /**
  * Builds the notes service without listening: tests call it through `inject`, the server
@@ -159,7 +159,7 @@ export function buildApp({
       }
   // The same for a notebook the path names (`me`, or one the caller is a member of).
   const operationsIn = (request: IncomingMessage, nb: string, write: boolean) => {
-    const decision = callers.guarding ? callers.decideNow(request) : OPEN_DECISION
+    const decision = callers.guarding ? callers.decideNow(request) : OPEN_CALLER
     if (decision === undefined || ('allowed' in decision && !decision.allowed)) return undefined
     const scope = (target: Target | Refused) => {
       if (isRefused(target)) return problemAnswer(target.status, target.detail)
