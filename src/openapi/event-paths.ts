@@ -1,9 +1,22 @@
 import { header, type Paths, problemResponse, ref, requestIdHeader } from './parts.js'
 
+/** `notebooks=all`: every notebook the caller can read, over one stream. */
+const NOTEBOOKS_PARAMETER = {
+  name: 'notebooks',
+  in: 'query',
+  required: false,
+  description:
+    'With `all` (a user token), one stream of every notebook the caller can read: `created`, `updated` and `deleted` with `data: {"notebook": <id>, "note": ...}`; `joined` and `left` with `data: {"notebook": <as GET /api/notebooks lists it>}` when the caller gains or loses one; `reset` with `data: {"notebook": <id>}` for one notebook whose history no longer reaches back. Its event ids are opaque and hold every notebook\'s place: `Last-Event-ID` (or `since`) resumes every notebook, each change exactly once. It counts as one stream toward the caps; a service key, another value, or an id this stream did not send is `400`.',
+  schema: { type: 'string', enum: ['all'] },
+}
+
 const TOKEN_SCHEMA = { type: 'string', pattern: '^[A-Za-z0-9._~-]{1,256}$' }
 
-/** The OpenAPI path of `GET /api/events`, the change feed (event-routes.ts). */
-export function eventsPaths(): Paths {
+/**
+ * The OpenAPI path of `GET /api/events`, the change feed (event-routes.ts); with `allNotebooks`,
+ * its `notebooks=all` form (user tokens on).
+ */
+export function eventsPaths({ allNotebooks = false }: { allNotebooks?: boolean } = {}): Paths {
   return {
     '/api/events': {
       description: 'The change feed: every write, as Server-Sent Events.',
@@ -41,6 +54,7 @@ data: {"title":"Groceries","id":1795545943703}
             description: 'The `id` of the last event received: the stream resumes after it.',
             schema: { type: 'string', maxLength: 256 },
           },
+          ...(allNotebooks ? [NOTEBOOKS_PARAMETER] : []),
           ref('parameters', 'RequestId'),
         ],
         responses: {

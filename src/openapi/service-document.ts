@@ -44,7 +44,7 @@ export function describeService(options: ServiceDescriptionOptions): OpenApiDocu
     version: options.version,
     paths: [
       notePaths(),
-      eventsPaths(),
+      eventsPaths({ allNotebooks: userTokens }),
       userTokens ? notebookPaths() : {},
       // `me` is served without user tokens too: the shared notebook.
       inNotebook(notePaths(), { userTokens }),
