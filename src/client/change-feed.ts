@@ -32,14 +32,39 @@ const SILENCE_MS = 45_000
 /** Statuses that no retry changes: the feed ends with the problem. */
 const FINAL_STATUSES = new Set([400, 401, 403, 404, 405])
 
-export class ChangeFeed implements AsyncIterableIterator<ChangeEvent> {
+/**
+ * How a stream's messages read as the items a feed yields: (type, id, data) -> an item, or
+ * undefined for a message that is none (the opening one); `last(item)`: the stream ends after it.
+ */
+export interface FeedDecoder<T> {
+  item(type: string, id: string, data: string): T | undefined
+  last(item: T): boolean
+}
+
+/** A notebook's feed (or the default one): changes, reset, and revoked, after which it ends. */
+const CHANGES: FeedDecoder<ChangeEvent> = {
+  item: changeOf,
+  last: (event) => event.type === 'revoked',
+}
+
+export class ChangeFeed<T = ChangeEvent> implements AsyncIterableIterator<T> {
   readonly #stop = new AbortController()
-  readonly #events: AsyncGenerator<ChangeEvent, undefined, undefined>
+  readonly #events: AsyncGenerator<T, undefined, undefined>
+  readonly #decoder: FeedDecoder<T>
   #lastId: string
 
-  /** `path`: the stream's, '/api/events' or '/api/notebooks/<id>/events'. */
-  constructor(transport: Transport, options: EventsOptions = {}, path = '/api/events') {
+  /**
+   * `path`: the stream's, '/api/events', '/api/notebooks/<id>/events' or
+   * '/api/events?notebooks=all' (with its own decoder).
+   */
+  constructor(
+    transport: Transport,
+    options: EventsOptions = {},
+    path = '/api/events',
+    decoder: FeedDecoder<T> = CHANGES as unknown as FeedDecoder<T>,
+  ) {
     this.#lastId = options.since ?? ''
+    this.#decoder = decoder
     const signal = anySignal(this.#stop.signal, transport.signal, options.signal) as AbortSignal
     this.#events = this.#follow(transport, signal, transport.url(path))
   }
@@ -49,12 +74,12 @@ export class ChangeFeed implements AsyncIterableIterator<ChangeEvent> {
     return this.#lastId
   }
 
-  next(): Promise<IteratorResult<ChangeEvent, undefined>> {
+  next(): Promise<IteratorResult<T, undefined>> {
     return this.#events.next()
   }
 
   /** Ends the feed at once, aborting the request under it, even while a `next()` waits. */
-  return(): Promise<IteratorResult<ChangeEvent, undefined>> {
+  return(): Promise<IteratorResult<T, undefined>> {
     this.#stop.abort()
     return this.#events.return(undefined)
   }
@@ -67,7 +92,7 @@ export class ChangeFeed implements AsyncIterableIterator<ChangeEvent> {
     transport: Transport,
     signal: AbortSignal,
     url: string,
-  ): AsyncGenerator<ChangeEvent, undefined, undefined> {
+  ): AsyncGenerator<T, undefined, undefined> {
     let failures = 0
     while (!signal.aborted) {
       const connection = new AbortController()
@@ -111,12 +136,12 @@ export class ChangeFeed implements AsyncIterableIterator<ChangeEvent> {
           heard = Date.now()
           for (const message of parser.push(decoder.decode(value, { stream: true }))) {
             // Parsed before the id counts: an event that cannot be read is asked for again.
-            const event = changeOf(message.type, message.id, message.data)
+            const event = this.#decoder.item(message.type, message.id, message.data)
             this.#lastId = message.id
             if (event === undefined) continue
             yield event
             // The service ends the stream after it; the finally below closes the request.
-            if (event.type === 'revoked') return undefined
+            if (this.#decoder.last(event)) return undefined
           }
           // An id whose event had no data moves the resume point too.
           this.#lastId = parser.lastId

@@ -11,13 +11,22 @@ export {
   type ProblemDocument,
 } from './errors.js'
 export { EventStreamParser, type StreamEvent } from './event-stream.js'
+export type { NotebooksEvent } from './notebooks-feed.js'
 export { NotesClient, type NotesClientOptions } from './notes-client.js'
 export { parseJson } from './parse-json.js'
 export {
   IndexedDbReplicaStorage,
   type IndexedDbReplicaStorageOptions,
+  IndexedDbReplicaStorages,
 } from './replica/indexeddb-storage.js'
-export { MemoryReplicaStorage } from './replica/memory-storage.js'
+export { MemoryReplicaStorage, MemoryReplicaStorages } from './replica/memory-storage.js'
+export {
+  NotebooksReplica,
+  type NotebooksReplicaEvent,
+  type NotebooksReplicaOptions,
+  type UnsentWrite,
+  type UnsentWrites,
+} from './replica/notebooks-replica.js'
 export {
   Replica,
   type ReplicaConflict,
@@ -31,6 +40,7 @@ export {
   type ReplicaStorage,
   ReplicaStorageError,
   type ReplicaStorageErrorCode,
+  type ReplicaStorages,
   type ReplicaTable,
   type ReplicaWrite,
 } from './replica/storage.js'

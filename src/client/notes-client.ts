@@ -11,6 +11,7 @@ import { NotesProblem, problemOf } from './errors.js'
 import { EtagMemory } from './etag-memory.js'
 import { newIdempotencyKey } from './idempotency-key.js'
 import { nextLink } from './link-header.js'
+import { NOTEBOOKS_DECODER, NOTEBOOKS_EVENTS_PATH, type NotebooksEvent } from './notebooks-feed.js'
 import type { RetryOptions } from './retry-policy.js'
 import { type Reply, type TokenSource, Transport } from './transport.js'
 import type {
@@ -245,6 +246,15 @@ export class NotesClient {
    */
   events(options: EventsOptions = {}): ChangeFeed {
     return new ChangeFeed(this.#transport, options, `${this.#root}/events`)
+  }
+
+  /**
+   * GET /api/events?notebooks=all: the changes of every notebook the caller can read, over one
+   * connection, with `joined`, `left` and a per-notebook `reset` (notebooks-feed.ts). `since`: a
+   * `position` it yielded. Resumes across drops as `events()` does; a user token only.
+   */
+  allChanges(options: EventsOptions = {}): ChangeFeed<NotebooksEvent> {
+    return new ChangeFeed(this.#transport, options, NOTEBOOKS_EVENTS_PATH, NOTEBOOKS_DECODER)
   }
 
   /** GET /api/notebooks: the caller's notebooks, their default one first, then as they joined. */

@@ -142,6 +142,7 @@ describe(DOC, () => {
         'Retries and aborts',
         'Replica (offline)',
         'Replica (offline)',
+        'Every notebook offline',
       ],
     )
   })

@@ -6,6 +6,7 @@ import { buildApp } from '../../src/app.js'
 import { UserTokens } from '../../src/auth/user-tokens.js'
 import {
   type ChangeEvent,
+  type NotebooksEvent,
   NotesClient,
   type NotesClientOptions,
   NotesNetworkError,
@@ -13,6 +14,7 @@ import {
 } from '../../src/client/index.js'
 import { DEFAULT_CONFIG } from '../../src/config/config.js'
 import { MemoryNotebooks } from '../../src/store/memory/memory-notebooks.js'
+import { Relay } from '../support/client-relay.js'
 import { signed } from '../support/jwks-server.js'
 
 const SECRET = 'a-secret-of-32-bytes-or-more-000'
@@ -318,6 +320,74 @@ describe('NotesClient and notebooks', () => {
     await ann.deleteNotebook(id)
     assert.deepEqual(await nextEvent(catFeed), { type: 'revoked', version: last, notebook: id })
     assert.deepEqual(await catFeed.next(), { done: true, value: undefined })
+  })
+
+  it('follows every notebook over one stream with allChanges(), resuming across a drop', async (t) => {
+    const baseUrl = await serve(t)
+    const relay = await Relay.start(Number(new URL(baseUrl).port))
+    t.after(() => relay.close())
+    const ann = await userClient(relay.url, 'ann')
+    const bob = await userClient(baseUrl, 'bob')
+    const [mine] = await ann.notebooks()
+    const feed = ann.allChanges({ signal: AbortSignal.timeout(10_000) })
+    const next = async (): Promise<NotebooksEvent> => {
+      const { done, value } = await feed.next()
+      assert.equal(done, false, 'the feed ended')
+      return value as NotebooksEvent
+    }
+    const opened = await next()
+    assert.deepEqual(opened, { type: 'opened', position: opened.position })
+    assert.equal(feed.lastEventId, opened.position)
+
+    const team = await bob.createNotebook('Team')
+    await bob.setMember(team.id, 'ann', 'editor')
+    const joined = await next()
+    assert.deepEqual(joined, {
+      type: 'joined',
+      position: joined.position,
+      notebook: { id: team.id, name: 'Team', role: 'editor', members: 2 },
+    })
+    const { note } = await bob.notebook(team.id).create({ title: 'agenda' })
+    const created = await next()
+    assert.deepEqual(created, {
+      type: 'created',
+      position: created.position,
+      notebook: team.id,
+      note,
+    })
+    const own = (await ann.create({ title: 'mine' })).note
+    const inMine = await next()
+    assert.deepEqual(inMine, {
+      type: 'created',
+      position: inMine.position,
+      notebook: mine?.id,
+      note: own,
+    })
+
+    // A drop: the feed connects again with the last position, and misses nothing.
+    relay.cutAll()
+    await bob.notebook(team.id).update(note.id, { title: 'agenda 2' }, { ifMatch: false })
+    await bob.notebook(team.id).delete(note.id, { ifMatch: false })
+    const reopened = await next()
+    assert.deepEqual(reopened, { type: 'opened', position: reopened.position })
+    const updated = await next()
+    assert.deepEqual(updated, {
+      type: 'updated',
+      position: updated.position,
+      notebook: team.id,
+      note: { title: 'agenda 2', id: note.id },
+    })
+    const deleted = await next()
+    assert.deepEqual(deleted, {
+      type: 'deleted',
+      position: deleted.position,
+      notebook: team.id,
+      id: note.id,
+    })
+    await bob.removeMember(team.id, 'ann')
+    const left = await next()
+    assert.deepEqual(left, { type: 'left', position: left.position, notebook: team.id })
+    await feed.return()
   })
 
   it('sends a lost notebook or invitation POST once, and repeats PATCH, PUT and DELETE', async (t) => {

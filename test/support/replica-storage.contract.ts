@@ -3,6 +3,7 @@ import {
   REPLICA_TABLES,
   type ReplicaContents,
   type ReplicaStorage,
+  type ReplicaStorages,
   type ReplicaTable,
   type ReplicaWrite,
 } from '../../src/client/replica/storage.js'
@@ -20,6 +21,8 @@ export interface StorageUnderTest {
   open(name: string): Promise<ReplicaStorage>
   /** Whether a storage opened again after close() keeps what it held (not memory). */
   persistent: boolean
+  /** The storages by key called `name` (one per notebook): the same name finds them again. */
+  keyed(name: string): ReplicaStorages
 }
 
 export interface ContractCase {
@@ -169,7 +172,8 @@ const NOT_JSON: Record<string, () => unknown> = {
   },
 }
 
-export const CASES: readonly ContractCase[] = [
+/** What each storage does. */
+const EACH_STORAGE: readonly ContractCase[] = [
   {
     name: 'starts empty, with the four tables',
     run: (subject, name) => using(subject, name, (s) => expectContents(s, {}, 'a new storage')),
@@ -360,6 +364,65 @@ export const CASES: readonly ContractCase[] = [
     },
   },
 ]
+
+/** Opens storage `key` of `storages`, runs `body`, closes it whatever happened. */
+async function usingKey(
+  storages: ReplicaStorages,
+  key: string,
+  body: (storage: ReplicaStorage) => Promise<void>,
+): Promise<void> {
+  const storage = await storages.open(key)
+  try {
+    await body(storage)
+  } finally {
+    await storage.close()
+  }
+}
+
+const NOTEBOOK_A = 'nb.n4Qv0b6mJx8y2kTqR1sZ3w'
+const NOTEBOOK_B = 'nb.Zt3kq0PaW1c9yq2mBv7xLg'
+
+/** What storages by key (one per notebook) do. */
+const EACH_KEY: readonly ContractCase[] = [
+  {
+    name: 'keeps each key (notebook) apart, and removes one without touching the others',
+    run: async (subject, name) => {
+      const storages = subject.keyed(name)
+      await usingKey(storages, NOTEBOOK_A, (a) => a.write(puts(EVERY_TABLE)))
+      await usingKey(storages, NOTEBOOK_B, async (b) => {
+        await expectContents(b, {}, 'another key, new')
+        await b.write([{ table: 'notes', key: 'n:9', value: { id: 9 } }])
+      })
+      await usingKey(storages, NOTEBOOK_A, (a) => expectContents(a, EVERY_TABLE, 'key A'))
+      await storages.remove(NOTEBOOK_A)
+      await storages.remove('nb.never-opened')
+      await usingKey(storages, NOTEBOOK_A, (a) => expectContents(a, {}, 'key A once removed'))
+      await usingKey(storages, NOTEBOOK_B, (b) =>
+        expectContents(b, { notes: { 'n:9': { id: 9 } } }, 'key B after A was removed'),
+      )
+      for (const key of ['', '../x', 'a/b', '..', 'é']) {
+        await expectRefused(storages.open(key), 'invalid', `the key ${JSON.stringify(key)}`)
+        await expectRefused(storages.remove(key), 'invalid', `removing ${JSON.stringify(key)}`)
+      }
+    },
+  },
+  {
+    name: 'keeps every key (notebook) across close and open',
+    persistentOnly: true,
+    run: async (subject, name) => {
+      const first = subject.keyed(name)
+      await usingKey(first, NOTEBOOK_A, (a) => a.write(puts(EVERY_TABLE)))
+      await usingKey(first, NOTEBOOK_B, (b) => b.write(puts({ meta: { feed: 'b' } })))
+      const again = subject.keyed(name)
+      await usingKey(again, NOTEBOOK_A, (a) => expectContents(a, EVERY_TABLE, 'key A again'))
+      await usingKey(again, NOTEBOOK_B, (b) =>
+        expectContents(b, { meta: { feed: 'b' } }, 'key B again'),
+      )
+    },
+  },
+]
+
+export const CASES: readonly ContractCase[] = [...EACH_STORAGE, ...EACH_KEY]
 
 /** Runs the case called `caseName` (the page calls this).
  * @public: the Chromium test loads this module by its URL (import(contract)).

@@ -1,4 +1,13 @@
-import { closeSync, fdatasync, fsyncSync, ftruncateSync, openSync } from 'node:fs'
+import {
+  closeSync,
+  fdatasync,
+  fsyncSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  rmSync,
+} from 'node:fs'
+import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { readIfThere, replaceFile, replaceFileSync, writeAll } from '../../durable/file-steps.js'
 import { GroupCommit } from '../../durable/group-commit.js'
@@ -16,6 +25,7 @@ import {
 } from './file-journal.js'
 import {
   applyWrites,
+  checkStorageKey,
   closedError,
   decodeTexts,
   type EncodedWrite,
@@ -23,6 +33,7 @@ import {
   type ReplicaContents,
   type ReplicaStorage,
   ReplicaStorageError,
+  type ReplicaStorages,
   type ReplicaTexts,
   type ReplicaWrite,
 } from './storage.js'
@@ -225,5 +236,45 @@ export class FileReplicaStorage implements ReplicaStorage {
     this.#fd = fd
     this.#size = bytes.length
     this.compactions++
+  }
+}
+
+/**
+ * Storages by key in one folder (created when missing), a file each: key 'nb.n4Qv0b' ->
+ * '<folder>/nb.n4Qv0b.replica', with its lock file beside it while open.
+ */
+export class FileReplicaStorages implements ReplicaStorages {
+  readonly #folder: string
+  readonly #options: FileReplicaStorageOptions
+
+  constructor(folder: string, options: FileReplicaStorageOptions = {}) {
+    this.#folder = folder
+    this.#options = options
+  }
+
+  /** The file of `key`. */
+  pathOf(key: string): string {
+    return join(this.#folder, `${checkStorageKey(key)}.replica`)
+  }
+
+  async open(key: string): Promise<FileReplicaStorage> {
+    const path = this.pathOf(key)
+    try {
+      mkdirSync(this.#folder, { recursive: true })
+    } catch (err) {
+      throw asStorageError(err, this.#folder)
+    }
+    return FileReplicaStorage.open(path, this.#options)
+  }
+
+  async remove(key: string): Promise<void> {
+    const path = this.pathOf(key)
+    try {
+      // A compaction's copy may be left by a crash; the file goes last, so a failure keeps it whole.
+      rmSync(`${path}.tmp`, { force: true })
+      rmSync(path, { force: true })
+    } catch (err) {
+      throw asStorageError(err, path)
+    }
   }
 }

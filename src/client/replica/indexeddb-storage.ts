@@ -1,5 +1,6 @@
 import { parseJson } from '../parse-json.js'
 import {
+  checkStorageKey,
   closedError,
   type EncodedWrite,
   emptyContents,
@@ -8,6 +9,7 @@ import {
   type ReplicaContents,
   type ReplicaStorage,
   ReplicaStorageError,
+  type ReplicaStorages,
 } from './storage.js'
 
 /**
@@ -260,6 +262,28 @@ export class IndexedDbReplicaStorage implements ReplicaStorage {
       // InvalidStateError: the browser closed the connection under us.
       throw failure(this.#name, err as DomErrorLike, mode === 'readonly' ? 'read' : 'write')
     }
+  }
+}
+
+/**
+ * Storages by key in IndexedDB, a database each: with prefix 'notes', key 'nb.n4Qv0b' -> the
+ * database 'notes/nb.n4Qv0b'.
+ */
+export class IndexedDbReplicaStorages implements ReplicaStorages {
+  readonly #prefix: string
+  readonly #options: IndexedDbReplicaStorageOptions
+
+  constructor(prefix: string, options: IndexedDbReplicaStorageOptions = {}) {
+    this.#prefix = prefix
+    this.#options = options
+  }
+
+  async open(key: string): Promise<IndexedDbReplicaStorage> {
+    return IndexedDbReplicaStorage.open(`${this.#prefix}/${checkStorageKey(key)}`, this.#options)
+  }
+
+  async remove(key: string): Promise<void> {
+    return IndexedDbReplicaStorage.delete(`${this.#prefix}/${checkStorageKey(key)}`, this.#options)
   }
 }
 

@@ -1,11 +1,14 @@
 import {
   applyWrites,
+  checkStorageKey,
   closedError,
   decodeTexts,
   emptyTexts,
   encodeWrites,
   type ReplicaContents,
   type ReplicaStorage,
+  type ReplicaStorages,
+  type ReplicaTexts,
   type ReplicaWrite,
 } from './storage.js'
 
@@ -15,8 +18,13 @@ import {
  * storages give them back (copies, with the same refusals of what is not JSON).
  */
 export class MemoryReplicaStorage implements ReplicaStorage {
-  readonly #texts = emptyTexts()
+  readonly #texts: ReplicaTexts
   #closed = false
+
+  /** `texts`: what it holds, shared with the storages it was opened from (MemoryReplicaStorages). */
+  constructor(texts: ReplicaTexts = emptyTexts()) {
+    this.#texts = texts
+  }
 
   async load(): Promise<ReplicaContents> {
     this.#check()
@@ -34,5 +42,26 @@ export class MemoryReplicaStorage implements ReplicaStorage {
 
   #check(): void {
     if (this.#closed) throw closedError()
+  }
+}
+
+/**
+ * Storages by key in memory, for as long as the object lasts: a storage opened again by its key
+ * (a replica of every notebook opened again) holds what the last one left.
+ */
+export class MemoryReplicaStorages implements ReplicaStorages {
+  readonly #byKey = new Map<string, ReplicaTexts>()
+
+  async open(key: string): Promise<MemoryReplicaStorage> {
+    let texts = this.#byKey.get(checkStorageKey(key))
+    if (texts === undefined) {
+      texts = emptyTexts()
+      this.#byKey.set(key, texts)
+    }
+    return new MemoryReplicaStorage(texts)
+  }
+
+  async remove(key: string): Promise<void> {
+    this.#byKey.delete(checkStorageKey(key))
   }
 }

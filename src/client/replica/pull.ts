@@ -68,7 +68,11 @@ export async function pullLoop(state: ReplicaState, signal: AbortSignal): Promis
 }
 
 /** Loads the whole list (pages), keeping the outbox and conflicts; `version`: a reset's. */
-async function reload(state: ReplicaState, signal: AbortSignal, version?: string): Promise<void> {
+export async function reload(
+  state: ReplicaState,
+  signal: AbortSignal,
+  version?: string,
+): Promise<void> {
   const notes = new Map<number, JsonObject>()
   let first: string | undefined
   for await (const page of state.client.pages({ limit: 1000, signal })) {
@@ -107,7 +111,7 @@ async function reload(state: ReplicaState, signal: AbortSignal, version?: string
  * A feed change whose storage write failed: the pull loads the whole list again (and stores it
  * whole), as after a reset, so that the storage is never left behind the view.
  */
-function throwPullError(state: ReplicaState): void {
+export function throwPullError(state: ReplicaState): void {
   const err = state.pullError
   if (err === undefined) return
   state.pullError = undefined
@@ -121,7 +125,7 @@ function throwPullError(state: ReplicaState): void {
  * each write holding the feed position of its last change, so a crash between them resumes the
  * feed from what is stored and the changes after it come again.
  */
-function apply(
+export function apply(
   state: ReplicaState,
   event: Exclude<ChangeEvent, { type: 'reset' | 'revoked' }>,
 ): void {

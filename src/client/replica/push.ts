@@ -15,6 +15,7 @@ import { currentVersion } from './pull.js'
 import {
   changed,
   dropLinkIfUnused,
+  type FedHooks,
   idOf,
   link,
   type ReplicaState,
@@ -51,8 +52,13 @@ export async function pushLoop(state: ReplicaState, signal: AbortSignal): Promis
       failures = 0
     } catch (err) {
       if (signal.aborted) return
-      // A storage failure is tried again too: the write stays queued.
-      if (transient(err)) setOnline(state, false)
+      if (notebookRefusal(state, err)) {
+        setOnline(state, true)
+        await (state.fed as FedHooks).refused(err as NotesProblem).catch(() => {})
+      } else if (transient(err)) {
+        // A storage failure is tried again too: the write stays queued.
+        setOnline(state, false)
+      }
       try {
         await sleep(backoffMs(failures++, state.maxDelayMs), signal)
       } catch {
@@ -60,6 +66,20 @@ export async function pushLoop(state: ReplicaState, signal: AbortSignal): Promis
       }
     }
   }
+}
+
+/**
+ * A refusal of the notebook rather than of the write, in a replica fed by NotebooksReplica: a 403
+ * (a viewer's write) or a 404 problem (no longer a member; a missing note's 404 has no body).
+ * Every queued write would meet it: the replica's hooks hand them over instead of sending them.
+ */
+function notebookRefusal(state: ReplicaState, err: unknown): boolean {
+  return (
+    state.fed !== undefined &&
+    err instanceof NotesProblem &&
+    !(err instanceof NoteNotFoundError) &&
+    (err.status === 403 || err.status === 404)
+  )
 }
 
 /** Resolves at the next queued write (state.wakePush) or on abort. */
@@ -115,7 +135,7 @@ async function sendNext(
         signal,
       })
     } catch (err) {
-      if (!refused(err)) throw err
+      if (!refused(err) || notebookRefusal(state, err)) throw err
       // Nothing was applied: the first write goes alone, and meets its conflict if it has one.
       delete first.batch
       first.single = true
@@ -205,7 +225,9 @@ async function attempt(
       })
       return acknowledged(result, result.replayed)
     } catch (err) {
-      if (refused(err)) return { conflict: true, status: err.status, current: undefined }
+      if (refused(err) && !notebookRefusal(state, err)) {
+        return { conflict: true, status: err.status, current: undefined }
+      }
       throw err
     }
   }
@@ -249,9 +271,8 @@ async function attempt(
       // Deleted there too: what this write wanted.
       return { id, note: null, etag: null, again: true }
     }
-    if (!(err instanceof ConflictError || err instanceof NoteNotFoundError || refused(err))) {
-      throw err
-    }
+    const kept = err instanceof ConflictError || err instanceof NoteNotFoundError || refused(err)
+    if (!kept || notebookRefusal(state, err)) throw err
     const current = await state.client.get(id, { signal })
     // A resend whose first try was applied (an answer lost, a crash) meets its own write.
     if (

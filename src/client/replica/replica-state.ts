@@ -3,6 +3,7 @@
  * it holds of the service and of its own writes, loaded from storage; the links between entry
  * keys and service ids; and the events and waits that follow each change.
  */
+import type { NotesProblem } from '../errors.js'
 import type { NotesClient } from '../notes-client.js'
 import type { JsonObject } from './note-json.js'
 import {
@@ -25,8 +26,23 @@ interface Waiter {
   reject: (reason: unknown) => void
 }
 
+/**
+ * What a replica fed from outside (by NotebooksReplica, from the one stream of every notebook)
+ * is told by, instead of its own feed.
+ */
+export interface FedHooks {
+  /**
+   * A send (or the look for the service) met a refusal of the notebook itself: 403 (the role
+   * does not allow writing) or a 404 problem (no longer a member, or the notebook is gone).
+   * Nothing is sent until it resolves.
+   */
+  refused(err: NotesProblem): Promise<void>
+}
+
 export interface ReplicaState {
   readonly client: NotesClient
+  /** Set when the pull is done from outside: start() then only sends. */
+  readonly fed: FedHooks | undefined
   readonly storage: ReplicaStorage
   /** Every storage write goes through it: in order, grouped while one is on its way. */
   readonly writes: WriteQueue
@@ -56,9 +72,10 @@ export interface ReplicaState {
 }
 
 /** A replica's state as its storage holds it. */
-export async function loadState(options: ReplicaOptions): Promise<ReplicaState> {
+export async function loadState(options: ReplicaOptions, fed?: FedHooks): Promise<ReplicaState> {
   const state: ReplicaState = {
     client: options.client,
+    fed,
     storage: options.storage,
     writes: new WriteQueue(options.storage),
     pullError: undefined,

@@ -11,6 +11,7 @@
 import { newIdempotencyKey } from '../idempotency-key.js'
 import type { NoteFields } from '../types.js'
 import { resolveConflict } from './conflicts.js'
+import { openConflicts } from './handover.js'
 import { buildView, entryOf, serviceEtag, serviceState, stateOf, withoutId } from './local-view.js'
 import { copyJson, matchesText, mergePatch, shallowPatch } from './note-json.js'
 import { META_SEQ, type OutboxEntry, outboxKey, queuedCreate } from './outbox.js'
@@ -20,6 +21,7 @@ import {
   changed,
   checkOpen,
   conflictOn,
+  type FedHooks,
   loadState,
   type ReplicaState,
   waitFor,
@@ -38,6 +40,9 @@ export type {
   ReplicaOptions,
 } from './replica-types.js'
 
+/** Makes a Replica over a state (its constructor is private to the class). */
+let construct: ((state: ReplicaState) => Replica) | undefined
+
 /**
  * The public face of the replica: the local view, local writes, conflicts' resolution and the
  * sync's start and stop, over the state its parts share (local-view, pull, push, conflicts).
@@ -48,6 +53,10 @@ export class Replica {
 
   private constructor(state: ReplicaState) {
     this.#state = state
+  }
+
+  static {
+    construct = (state) => new Replica(state)
   }
 
   /** Opens a replica over its storage (no network until start() or sync()). */
@@ -82,13 +91,7 @@ export class Replica {
   }
 
   get conflicts(): readonly ReplicaConflict[] {
-    return [...this.#state.conflicts.values()].map((conflict) => ({
-      key: conflict.key,
-      entry: conflict.entry,
-      mine: copyJson(conflict.mine),
-      theirs: copyJson(conflict.theirs),
-      status: conflict.status,
-    }))
+    return openConflicts(this.#state)
   }
 
   /** The last contact with the service succeeded. */
@@ -204,7 +207,8 @@ export class Replica {
     if (this.#running !== undefined) return
     const stop = new AbortController()
     const done = Promise.all([
-      pullLoop(this.#state, stop.signal),
+      // Fed from outside, its changes come from NotebooksReplica's one stream.
+      this.#state.fed === undefined ? pullLoop(this.#state, stop.signal) : undefined,
       pushLoop(this.#state, stop.signal),
     ]).then(() => undefined)
     this.#running = { stop, done }
@@ -223,13 +227,22 @@ export class Replica {
   /**
    * Resolves once the outbox is empty (or only conflicts remain), the feed has caught up to the
    * service's version at the time of the call, and all of it is stored; rejects on abort. Starts
-   * syncing if needed.
+   * syncing if needed. In a NotebooksReplica, the feed is the one stream, and it is waited for
+   * until it has brought back every write this replica sent (other people's changes come as it
+   * brings them).
    */
   async sync(options: { signal?: AbortSignal | undefined } = {}): Promise<void> {
     const state = this.#state
     checkOpen(state)
     this.start()
     const signal = options.signal
+    if (state.fed !== undefined) {
+      const done = (): boolean =>
+        state.outbox.length === 0 && state.echoes.size === 0 && state.version !== undefined
+      await waitFor(state, done, signal)
+      await state.writes.settled()
+      return
+    }
     for (;;) {
       await waitFor(state, () => state.outbox.length === 0, signal)
       const seen = new Set<string>()
@@ -263,4 +276,13 @@ export class Replica {
     await state.writes.settled()
     await state.storage.close()
   }
+}
+
+/** A replica whose changes NotebooksReplica brings (no feed of its own), with its state. */
+export async function openFedReplica(
+  options: ReplicaOptions,
+  hooks: FedHooks,
+): Promise<{ replica: Replica; state: ReplicaState }> {
+  const state = await loadState(options, hooks)
+  return { replica: (construct as (state: ReplicaState) => Replica)(state), state }
 }

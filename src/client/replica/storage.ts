@@ -37,6 +37,29 @@ export interface ReplicaStorage {
   close(): Promise<void>
 }
 
+/**
+ * Storages by key, one per notebook, for a replica of every notebook (NotebooksReplica): the key
+ * names the database (IndexedDB), the file (a folder of them) or the entry (memory). Keys are
+ * strings of 1-200 URL-safe characters (A-Z a-z 0-9 - . _ ~).
+ */
+export interface ReplicaStorages {
+  /** Opens the storage of `key` (created empty when there is none). */
+  open(key: string): Promise<ReplicaStorage>
+  /**
+   * Removes the storage of `key` from the device, once it is closed; resolves once it is gone
+   * (a key never opened is fine).
+   */
+  remove(key: string): Promise<void>
+}
+
+/** 'nb.n4Qv0b' passes; '', '../x' and 'a/b' throw ReplicaStorageError('invalid'). */
+export function checkStorageKey(key: string): string {
+  if (!/^[A-Za-z0-9._~-]{1,200}$/.test(key) || /^\.+$/.test(key)) {
+    throw new ReplicaStorageError('invalid', `${JSON.stringify(key)} is not a storage key.`)
+  }
+  return key
+}
+
 /** An empty ReplicaContents. */
 export function emptyContents(): ReplicaContents {
   return { notes: new Map(), outbox: new Map(), meta: new Map(), conflicts: new Map() }

@@ -15,13 +15,19 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import type { Browser, Page } from 'playwright-core'
-import { FileReplicaStorage } from '../../../src/client/replica/file-storage.js'
+import {
+  FileReplicaStorage,
+  FileReplicaStorages,
+} from '../../../src/client/replica/file-storage.js'
 import {
   type IdbFactoryLike,
   IndexedDbReplicaStorage,
 } from '../../../src/client/replica/indexeddb-storage.js'
-import { MemoryReplicaStorage } from '../../../src/client/replica/memory-storage.js'
-import type { ReplicaStorage } from '../../../src/client/replica/storage.js'
+import {
+  MemoryReplicaStorage,
+  MemoryReplicaStorages,
+} from '../../../src/client/replica/memory-storage.js'
+import type { ReplicaStorage, ReplicaStorages } from '../../../src/client/replica/storage.js'
 import { launchChromium, SKIP } from '../../support/chromium.js'
 import { DIST, serveDist } from '../../support/dist-server.js'
 import { liveHolder, lockText, procStat, zombieHolder } from '../../support/pid-lock-holder.js'
@@ -46,7 +52,11 @@ function contractCases(subject: () => StorageUnderTest): void {
 }
 
 describe('MemoryReplicaStorage (the storage contract)', () => {
-  contractCases(() => ({ persistent: false, open: async () => new MemoryReplicaStorage() }))
+  contractCases(() => ({
+    persistent: false,
+    open: async () => new MemoryReplicaStorage(),
+    keyed: () => new MemoryReplicaStorages(),
+  }))
 })
 
 describe('FileReplicaStorage (the storage contract)', () => {
@@ -54,6 +64,7 @@ describe('FileReplicaStorage (the storage contract)', () => {
   contractCases(() => ({
     persistent: true,
     open: (name) => FileReplicaStorage.open(join(folder, name)),
+    keyed: (name) => new FileReplicaStorages(join(folder, name)),
   }))
 })
 
@@ -370,12 +381,13 @@ describe('IndexedDbReplicaStorage in Chromium (the storage contract)', { skip: S
           const contract = '/test/support/replica-storage.contract.js'
           const module = '/src/client/replica/indexeddb-storage.js'
           const { runCase } = await import(contract)
-          const { IndexedDbReplicaStorage } = await import(module)
+          const { IndexedDbReplicaStorage, IndexedDbReplicaStorages } = await import(module)
           await runCase(
             caseName,
             {
               persistent: true,
               open: (n: string): Promise<ReplicaStorage> => IndexedDbReplicaStorage.open(n),
+              keyed: (n: string): ReplicaStorages => new IndexedDbReplicaStorages(n),
             },
             name,
           )
