@@ -1455,7 +1455,7 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
         const periods = who.periods.get(book) ?? []
         if (!periods.some(([from, to]) => from < (at as number) && (at as number) < to)) {
           fail(
-            `${what} sent ${event.key} of ${book.tag}, made at #${at} when ${who.name} was not a member (${JSON.stringify(periods)})`,
+            `${what} sent ${event.key} of ${book.tag}, made at #${at} when ${who.name} was not a member (${JSON.stringify(periods)}); what it sent of ${book.tag} around it: ${JSON.stringify(around(all, book.id, event.key))}`,
           )
         }
         const times = seen.get(book) ?? []
@@ -1513,6 +1513,18 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
       stats.crossings++
     }
   }
+}
+
+/** The events of notebook `id` on an all-notebooks stream, from three before `key` to one after. */
+function around(all: SseClient, id: string, key: ChangeKey): string[] {
+  const of = all.messages
+    .filter((m) => m.data?.includes(`"${id}"`))
+    .map((m) => {
+      const data = JSON.parse(m.data ?? 'null') as { note?: { id: unknown; n?: unknown } }
+      return `${m.event} ${data.note === undefined ? '' : changeKey(m.event ?? '', data.note)}`
+    })
+  const at = of.findIndex((text) => text.endsWith(key))
+  return of.slice(Math.max(0, at - 3), at + 2)
 }
 
 /** A batch of 1 to 3 creates to send under a key; its notes carry no mark, as any caller may send it. */
