@@ -12,10 +12,12 @@ const TOKENS = { AUTH_JWT_SECRET: ISOLATION_SECRET, API_KEYS: ISOLATION_SERVICE_
 
 /**
  * The isolation run's short form, against the real service with user tokens on: 4 users and a
- * service key, every answer checked against each notebook's model, and nothing of one notebook
- * in another's answers, headers or change feed; on memory, on DATA_FILE, and on PostgreSQL with two instances
- * that each request picks between. `npm run fuzz -- --users 5 [--store postgres --instances 2]`
- * is the long form.
+ * service key in their default notebooks and in shared ones they make, rename, delete, join (by
+ * the owner's PUT or an invitation), change roles in and leave; every answer checked against each
+ * notebook's model, and nothing of a notebook in a non-member's answers, headers or streams (a
+ * removed member's stream gets `revoked` and ends); on memory, on DATA_FILE, and on PostgreSQL
+ * with two instances that each request picks between. `npm run fuzz -- --users 5 [--store
+ * journal | --store postgres --instances 2]` is the long form.
  */
 describe('isolation between notebooks (a short random run)', () => {
   const servers: ServerProcess[] = []
@@ -38,6 +40,18 @@ describe('isolation between notebooks (a short random run)', () => {
     })
     assert.equal(stats.requests > 2_500, true, `seed ${seed}: ${stats.requests} requests`)
     assert.ok(stats.crossings > 300, `seed ${seed}: only ${stats.crossings} crossing requests`)
+    // The notebooks' part came up: made, shared, left and revoked.
+    const shared = {
+      made: stats.notebooksMade > 3,
+      joins: stats.joins > 15,
+      removals: stats.removals > 5,
+      revoked: stats.revoked > 3,
+    }
+    assert.deepEqual(
+      shared,
+      { made: true, joins: true, removals: true, revoked: true },
+      `seed ${seed}: ${JSON.stringify(stats)}`,
+    )
     for (const server of started) assert.deepEqual(errorLogs(server.logs), [])
   }
 

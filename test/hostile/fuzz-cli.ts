@@ -1,14 +1,15 @@
 /**
- * npm run fuzz [-- --seed N] [-- --requests N] [-- --store memory|postgres] [-- --instances N]
+ * npm run fuzz [-- --seed N] [-- --requests N] [-- --store memory|file|journal|postgres] [-- --instances N]
  *   [-- --users N]
  * Starts the real service (dist/src/server.js) on 127.0.0.1 and a free port with the fuzzing
- * limits, on the memory store or (--store postgres) on a fresh database of a throwaway PostgreSQL
- * cluster that is removed at the end; sends generated requests over raw sockets, checks each
+ * limits, on the memory store, on a fresh DATA_FILE journal (--store file, or journal) or
+ * (--store postgres) on a fresh database of a throwaway PostgreSQL cluster, removed at the end; sends generated requests over raw sockets, checks each
  * answer against the model, then stops the service with SIGTERM and checks that it exits 0 with
  * no error logged and no condition logged once per request. On PostgreSQL,
  * --instances N starts N instances on the one database and spreads the requests over them.
  * --users N runs the isolation run instead (isolation-run.ts): user tokens on, N users and a
- * service key, each checked against a model of its own notebook, and none ever shown another's.
+ * service key in their own notebooks and in shared ones (members, roles, invitations), every
+ * answer and stream checked against a model of each notebook, and none ever shown to a non-member.
  * --replicas N runs the replica's sync run instead (replica-run.ts): N offline replicas (2-4) and
  * a direct writer against the service, with drops, offline periods and restarts; --requests is
  * then the number of random steps per run (default 400), --runs how many seeds follow --seed.
@@ -170,12 +171,18 @@ async function isolation(all: ServerProcess[]): Promise<void> {
     console.log(`  by status: ${counts(stats.byStatus)}`)
     console.log(`  by kind: ${counts(stats.byKind)}`)
     console.log(`  notes stored at the end: ${stats.notesAtEnd} (every list matched its model)`)
+    console.log(
+      `  notebooks made: ${stats.notebooksMade} (${stats.notebooksAtEnd} left at the end); members added: ${stats.joins}, removed: ${stats.removals}`,
+    )
+    console.log(
+      `  member streams revoked: ${stats.revoked} (the slowest ended ${stats.slowestRevokeMs} ms after its removal); stream messages checked: ${stats.streamEvents}; changes an all-notebooks stream did not send while its user was a member: ${stats.allStreamMissed}`,
+    )
   } catch (err) {
     failed = true
     console.error(err instanceof Error ? err.message : err)
     if (err instanceof IsolationFailure) {
       console.error(
-        `\nISOLATION FAILED with seed ${seed}. Replay: npm run fuzz -- --users ${users} --seed ${seed}`,
+        `\nISOLATION FAILED with seed ${seed}. Replay: npm run fuzz -- --users ${users} --seed ${seed} --requests ${requests}${kind === 'memory' ? '' : ` --store ${kind}`}${instances === 1 ? '' : ` --instances ${instances}`}`,
       )
     }
   }

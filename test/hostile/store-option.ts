@@ -4,13 +4,17 @@ import { join } from 'node:path'
 import { PostgresCluster } from '../support/postgres-cluster.js'
 import { stopRunningServers } from './server-process.js'
 
-/** Which store a hostile run (fuzz, soak) starts the service on: `--store memory|postgres|file`. */
+/**
+ * Which store a hostile run (fuzz, soak) starts the service on: `--store memory|postgres|file`,
+ * `journal` being another name for `file` (DATA_FILE, the journal).
+ */
 export type StoreKind = 'memory' | 'postgres' | 'file'
 
 export function storeKind(raw: string | undefined): StoreKind {
   if (raw === undefined || raw === 'memory') return 'memory'
   if (raw === 'postgres' || raw === 'file') return raw
-  throw new Error(`--store must be memory, postgres or file, not ${JSON.stringify(raw)}`)
+  if (raw === 'journal') return 'file'
+  throw new Error(`--store must be memory, postgres, file or journal, not ${JSON.stringify(raw)}`)
 }
 
 /** The store a run's services use: the variables that select it, and how to remove it. */
