@@ -37,7 +37,8 @@ export function parsePosition(text: string): Position | undefined {
 
 /** One notebook followed by a stream, and where the stream stands in its changes. */
 interface Followed {
-  readonly view: NotebookView
+  /** As GET /api/notebooks lists it, kept current by the changes of access heard. */
+  view: NotebookView
   readonly store: NoteStore
   /** The version token of the last change sent (or the one it starts after). */
   token: string
@@ -83,6 +84,8 @@ export class AllNotebooksStream {
   #stopDirectory: (() => void) | undefined
   /** Changes of access heard while the stream was opening: applied once it is open. */
   #early: AccessChange[] | undefined = []
+  /** The joins and departures being handled, in order. */
+  #accessQueue: Promise<void> = Promise.resolve()
 
   constructor(response: ServerResponse, user: string, options: AllNotebooksOptions) {
     this.#response = response
@@ -96,10 +99,13 @@ export class AllNotebooksStream {
     const { directory } = this.#options
     // Registered before the list is read: a change of access meanwhile is not missed.
     this.#stopDirectory = directory.subscribe((change) => {
-      if (change.type !== 'joined' && change.type !== 'left') return
-      if (change.user !== this.#user) return
-      if (this.#early !== undefined) this.#early.push(change)
-      else void this.#access(change).catch((err: unknown) => this.#fail(err))
+      const own = change.type !== 'renamed' && change.user === this.#user
+      if (own && (change.type === 'joined' || change.type === 'left')) {
+        if (this.#early !== undefined) this.#early.push(change)
+        else this.#inOrder(change)
+      } else {
+        this.#update(change, this.#early === undefined)
+      }
     })
     try {
       const views = await directory.list(this.#user)
@@ -141,7 +147,7 @@ export class AllNotebooksStream {
       for (const followed of this.#followed.values()) void this.#catchUp(followed)
       const early = this.#early ?? []
       this.#early = undefined
-      for (const change of early) await this.#access(change)
+      for (const change of early) this.#inOrder(change)
     } catch (err) {
       this.#fail(err)
     }
@@ -240,6 +246,35 @@ export class AllNotebooksStream {
       this.#fail(err)
     } finally {
       followed.reading = false
+    }
+  }
+
+  /**
+   * Handles the user's joins and departures one at a time, in the order they were heard: a join
+   * still reading the list must not follow a notebook whose departure came meanwhile.
+   */
+  #inOrder(change: AccessChange): void {
+    this.#accessQueue = this.#accessQueue
+      .then(() => this.#access(change))
+      .catch((err: unknown) => this.#fail(err))
+  }
+
+  /**
+   * A change that leaves the user's place as it was but changes how a followed notebook is listed:
+   * its name, their role, its count of members (counted only once the stream is open: the list
+   * it opened with already holds the changes before).
+   */
+  #update(change: AccessChange, counted: boolean): void {
+    const followed = this.#followed.get(change.notebook)
+    if (followed === undefined) return
+    const { view } = followed
+    if (change.type === 'renamed') followed.view = { ...view, name: change.name }
+    else if (change.type === 'role' && change.user === this.#user) {
+      followed.view = { ...view, role: change.role }
+    } else if (counted && change.type === 'joined') {
+      followed.view = { ...view, members: view.members + 1 }
+    } else if (counted && change.type === 'left') {
+      followed.view = { ...view, members: view.members - 1 }
     }
   }
 

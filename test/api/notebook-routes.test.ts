@@ -480,7 +480,10 @@ describeEachNotebooks('notebooks: one stream for every notebook', (context) => {
     const inClub = await bob.data('POST', `/api/notebooks/${club.id}/note`, { where: 'club' })
     await stream.events(4)
     assert.deepEqual(named(stream)[3], ['created', { notebook: club.id, note: inClub }])
-    // Left: nothing more of it.
+    // Left, listed as it was then (renamed, her role changed, a member more): nothing more of it.
+    await bob.data('PATCH', `/api/notebooks/${club.id}`, { name: 'Book club' })
+    await bob.data('PUT', `/api/notebooks/${club.id}/members/ann`, { role: 'editor' })
+    await bob.data('PUT', `/api/notebooks/${club.id}/members/cat`, { role: 'viewer' })
     assert.equal(
       (await bob.request('DELETE', `/api/notebooks/${club.id}/members/ann`)).statusCode,
       204,
@@ -488,7 +491,7 @@ describeEachNotebooks('notebooks: one stream for every notebook', (context) => {
     await stream.events(5)
     assert.deepEqual(named(stream)[4], [
       'left',
-      { notebook: { id: club.id, name: 'Club', role: 'viewer', members: 2 } },
+      { notebook: { id: club.id, name: 'Book club', role: 'editor', members: 3 } },
     ])
     await bob.data('POST', `/api/notebooks/${club.id}/note`, { where: 'club, unseen' })
     const last = stream.messages.at(-1)?.id as string
@@ -690,5 +693,51 @@ describe('MAX_NOTEBOOKS_PER_USER and MAX_MEMBERS reach every store', () => {
           'This notebook has its maximum of 2 members (MAX_MEMBERS). Remove a member to make room.',
       })
     }
+  })
+})
+
+describeEachNotebooks('notebooks: nothing after a removal reaches the removed', (context) => {
+  it('sends a removed member no change made after the removal was answered, on another instance', async (t) => {
+    const another = context.another
+    if (another === undefined || context.lane !== 'server') {
+      return t.skip('one process holds memory and the journal; streams are read on a socket')
+    }
+    const first = notebookApp(context)
+    const second = context.inLane(
+      buildApp({
+        notebooks: another(first.notebooks, { maxNotes: 1000, maxBytes: 1 << 20 }),
+        userTokens: new UserTokens({ secret: SECRET, now: () => T * 1000 }),
+        now: () => T * 1000,
+        config: { ...DEFAULT_CONFIG, apiKeys: [SERVICE_KEY] },
+      }),
+    )
+    await second.listen({ port: 0, host: '127.0.0.1' })
+    const { port } = second.server.address() as AddressInfo
+    const ann = await as(first.app, 'ann')
+    const bob = await as(second, 'bob')
+    const all = await SseClient.open(port, '/api/events?notebooks=all', bob.authorization)
+    t.after(() => all.close())
+    await all.until((client) => client.messages.length >= 1)
+    const { id } = (await ann.data('POST', '/api/notebooks', { name: 'Brief' })) as { id: string }
+    const base = `/api/notebooks/${id}`
+    // Each round: bob joins, is removed, and a note is made at once after the removal's answer.
+    for (let round = 0; round < 40; round++) {
+      await ann.data('PUT', `${base}/members/bob`, { role: 'viewer' })
+      // Joined and followed on the other instance before the removal.
+      await all.until(
+        (client) => client.messages.filter((m) => m.event === 'joined').length > round,
+      )
+      assert.equal((await ann.request('DELETE', `${base}/members/bob`)).statusCode, 204)
+      await ann.data('POST', `${base}/note`, { round })
+    }
+    // A last join, heard after everything before it (a pair heard at once may send nothing).
+    await ann.data('PUT', `${base}/members/bob`, { role: 'editor' })
+    await all.until((client) =>
+      client.messages.some(
+        (message) => message.event === 'joined' && message.data?.includes('"role":"editor"'),
+      ),
+    )
+    const leaked = all.messages.filter((message) => message.event === 'created')
+    assert.deepEqual(leaked, [])
   })
 })

@@ -29,6 +29,8 @@ export class AccessDelivery implements Follower {
   #generation = 0
   #pumping = false
   #pumpAgain = false
+  /** Who waits for a read that starts after they asked (caughtUp). */
+  readonly #waiting: (() => void)[] = []
   #closed = false
 
   constructor(db: Database, listener: ChangeListener) {
@@ -62,18 +64,36 @@ export class AccessDelivery implements Follower {
       return
     }
     this.#pumping = true
+    // Those who asked before this read began: it reads every change committed before they asked.
+    const waiting = this.#waiting.splice(0)
     void this.#drain().finally(() => {
       this.#pumping = false
-      if (this.#pumpAgain) {
+      for (const resolve of waiting) resolve()
+      if (this.#pumpAgain || this.#waiting.length > 0) {
         this.#pumpAgain = false
         this.pump()
       }
     })
   }
 
+  /**
+   * Resolves once every change of access committed before this call has been delivered (a read
+   * that starts after it has ended). A notebook's changes wait for it before they are delivered,
+   * so that a member removed before a write never hears of that write: the removal's `left`
+   * comes first, on every instance.
+   */
+  caughtUp(): Promise<void> {
+    if (this.#listeners.size === 0 || this.#closed) return Promise.resolve()
+    return new Promise((resolve) => {
+      this.#waiting.push(resolve)
+      this.pump()
+    })
+  }
+
   close(): void {
     this.#closed = true
     this.#stop()
+    for (const resolve of this.#waiting.splice(0)) resolve()
   }
 
   #start(): void {

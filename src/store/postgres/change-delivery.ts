@@ -112,6 +112,9 @@ export class ChangeDelivery {
       }
       for (;;) {
         const rows = await readChangesAfter(this.#db, this.#cursor, CHANGES_PER_READ)
+        // A change of access committed before these writes is heard first (a removed member's
+        // streams end before a later write could reach them).
+        if (rows.length > 0) await this.#listener.caughtUp()
         for (const row of rows) {
           if (this.#listeners.size === 0) return
           const change = changeOf(this.#db, row)
@@ -140,6 +143,8 @@ export interface Follower {
   /** A channel of ours, a plain identifier: 'notes_access'. */
   readonly channel: string
   pump(): void
+  /** Resolves once everything it follows that was committed before the call is delivered. */
+  caughtUp?(): Promise<void>
 }
 
 /**
@@ -199,6 +204,12 @@ export class ChangeListener {
       )
     }
     this.#start()
+  }
+
+  /** Resolves once every follower has delivered what was committed before the call. */
+  async caughtUp(): Promise<void> {
+    if (this.#followers.size === 0) return
+    await Promise.all([...this.#followers].map((follower) => follower.caughtUp?.()))
   }
 
   unfollow(follower: Follower): void {
