@@ -108,10 +108,13 @@ async function failureFrom(response: Response): Promise<Failure> {
   return { status: response.status, detail }
 }
 
-/** Tells the watcher what an answer means for the page. */
-async function heard(method: string, url: URL, response: Response): Promise<void> {
+/**
+ * Tells the watcher what an answer means for the page. `stale`: the request carried a key the
+ * tab no longer uses (sent before another was entered), whose refusal says nothing of this one.
+ */
+async function heard(method: string, url: URL, response: Response, stale: boolean): Promise<void> {
   answerWatcher?.reached(!UNREACHABLE.has(response.status))
-  if (response.ok) return
+  if (response.ok || stale) return
   const list = method === 'GET' && notebookPath(url.pathname) === 'note'
   const write = method !== 'GET' && method !== 'HEAD'
   if (response.status !== 401 && !write && !list) return
@@ -159,7 +162,9 @@ const pageFetch: typeof fetch = async (input, init) => {
     }
     throw err
   }
-  await heard(method, url, response)
+  const key = accessKey() ?? memoryKey ?? ''
+  const sent = new Headers(init?.headers).get('authorization')
+  await heard(method, url, response, sent !== (key === '' ? null : `Bearer ${key}`))
   if (!feed || response.status !== 200 || response.body === null) {
     if (feed && response.status >= 500) feedWatcher?.dropped()
     return response
