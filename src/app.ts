@@ -56,7 +56,8 @@ export type AppConfig = Pick<
   | 'rateLimit'
   | 'rateLimitWindowMs'
   | 'maxEventStreams'
->
+> &
+  Partial<Pick<Config, 'authIssuer' | 'authPageClientId' | 'authPageScope'>>
 
 export interface AppOptions {
   /** Where the notes live: one notebook for every request. Give this or `notebooks`. */
@@ -266,7 +267,11 @@ export function buildApp({
     loadShedding: config.maxEventLoopDelayMs > 0,
   })
   registerApiDocs(app, { document, ui: config.docs })
-  if (config.ui) registerNotesPage(app)
+  if (config.ui) {
+    const { authIssuer: issuer = '', authPageClientId: clientId = '' } = config
+    const scope = config.authPageScope ?? 'openid'
+    registerNotesPage(app, clientId === '' ? undefined : { issuer, clientId, scope })
+  }
   if (directory !== undefined) {
     registerNotebookRoutes(app, { directory, services, ...(now === undefined ? {} : { now }) })
     const stop = services.watch(directory)

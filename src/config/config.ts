@@ -97,6 +97,13 @@ export interface Config {
   /** A value the `aud` of every user token must hold (required with `authJwksUrl`). */
   authAudience: string
   /**
+   * The notes page's client id at the provider (a public client: authorization code with PKCE);
+   * set, the page signs people in at AUTH_ISSUER rather than asking for a token.
+   */
+  authPageClientId: string
+  /** The scope the page asks the provider for ('openid' unless set). */
+  authPageScope: string
+  /**
    * Header typ values user tokens may carry besides at+jwt ('none': no typ), for providers that
    * type their access tokens JWT. Empty (the default): at+jwt alone with `authJwksUrl`; at+jwt,
    * JWT or no typ with `authJwtSecret`. ID tokens are refused whatever it lists.
@@ -288,6 +295,20 @@ export const OPTIONS: readonly Option<Setting>[] = [
   opt('authIssuer', 'AUTH_ISSUER', 'the iss every user token must carry', '', text),
   opt('authAudience', 'AUTH_AUDIENCE', 'a value the aud of every user token must hold', '', text),
   opt(
+    'authPageClientId',
+    'AUTH_PAGE_CLIENT_ID',
+    "the notes page's public client id at the provider: the page signs people in at AUTH_ISSUER (OpenID Connect, code with PKCE); needs AUTH_JWKS_URL",
+    '',
+    text,
+  ),
+  opt(
+    'authPageScope',
+    'AUTH_PAGE_SCOPE',
+    'the scope the page asks the provider for',
+    'openid',
+    text,
+  ),
+  opt(
     'authTokenTypes',
     'AUTH_TOKEN_TYPES',
     'header typ values user tokens may carry besides at+jwt (at+jwt,JWT for a provider that types its access tokens JWT; none: no typ); unset, at+jwt alone with AUTH_JWKS_URL, at+jwt, JWT or none with AUTH_JWT_SECRET; ID tokens are refused whatever it lists',
@@ -456,6 +477,11 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
       "AUTH_JWKS_URL needs AUTH_ISSUER and AUTH_AUDIENCE: the provider's issuer and this service's audience, which every token must carry.",
     )
   }
+  if (result.authPageClientId !== '' && !signInIssuer(result)) {
+    throw new ConfigError(
+      'AUTH_PAGE_CLIENT_ID needs AUTH_JWKS_URL and an AUTH_ISSUER that is an https: URL (http: only on 127.0.0.1, ::1 or localhost): the page discovers the provider from it.',
+    )
+  }
   if (result.dataFile !== '' && result.databaseUrl !== '') {
     throw new ConfigError(
       'DATA_FILE and DATABASE_URL are both set: the notes live in one of them; unset the other.',
@@ -467,4 +493,17 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
 /** Whether the configuration turns user tokens on. */
 export function userTokensOn(config: Pick<Config, 'authJwtSecret' | 'authJwksUrl'>): boolean {
   return config.authJwtSecret !== '' || config.authJwksUrl !== ''
+}
+
+/**
+ * Whether the page may sign people in at AUTH_ISSUER: tokens from a key set, and an issuer the
+ * page can discover over https: (http: on this machine alone, for trying it out).
+ * 'https://idp.example' -> true, 'http://127.0.0.1:8080' -> true, 'http://idp.example' -> false.
+ */
+function signInIssuer(config: Pick<Config, 'authJwksUrl' | 'authIssuer'>): boolean {
+  if (config.authJwksUrl === '') return false
+  const url = URL.parse(config.authIssuer)
+  if (url === null || url.hostname === '') return false
+  if (url.protocol === 'https:') return true
+  return url.protocol === 'http:' && ['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname)
 }

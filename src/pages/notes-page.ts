@@ -14,22 +14,43 @@ const SERVICE_WORKER_POLICY = 'notes-service-worker'
  * framing, and Trusted Types required, so that assigning a string to innerHTML (or any other
  * HTML sink) throws: note content can only ever reach the page as text.
  */
-export const PAGE_CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self'",
-  "connect-src 'self'",
-  "worker-src 'self'",
-  "manifest-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-  "require-trusted-types-for 'script'",
-  // One policy, which makes a script URL of the service worker's address and of nothing else.
-  `trusted-types ${SERVICE_WORKER_POLICY}`,
-].join('; ')
+export const PAGE_CSP = pageCsp()
+
+/**
+ * The page's policy, reaching `signInOrigin` too when the page signs people in there (discovery
+ * and the token endpoint: 'https://idp.example'); navigations to its sign-in page are not fetches.
+ */
+export function pageCsp(signInOrigin?: string): string {
+  return [
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self'",
+    signInOrigin === undefined ? "connect-src 'self'" : `connect-src 'self' ${signInOrigin}`,
+    "worker-src 'self'",
+    "manifest-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+    "require-trusted-types-for 'script'",
+    // One policy, which makes a script URL of the service worker's address and of nothing else.
+    `trusted-types ${SERVICE_WORKER_POLICY}`,
+  ].join('; ')
+}
+
+/**
+ * How the page signs people in, when it does (AUTH_PAGE_CLIENT_ID): served at /ui/sign-in.json
+ * as {"issuer", "client_id", "scope"}; without it the JSON is {} and the page asks for a token.
+ */
+export interface PageSignIn {
+  issuer: string
+  clientId: string
+  scope: string
+}
+
+/** Where the page learns how to sign people in. */
+const SIGN_IN_FILE = 'sign-in.json'
 
 /** The detail of the 404 for a name under /ui/ that is not one of the page's files. */
 export const NO_SUCH_PAGE_FILE = 'The notes page has no such file; open / itself.'
@@ -49,8 +70,14 @@ const STATIC_FILES = {
  */
 export const SERVICE_WORKER = 'sw.js'
 
-/** The folders under /ui/ that hold files: the page's own, and the client library's. */
-const PAGE_FOLDERS = ['', 'client/', 'client/replica/'] as const
+/**
+ * The folders under /ui/ that hold files: the page's own, the client library's, and the
+ * libraries it uses as they ship (oauth4webapi's ES module, which has no imports of its own).
+ */
+const PAGE_FOLDERS = ['', 'client/', 'client/replica/', 'vendor/'] as const
+
+/** The libraries served under /ui/vendor/: name there -> module specifier. */
+const VENDOR = { 'oauth4webapi.js': 'oauth4webapi' } as const
 
 const JAVASCRIPT = 'text/javascript; charset=utf-8'
 
@@ -131,6 +158,11 @@ export function pageSources(): PageSource[] {
       contentType: JAVASCRIPT,
       url: new URL(name, CLIENT),
     })),
+    ...Object.entries(VENDOR).map(([name, specifier]) => ({
+      name: `vendor/${name}`,
+      contentType: JAVASCRIPT,
+      url: new URL(import.meta.resolve(specifier)),
+    })),
   ]
 }
 
@@ -173,14 +205,27 @@ function pageFile(contentType: string, body: Buffer): PageFile {
  * page holds no notes, so it stays open when access keys are on (it asks for a key when the API
  * answers 401).
  */
-export function registerNotesPage(app: FastifyInstance): void {
+export function registerNotesPage(app: FastifyInstance, signIn?: PageSignIn): void {
+  const csp = signIn === undefined ? PAGE_CSP : pageCsp(new URL(signIn.issuer).origin)
+  const signInJson = JSON.stringify(
+    signIn === undefined
+      ? {}
+      : { issuer: signIn.issuer, client_id: signIn.clientId, scope: signIn.scope },
+  )
   app.register(async (page) => {
     const files = loadPageFiles()
     const index = files.get('index.html') as PageFile
     page.get('/', { logLevel: 'warn' }, (request, reply) => {
-      reply.header('content-security-policy', PAGE_CSP).header('referrer-policy', 'no-referrer')
+      reply.header('content-security-policy', csp).header('referrer-policy', 'no-referrer')
       return sendPageFile(request, reply, index)
     })
+    page.get(`/ui/${SIGN_IN_FILE}`, { logLevel: 'warn' }, (_request, reply) =>
+      reply
+        .header('cache-control', 'no-cache')
+        .header('x-content-type-options', 'nosniff')
+        .header('content-type', 'application/json')
+        .send(signInJson),
+    )
     // The client library's modules are in client/ and client/replica/ (their own imports).
     for (const folder of PAGE_FOLDERS) {
       page.get<{ Params: { file: string } }>(

@@ -75,6 +75,17 @@ interface AnswerWatcher {
   reached(reachable: boolean): void
 }
 
+/**
+ * Whether a path lists a notebook's notes, or follows its changes: '/api/note' and
+ * '/api/notebooks/n4Q/note' -> 'note', '/api/events' and '/api/notebooks/n4Q/events' -> 'events'.
+ */
+function notebookPath(pathname: string): 'note' | 'events' | undefined {
+  return /^\/api(?:\/notebooks\/[^/]+)?\/(note|events)$/.exec(pathname)?.[1] as
+    | 'note'
+    | 'events'
+    | undefined
+}
+
 /** Answers that say the service itself could not answer: a gateway's, or load shedding's. */
 const UNREACHABLE = new Set([502, 503, 504])
 
@@ -97,11 +108,14 @@ async function failureFrom(response: Response): Promise<Failure> {
   return { status: response.status, detail }
 }
 
-/** Tells the watcher what an answer means for the page. */
-async function heard(method: string, url: URL, response: Response): Promise<void> {
+/**
+ * Tells the watcher what an answer means for the page. `stale`: the request carried a key the
+ * tab no longer uses (sent before another was entered), whose refusal says nothing of this one.
+ */
+async function heard(method: string, url: URL, response: Response, stale: boolean): Promise<void> {
   answerWatcher?.reached(!UNREACHABLE.has(response.status))
-  if (response.ok) return
-  const list = method === 'GET' && url.pathname === '/api/note'
+  if (response.ok || stale) return
+  const list = method === 'GET' && notebookPath(url.pathname) === 'note'
   const write = method !== 'GET' && method !== 'HEAD'
   if (response.status !== 401 && !write && !list) return
   // A 412 or an empty 404 on a write is the replica's to handle (a conflict).
@@ -132,7 +146,7 @@ export function watchFeed(watcher: FeedWatcher): void {
 const pageFetch: typeof fetch = async (input, init) => {
   const url = new URL(input instanceof Request ? input.url : String(input), location.href)
   if (url.origin !== location.origin) throw new TypeError(`not this origin: ${url}`)
-  const feed = url.pathname === '/api/events'
+  const feed = notebookPath(url.pathname) === 'events'
   const method = (init?.method ?? 'GET').toUpperCase()
   if (feed) feedWatcher?.connecting()
   let response: Response
@@ -142,13 +156,15 @@ const pageFetch: typeof fetch = async (input, init) => {
     if (init?.signal?.aborted !== true) {
       answerWatcher?.reached(false)
       if (feed) feedWatcher?.dropped()
-      if (method === 'GET' && url.pathname === '/api/note') {
+      if (method === 'GET' && notebookPath(url.pathname) === 'note') {
         answerWatcher?.listFailed({ status: 0, detail: undefined })
       }
     }
     throw err
   }
-  await heard(method, url, response)
+  const key = accessKey() ?? memoryKey ?? ''
+  const sent = new Headers(init?.headers).get('authorization')
+  await heard(method, url, response, sent !== (key === '' ? null : `Bearer ${key}`))
   if (!feed || response.status !== 200 || response.body === null) {
     if (feed && response.status >= 500) feedWatcher?.dropped()
     return response

@@ -4,12 +4,12 @@
  * the queued changes when the service is back, and a change that clashed with one made
  * elsewhere is shown with both versions, for the person to choose.
  */
+import { Access } from './access.js'
 import {
   accessKey,
   client,
   describeFailure,
   type Failure,
-  setAccessKey,
   tokenSubject,
   watchAnswers,
   watchFeed,
@@ -27,6 +27,10 @@ import { byId } from './dom.js'
 import { LinkStatus } from './link-status.js'
 import { type ItemContext, NoteItem } from './note-item.js'
 import { isObject, sameJson } from './note-patch.js'
+import { NotebookSwitcher, type OpenedNotebook } from './notebooks.js'
+import { registerServiceWorker } from './service-worker.js'
+import { ShareDialog } from './share-dialog.js'
+import { OidcSignIn, signInSettings } from './sign-in.js'
 
 /** Notes shown at first, and added by each "Load more notes". */
 const PAGE_SIZE = 50
@@ -37,14 +41,6 @@ const listStatus = byId('list-status', HTMLElement)
 const moreButton = byId('more', HTMLButtonElement)
 const feedStatus = byId('feed-status', HTMLElement)
 const announcer = byId('announcer', HTMLElement)
-const keyDialog = byId('key-dialog', HTMLDialogElement)
-const keyForm = byId('key-form', HTMLFormElement)
-const keyInput = byId('key-input', HTMLInputElement)
-const keyReason = byId('key-reason', HTMLElement)
-const keyCancel = byId('key-cancel', HTMLButtonElement)
-const keyButton = byId('key-button', HTMLButtonElement)
-const forgetButton = byId('forget-key', HTMLButtonElement)
-const whoami = byId('whoami', HTMLElement)
 const readOnlyNote = byId('read-only', HTMLElement)
 const createForm = byId('create-form', HTMLFormElement)
 const createTitle = byId('create-title', HTMLInputElement)
@@ -184,15 +180,25 @@ function showWaiting(): void {
   if (waiting === 0) syncError.textContent = ''
 }
 
-/** The name of this notebook's copy on this device: one per user, one for the shared notebook. */
-function notebookName(): string {
+/**
+ * The name of a notebook's copy on this device: one for the shared notebook, one per user for
+ * their default one, and one per user and notebook for the others.
+ */
+function notebookName(notebook: OpenedNotebook | undefined): string {
   const user = tokenSubject(accessKey())
-  return user === undefined ? 'notes-service.notebook' : `notes-service.notebook.user.${user}`
+  if (user === undefined) return 'notes-service.notebook'
+  const own = `notes-service.notebook.user.${user}`
+  return notebook === undefined || notebook.default ? own : `${own}.${notebook.id}`
 }
 
-/** Opens this tab's notebook (its copy on this device first), then starts syncing it. */
-async function openNotebook(): Promise<void> {
+/**
+ * Opens a notebook (its copy on this device first), then starts syncing it: `notebook`, or the
+ * only one of a service without notebooks; none while the page waits for a sign-in.
+ */
+async function openNotebook(notebook: OpenedNotebook | undefined): Promise<void> {
   const run = ++generation
+  // A viewer sees no create form, edit or delete buttons (style.css), nor anyone signed out.
+  document.body.dataset.role = access.signedOut ? 'none' : (notebook?.role ?? 'editor')
   const old = replica
   replica = undefined
   unsubscribe()
@@ -206,15 +212,23 @@ async function openNotebook(): Promise<void> {
   link.feed(false)
   shown = PAGE_SIZE
   showCounts(0, 0)
+  if (access.signedOut) {
+    loadFailure = { status: 401, detail: 'Sign in to see your notes.' }
+    showCounts(0, 0)
+    return
+  }
   let storage: ReplicaStorage
   try {
-    storage = await IndexedDbReplicaStorage.open(notebookName())
+    storage = await IndexedDbReplicaStorage.open(notebookName(notebook))
   } catch (err) {
     // No IndexedDB here (a private window): the page works, but keeps nothing when closed.
     storage = new MemoryReplicaStorage()
     syncError.textContent = `This browser keeps no copy of the notes here, so they are not available offline. (${(err as Error).message})`
   }
-  const opened = await Replica.open({ client, storage, maxDelayMs: 5_000 })
+  // The default notebook at /api/note, as the page has always kept it; any other at its own path.
+  const notebookClient =
+    notebook === undefined || notebook.default ? client : client.notebook(notebook.id)
+  const opened = await Replica.open({ client: notebookClient, storage, maxDelayMs: 5_000 })
   if (run !== generation) {
     await opened.close()
     return
@@ -259,10 +273,12 @@ watchAnswers({
       showCounts(0, 0)
     }
     link.show()
-    askForKey(failure)
+    access.refused(failure)
   },
   writeRefused(method, failure) {
-    if (failure.status === 403) readOnlyNote.hidden = false
+    // A notebook's viewer (made one since the page opened it): its role is read again.
+    if (failure.status === 403 && switcher.current !== undefined) void switcher.refresh()
+    else if (failure.status === 403) readOnlyNote.hidden = false
     const why = describeFailure(failure)
     if (method === 'POST') createError.textContent = `Not created. ${why}`
     else syncError.textContent = `A change could not be sent. ${why}`
@@ -280,47 +296,6 @@ watchAnswers({
     }
   },
 })
-
-// The access key: asked for on the first 401, kept in sessionStorage for this tab only.
-function askForKey(failure?: Failure): void {
-  keyReason.textContent =
-    failure?.detail ?? 'This service needs an access key. Ask whoever runs it for one.'
-  keyButton.hidden = false
-  if (!keyDialog.open) {
-    keyInput.value = ''
-    keyDialog.showModal()
-  }
-}
-
-keyForm.addEventListener('submit', (event) => {
-  event.preventDefault()
-  const key = keyInput.value.trim()
-  if (key === '') return
-  setAccessKey(key)
-  keyInput.value = ''
-  keyDialog.close()
-  readOnlyNote.hidden = true
-  showKeyButtons()
-  void openNotebook()
-})
-keyCancel.addEventListener('click', () => keyDialog.close())
-keyButton.addEventListener('click', () => askForKey())
-forgetButton.addEventListener('click', () => {
-  setAccessKey(null)
-  showKeyButtons()
-  void openNotebook()
-})
-function showKeyButtons(): void {
-  const key = accessKey()
-  const hasKey = key !== null
-  forgetButton.hidden = !hasKey
-  if (hasKey) keyButton.hidden = false
-  // A user token: whose notebook this is, and signing out forgets it.
-  const user = tokenSubject(key)
-  whoami.hidden = user === undefined
-  whoami.textContent = user === undefined ? '' : `Notebook of ${user}`
-  forgetButton.textContent = user === undefined ? 'Forget the key' : 'Sign out'
-}
 
 // Creating: a small form (title, body) or raw JSON, kept on this device and sent from there.
 function switchCreateMode(): void {
@@ -446,38 +421,60 @@ function nearEnd(): boolean {
   return !moreButton.hidden && moreButton.getBoundingClientRect().top < innerHeight + 600
 }
 
-showKeyButtons()
-void openNotebook()
+const switcher = new NotebookSwitcher({
+  open: (notebook) => void openNotebook(notebook),
+  share: (notebook) => void share.open(notebook),
+  announce,
+})
+const share = new ShareDialog({ changed: () => switcher.refresh(), announce })
+let access: Access
 
-/**
- * The service worker that keeps the page's shell for offline use (sw.ts). Registered through
- * the one Trusted Types policy the page's CSP allows, which makes a script URL of its address
- * and of nothing else.
- */
-function registerServiceWorker(): void {
-  if (!('serviceWorker' in navigator)) return
-  const policy = (window as TrustedTypesWindow).trustedTypes?.createPolicy('notes-service-worker', {
-    createScriptURL: (url: string) => {
-      if (url !== SERVICE_WORKER) throw new TypeError(`not the service worker: ${url}`)
-      return url
-    },
-  })
-  const url = policy?.createScriptURL(SERVICE_WORKER) ?? SERVICE_WORKER
-  navigator.serviceWorker
-    .register(url as string, { scope: '/', type: 'module', updateViaCache: 'none' })
-    .catch(() => {
-      // No offline shell (a private window may refuse workers): the page works online as before.
-    })
+// An invitation link (/#invite=<token>) is kept for this tab until someone is signed in.
+const INVITE_STORAGE = 'notes-service.invite'
+const invited = /^#invite=([\w-]+)$/.exec(location.hash)?.[1]
+if (invited !== undefined) {
+  sessionStorage.setItem(INVITE_STORAGE, invited)
+  history.replaceState(null, '', '/')
 }
-const SERVICE_WORKER = '/ui/sw.js'
 
-/** What the page uses of the Trusted Types API (not in TypeScript's DOM lib). */
-interface TrustedTypesWindow {
-  trustedTypes?: {
-    createPolicy(
-      name: string,
-      rules: { createScriptURL(url: string): string },
-    ): { createScriptURL(url: string): unknown }
+/** Joins the notebook of the invitation this tab holds, if any, and switches to it. */
+async function join(): Promise<string | undefined> {
+  const token = sessionStorage.getItem(INVITE_STORAGE)
+  if (token === null || accessKey() === null) return undefined
+  sessionStorage.removeItem(INVITE_STORAGE)
+  try {
+    const notebook = await client.redeemInvite(token)
+    announce(`You joined “${notebook.name}” as ${notebook.role}.`)
+    return notebook.id
+  } catch (err) {
+    syncError.textContent = `The invitation could not be used. ${(err as Error).message}`
+    return undefined
   }
 }
+
+/** Opens the notes as whoever the page acts as now: their notebooks, the chosen one shown. */
+async function start(): Promise<void> {
+  waitingForKey = false
+  if (access.signedOut) {
+    await openNotebook(undefined)
+    return
+  }
+  await switcher.refresh(await join())
+}
+
+const settings = await signInSettings()
+const signIn = settings === undefined ? undefined : new OidcSignIn(settings)
+try {
+  await signIn?.start()
+} catch (err) {
+  syncError.textContent = `Signing in did not work. ${(err as Error).message}`
+}
+access = new Access(signIn, () => void start())
+// A role changed elsewhere (a demotion to viewer) shows when the person comes back to the page.
+addEventListener('visibilitychange', () => {
+  if (document.visibilityState === 'visible' && switcher.current !== undefined) {
+    void switcher.refresh(switcher.current.id)
+  }
+})
+void start()
 registerServiceWorker()

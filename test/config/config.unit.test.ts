@@ -36,6 +36,8 @@ describe('loadConfig', () => {
       authJwksUrl: '',
       authIssuer: '',
       authAudience: '',
+      authPageClientId: '',
+      authPageScope: 'openid',
       authTokenTypes: [],
       maxNotesPerUser: 10_000,
       maxBytesPerUser: 16_777_216,
@@ -92,6 +94,7 @@ describe('loadConfig', () => {
         MAX_EVENT_STREAMS: '7',
         AUTH_ISSUER: 'https://idp.example',
         AUTH_AUDIENCE: 'notes',
+        AUTH_PAGE_SCOPE: 'openid offline_access',
         AUTH_TOKEN_TYPES: 'at+jwt, JWT',
         MAX_NOTES_PER_USER: '3',
         MAX_BYTES_PER_USER: '8192',
@@ -135,6 +138,8 @@ describe('loadConfig', () => {
       authJwksUrl: '',
       authIssuer: 'https://idp.example',
       authAudience: 'notes',
+      authPageClientId: '',
+      authPageScope: 'openid offline_access',
       authTokenTypes: ['at+jwt', 'JWT'],
       maxNotesPerUser: 3,
       maxBytesPerUser: 8192,
@@ -148,11 +153,13 @@ describe('loadConfig', () => {
       // DATA_FILE is refused beside DATABASE_URL: read on its own below.
       dataFile: '',
     })
-    // Every variable given a value, and none of the three left empty or unset.
+    // Every variable given a value, and none of the four left empty or unset.
     assert.deepEqual(
       [...given].sort(),
       OPTIONS.map((option) => option.key)
-        .filter((key) => !['authJwtSecret', 'authJwksUrl', 'dataFile'].includes(key))
+        .filter(
+          (key) => !['authJwtSecret', 'authJwksUrl', 'authPageClientId', 'dataFile'].includes(key),
+        )
         .sort(),
     )
   })
@@ -175,6 +182,40 @@ describe('loadConfig', () => {
     ]
     for (const [env, message] of refusals) {
       assert.throws(() => loadConfig(env, []), { name: 'ConfigError', message })
+    }
+  })
+
+  it("reads the page's sign-in client, and refuses it without a key set or with an issuer it cannot discover", () => {
+    const provider = {
+      AUTH_JWKS_URL: 'https://idp.example/jwks',
+      AUTH_ISSUER: 'https://idp.example/realms/notes',
+      AUTH_AUDIENCE: 'notes',
+    }
+    const config = loadConfig({ ...provider, AUTH_PAGE_CLIENT_ID: 'notes-page' }, [])
+    assert.deepEqual([config.authPageClientId, config.authPageScope], ['notes-page', 'openid'])
+    assert.equal(DEFAULT_CONFIG.authPageScope, 'openid')
+    for (const issuer of [
+      'http://127.0.0.1:8080',
+      'http://localhost:8080/realms/x',
+      'http://[::1]:1',
+    ]) {
+      const local = { ...provider, AUTH_ISSUER: issuer, AUTH_PAGE_CLIENT_ID: 'p' }
+      assert.equal(loadConfig(local, []).authIssuer, issuer)
+    }
+    const message =
+      'AUTH_PAGE_CLIENT_ID needs AUTH_JWKS_URL and an AUTH_ISSUER that is an https: URL (http: only on 127.0.0.1, ::1 or localhost): the page discovers the provider from it.'
+    const refusals: NodeJS.ProcessEnv[] = [
+      { AUTH_PAGE_CLIENT_ID: 'p' },
+      { AUTH_PAGE_CLIENT_ID: 'p', AUTH_JWT_SECRET: 'a-secret-of-32-bytes-or-more-000' },
+      { ...provider, AUTH_ISSUER: 'http://idp.example', AUTH_PAGE_CLIENT_ID: 'p' },
+      { ...provider, AUTH_ISSUER: 'idp.example', AUTH_PAGE_CLIENT_ID: 'p' },
+    ]
+    for (const env of refusals) {
+      assert.throws(
+        () => loadConfig(env, []),
+        { name: 'ConfigError', message },
+        String(env.AUTH_ISSUER),
+      )
     }
   })
 

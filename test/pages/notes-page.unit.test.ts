@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import { parseAcceptEncoding } from '../../src/api/compression.js'
-import { PAGE_CSP, SERVICE_WORKER } from '../../src/pages/notes-page.js'
+import { PAGE_CSP, pageCsp, SERVICE_WORKER } from '../../src/pages/notes-page.js'
 import { type PatchPlan, planPatch } from '../../src/ui/note-patch.js'
 import { buildOpsApp } from '../support/ops-app.js'
 
@@ -39,6 +39,11 @@ function builtFiles(): Map<string, [string, Buffer]> {
       readFileSync(new URL(path, CLIENT)),
     ])
   }
+  // oauth4webapi's ES module as the package ships it, for signing in.
+  files.set('vendor/oauth4webapi.js', [
+    'text/javascript; charset=utf-8',
+    readFileSync(new URL(import.meta.resolve('oauth4webapi'))),
+  ])
   return files
 }
 
@@ -65,8 +70,12 @@ describe('GET / (the notes page) and its files under /ui/', () => {
     const linked = [...page.body.matchAll(/(?:href|src)="\/ui\/([^"]+)"/g)].map((m) => m[1])
     const built = builtFiles()
     // Every module is preloaded (no import waterfall), and nothing else is linked; the service
-    // worker is registered by main.js, not linked.
-    assert.deepEqual([...linked, SERVICE_WORKER].sort(), [...built.keys()].sort())
+    // worker is registered by main.js, and oauth4webapi loaded by sign-in.js when it first talks
+    // to a provider, neither linked.
+    assert.deepEqual(
+      [...linked, SERVICE_WORKER, 'vendor/oauth4webapi.js'].sort(),
+      [...built.keys()].sort(),
+    )
     assert.ok(built.has('client/notes-client.js'), 'the client library is served under /ui/client/')
     for (const [name, [contentType, bytes]] of built) {
       const file = await app.inject({ method: 'GET', url: `/ui/${name}` })
@@ -235,6 +244,35 @@ describe('GET / (the notes page) and its files under /ui/', () => {
     // Any other path is the 404 of a path that is not the service's, as with the page on.
     const other = await app.inject({ method: 'GET', url: '/uix' })
     assert.deepEqual(other.json(), NOT_FOUND)
+  })
+
+  it('says at /ui/sign-in.json how the page signs people in, and lets it reach that provider alone', async () => {
+    const plain = buildOpsApp().app
+    const none = await plain.inject({ method: 'GET', url: '/ui/sign-in.json' })
+    assert.equal(none.statusCode, 200)
+    assert.equal(none.headers['content-type'], 'application/json; charset=utf-8')
+    assert.equal(none.headers['cache-control'], 'no-cache')
+    assert.equal(none.body, '{}')
+    const { app } = buildOpsApp({
+      authJwksUrl: 'https://idp.example/jwks',
+      authIssuer: 'https://idp.example/realms/notes',
+      authAudience: 'notes',
+      authPageClientId: 'notes-page',
+      authPageScope: 'openid offline_access',
+    })
+    const settings = await app.inject({ method: 'GET', url: '/ui/sign-in.json' })
+    assert.deepEqual(settings.json(), {
+      issuer: 'https://idp.example/realms/notes',
+      client_id: 'notes-page',
+      scope: 'openid offline_access',
+    })
+    const page = await app.inject({ method: 'GET', url: '/' })
+    assert.equal(page.headers['content-security-policy'], pageCsp('https://idp.example'))
+    assert.match(
+      String(page.headers['content-security-policy']),
+      /; connect-src 'self' https:\/\/idp\.example; /,
+    )
+    assert.match(PAGE_CSP, /; connect-src 'self'; /)
   })
 
   it('stays open with access keys on: the page holds no notes, and asks for a key itself', async () => {

@@ -12,6 +12,13 @@ const RESOURCE = 'https://notes.example/api'
 export const WORKER_CLIENT = 'notes-worker'
 /** The notes app in a browser: a public client, authorization code with PKCE. */
 export const WEB_CLIENT = 'notes-web'
+/**
+ * The notes page (AUTH_PAGE_CLIENT_ID): a public client, code with PKCE, refresh tokens, and
+ * the page's own URL to come back to after signing in and out (`allowPage`).
+ */
+export const PAGE_CLIENT = 'notes-page'
+/** How long the page's access tokens last. */
+export const PAGE_TOKEN_SECONDS = 8
 const WORKER_SECRET = 'worker-secret-0123456789abcdef0123456789'
 const REDIRECT_URI = 'http://127.0.0.1/callback'
 
@@ -40,13 +47,16 @@ export class IdentityProvider {
   /** Requests for the key set received. */
   jwksRequests = 0
   #provider: Provider
+  #keys: JWK[]
+  #page: string | undefined
   readonly #server: ReturnType<typeof createServer>
 
   private constructor(server: ReturnType<typeof createServer>, issuer: string, keys: JWK[]) {
     this.#server = server
     this.issuer = issuer
     this.jwksUrl = new URL(`${issuer}/jwks`)
-    this.#provider = providerOf(issuer, keys)
+    this.#keys = keys
+    this.#provider = providerOf(issuer, keys, undefined)
   }
 
   static async start(keys: JWK[]): Promise<IdentityProvider> {
@@ -66,7 +76,17 @@ export class IdentityProvider {
 
   /** From now on publishes `keys` and signs with the first. */
   rotate(keys: JWK[]): void {
-    this.#provider = providerOf(this.issuer, keys)
+    this.#keys = keys
+    this.#provider = providerOf(this.issuer, keys, this.#page)
+  }
+
+  /**
+   * From now on knows the notes page at `redirectUri` (its origin and '/', which is known only
+   * once the service listens) as PAGE_CLIENT.
+   */
+  allowPage(redirectUri: string): void {
+    this.#page = redirectUri
+    this.#provider = providerOf(this.issuer, this.#keys, redirectUri)
   }
 
   /** An access token for the worker client itself (its sub is the client id). */
@@ -187,21 +207,36 @@ export class IdentityProvider {
  * A provider for these tests. oidc-provider warns, on each one made, of the development defaults
  * (its in-memory store, its login form) that these tests choose: those warnings are left out.
  */
-function providerOf(issuer: string, keys: JWK[]): Provider {
+function providerOf(issuer: string, keys: JWK[], page: string | undefined): Provider {
   const warn = console.warn
   console.warn = (...args: unknown[]) => {
     if (!String(args[0]).startsWith('oidc-provider WARNING')) warn(...args)
   }
   try {
-    return newProvider(issuer, keys)
+    return newProvider(issuer, keys, page)
   } finally {
     console.warn = warn
   }
 }
 
-function newProvider(issuer: string, keys: JWK[]): Provider {
+function newProvider(issuer: string, keys: JWK[], page: string | undefined): Provider {
+  const pageClients =
+    page === undefined
+      ? []
+      : [
+          {
+            client_id: PAGE_CLIENT,
+            token_endpoint_auth_method: 'none',
+            application_type: 'web',
+            grant_types: ['authorization_code', 'refresh_token'],
+            response_types: ['code'],
+            redirect_uris: [page],
+            post_logout_redirect_uris: [page],
+          },
+        ]
   return new Provider(issuer, {
     clients: [
+      ...pageClients,
       {
         client_id: WORKER_CLIENT,
         client_secret: WORKER_SECRET,
@@ -223,13 +258,22 @@ function newProvider(issuer: string, keys: JWK[]): Provider {
     cookies: { keys: ['a-cookie-key-for-these-tests-only'] },
     scopes: ['openid', 'notes'],
     pkce: { required: () => true },
+    // A public client's own origins, as oidc-provider does by default (set, so it says nothing).
+    clientBasedCORS: (_context: unknown, origin: string, client: { redirectUris: string[] }) =>
+      client.redirectUris.some((uri) => new URL(uri).origin === origin),
+    // The page gets a refresh token without asking for offline_access (a client allowed the grant).
+    issueRefreshToken: (_context: unknown, client: { grantTypeAllowed(type: string): boolean }) =>
+      client.grantTypeAllowed('refresh_token'),
     findAccount: (_context: unknown, sub: string) => ({
       accountId: sub,
       claims: () => ({ sub }),
     }),
     // Set, so that oidc-provider does not print a notice for each default it uses.
     ttl: {
-      AccessToken: 600,
+      // The page's last a few seconds, so that a test sees them renewed.
+      AccessToken: (_context: unknown, _token: unknown, client?: { clientId: string }) =>
+        client?.clientId === PAGE_CLIENT ? PAGE_TOKEN_SECONDS : 600,
+      RefreshToken: 600,
       ClientCredentials: 600,
       Grant: 600,
       IdToken: 600,
