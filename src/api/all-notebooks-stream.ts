@@ -16,7 +16,7 @@ import type { FeedTuning } from './feed-tuning.js'
  */
 
 /** Longest event id read back (Last-Event-ID): Node's header limit is 16 KiB. */
-export const MAX_POSITION_LENGTH = 16 * 1024
+const MAX_POSITION_LENGTH = 16 * 1024
 /** Where a resumed stream stands: each notebook's version token, by notebook id. */
 export type Position = ReadonlyMap<string, string>
 

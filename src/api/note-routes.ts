@@ -16,7 +16,7 @@ import { queryOf } from './request-target.js'
 export const NOTE_ROUTE = `${NOTES_PATH}/:id`
 
 /** The same routes in a notebook named by the path: `/api/notebooks/:nb/note`. */
-export const NOTEBOOK_NOTES_ROUTE = '/api/notebooks/:nb/note'
+const NOTEBOOK_NOTES_ROUTE = '/api/notebooks/:nb/note'
 const NOTEBOOK_BATCH_ROUTE = '/api/notebooks/:nb/batch'
 
 /** '/api/notebooks/<nb>/note': where a page's Link sends a caller who listed that notebook. */

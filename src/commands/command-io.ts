@@ -1,7 +1,8 @@
 import { once } from 'node:events'
 import { open, rename, rm } from 'node:fs/promises'
 import type { Writable } from 'node:stream'
-import { type Config, ConfigError, loadConfig } from '../config/config.js'
+import { type Config, ConfigError } from '../config/config.js'
+import { loadConfig } from '../config/load-config.js'
 import { StoreUnavailableError } from '../store/types.js'
 
 /**

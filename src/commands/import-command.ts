@@ -1,5 +1,5 @@
-import { userTokensOn } from '../config/config.js'
 import { asksForHelp } from '../config/help.js'
+import { userTokensOn } from '../config/load-config.js'
 import { openDatabase } from '../open-stores.js'
 import { importIntoJournal } from '../store/journal/journal-import.js'
 import type { ImportSource } from '../store/kernel/import-source.js'

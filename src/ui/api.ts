@@ -3,7 +3,7 @@
  * /ui/client/) on this origin, with the access key of this tab, whose answers the page hears
  * (a 401 asks for a key, a refused write is said); and what a failure means, in words.
  */
-import { type Note as ClientNote, NotesClient } from './client/index.js'
+import { type Note as ClientNote, NotesClient } from './client-parts.js'
 
 /** A note as the API answers it: any JSON object with an `id`. */
 export type Note = ClientNote

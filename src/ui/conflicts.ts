@@ -3,7 +3,7 @@
  * note changed (or was deleted) elsewhere meanwhile. Each is shown with both versions and the
  * three choices: keep mine, keep theirs, or edit a merged note (the replica resolves it).
  */
-import { parseJson, type Replica, type ReplicaConflict } from './client/index.js'
+import { parseJson, type Replica, type ReplicaConflict } from './client-parts.js'
 import { h, replaceChildren, uniqueId } from './dom.js'
 import { isObject, sameJson } from './note-patch.js'
 

@@ -21,7 +21,7 @@ import {
   Replica,
   type ReplicaEntry,
   type ReplicaStorage,
-} from './client/index.js'
+} from './client-parts.js'
 import { ConflictList } from './conflicts.js'
 import { byId } from './dom.js'
 import { LinkStatus } from './link-status.js'

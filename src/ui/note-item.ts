@@ -1,5 +1,5 @@
 import { hasPath, type Note } from './api.js'
-import { parseJson, type Replica, type ReplicaEntry } from './client/index.js'
+import { parseJson, type Replica, type ReplicaEntry } from './client-parts.js'
 import { h, replaceChildren, uniqueId } from './dom.js'
 import { type Fields, isObject, planPatch, sameJson } from './note-patch.js'
 

@@ -5,7 +5,7 @@
  * the page opens the chosen notebook offline as it does online.
  */
 import { accessKey, client, tokenSubject } from './api.js'
-import { type Notebook, NotesProblem } from './client/index.js'
+import { type Notebook, NotesProblem } from './client-parts.js'
 import { byId, h, replaceChildren } from './dom.js'
 
 /** The notebook the notes view shows: `default` is the caller's own (/api/note). */

@@ -5,7 +5,7 @@
  * leave it.
  */
 import { accessKey, client, tokenSubject } from './api.js'
-import type { Invite, Member, Role } from './client/index.js'
+import type { Invite, Member, Role } from './client-parts.js'
 import { byId, h, replaceChildren, uniqueId } from './dom.js'
 import type { OpenedNotebook } from './notebooks.js'
 

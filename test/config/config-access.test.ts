@@ -4,8 +4,9 @@ import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { ConfigError, DEFAULT_CONFIG, loadConfig, OPTIONS } from '../../src/config/config.js'
+import { ConfigError, DEFAULT_CONFIG, OPTIONS } from '../../src/config/config.js'
 import { formatHelp } from '../../src/config/help.js'
+import { loadConfig } from '../../src/config/load-config.js'
 import { readPackageInfo } from '../../src/config/package-info.js'
 
 const run = promisify(execFile)

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { ConfigError, loadConfig } from '../../src/config/config.js'
+import { ConfigError } from '../../src/config/config.js'
+import { loadConfig } from '../../src/config/load-config.js'
 import { redactUrl } from '../../src/store/postgres/connection.js'
 
 const EXPECTED = 'a PostgreSQL URL: postgres://user:password@host:5432/database'

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { ConfigError, DEFAULT_CONFIG, loadConfig } from '../../src/config/config.js'
+import { ConfigError, DEFAULT_CONFIG } from '../../src/config/config.js'
+import { loadConfig } from '../../src/config/load-config.js'
 
 describe('loadConfig: CORS_ORIGIN, METRICS and DOCS', () => {
   it('defaults to CORS, metrics and the docs page off', () => {

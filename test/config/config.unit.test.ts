@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { ConfigError, DEFAULT_CONFIG, loadConfig, OPTIONS } from '../../src/config/config.js'
+import { ConfigError, DEFAULT_CONFIG, OPTIONS } from '../../src/config/config.js'
+import { loadConfig } from '../../src/config/load-config.js'
 
 const HOST_EXPECTED =
   'an IP address (127.0.0.1, ::1, 0.0.0.0 for every interface) or a host name (localhost)'

@@ -14,7 +14,7 @@ import { inLane, LANES, type Lane } from './helpers.js'
 import { postgresAvailable, testDatabase } from './postgres-cluster.js'
 import { pooledStore } from './schema-pool.js'
 
-export type NotebooksKind = 'memory' | 'journal' | 'postgres'
+type NotebooksKind = 'memory' | 'journal' | 'postgres'
 
 /** What a suite of notebooks over HTTP gets: how its stores are made and its apps reached. */
 export interface NotebooksSuite {

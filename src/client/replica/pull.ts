@@ -111,7 +111,7 @@ export async function reload(
  * A feed change whose storage write failed: the pull loads the whole list again (and stores it
  * whole), as after a reset, so that the storage is never left behind the view.
  */
-export function throwPullError(state: ReplicaState): void {
+function throwPullError(state: ReplicaState): void {
   const err = state.pullError
   if (err === undefined) return
   state.pullError = undefined

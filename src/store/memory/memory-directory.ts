@@ -55,7 +55,7 @@ export interface MemoryDirectoryOptions extends DirectoryLimits {
 }
 
 /** The default notebook's name until its owner renames it. */
-export const DEFAULT_NOTEBOOK_NAME = 'My notes'
+const DEFAULT_NOTEBOOK_NAME = 'My notes'
 
 /**
  * The directory in memory: every act is checked and applied in one synchronous step, so nothing

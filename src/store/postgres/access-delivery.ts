@@ -7,7 +7,7 @@ import type { Database } from './database.js'
 const CHANGES_PER_READ = 1000
 
 /** The channel the directory's acts notify at commit (notes_record_access). */
-export const ACCESS_CHANNEL = 'notes_access'
+const ACCESS_CHANNEL = 'notes_access'
 
 /**
  * Delivers every change of access (notes_access_changes, numbered in commit order) to the
