@@ -28,6 +28,22 @@ export function entryOf(note: ImageNote): Entry {
   return { id, json, etag, modified, bytes: Buffer.byteLength(json), position, alive: true }
 }
 
+/** The live notes of `entries` (in list order) as an image holds them. */
+export function imageNotes(entries: readonly Entry[]): ImageNote[] {
+  const notes: ImageNote[] = []
+  for (const entry of entries) {
+    if (entry.alive) {
+      notes.push({
+        json: entry.json,
+        etag: entry.etag,
+        modified: entry.modified,
+        position: entry.position,
+      })
+    }
+  }
+  return notes
+}
+
 /** The index of the first entry whose position is above `after` (binary search). */
 export function firstAbove(entries: readonly Entry[], after: number): number {
   let low = 0
@@ -50,7 +66,7 @@ export function walkPage(
   { limit, order, after }: Pick<PageQuery, 'limit' | 'order' | 'after'>,
 ): { json: string; next: number | undefined } {
   if (typeof after === 'object') throw new TypeError('sort=created walks after a list position')
-  
+
   const step = order === 'asc' ? 1 : -1
   // Where the walk starts: the first note past `after` in walk order (positions are integers,
   // so the last one below `after` is just before the first one at or above it).

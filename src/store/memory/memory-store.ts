@@ -27,16 +27,10 @@ import {
 import { arrayExport } from './array-export.js'
 import { ChangeHistory } from './change-history.js'
 import { ChangeOrder } from './change-order.js'
-import { type Entry, EntryIndex, entryOf, firstAbove, walkPage } from './entries.js'
+import { type Entry, EntryIndex, entryOf, firstAbove, imageNotes, walkPage } from './entries.js'
 import type { MemoryStoreOptions } from './options.js'
 import { ReadCache } from './read-cache.js'
-import {
-  imageNotes,
-  type RecordedWrite,
-  type RememberedKey,
-  type StoreImage,
-  snapshot,
-} from './records.js'
+import { type RecordedWrite, type RememberedKey, type StoreImage, snapshot } from './records.js'
 import { RememberedKeys } from './remembered-keys.js'
 
 /**

@@ -1,5 +1,4 @@
 import type { Change, NoteRecord } from '../types.js'
-import type { Entry } from './entries.js'
 
 /**
  * A write as its result, so that replaying it needs no clock and gives the same store: a create's
@@ -40,20 +39,4 @@ export interface ImageNote extends NoteRecord {
 /** The entry's current values, apart from the entry that later writes change in place. */
 export function snapshot(entry: NoteRecord): NoteRecord {
   return { json: entry.json, etag: entry.etag, modified: entry.modified }
-}
-
-/** The live notes of `entries` (in list order) as an image holds them. */
-export function imageNotes(entries: readonly Entry[]): ImageNote[] {
-  const notes: ImageNote[] = []
-  for (const entry of entries) {
-    if (entry.alive) {
-      notes.push({
-        json: entry.json,
-        etag: entry.etag,
-        modified: entry.modified,
-        position: entry.position,
-      })
-    }
-  }
-  return notes
 }
