@@ -147,20 +147,18 @@ function walkByChange(
   const parts: string[] = []
   let last: Entry | undefined
   let more = false
-  while (c >= 0 && c < chunks.length) {
+  walk: while (c >= 0 && c < chunks.length) {
     const chunk = chunks[c] as readonly Entry[]
-    if (i < 0 || i >= chunk.length) {
-      c += step
-      i = step === 1 ? 0 : (chunks[c]?.length ?? 0) - 1
-      continue
+    for (; i >= 0 && i < chunk.length; i += step) {
+      if (parts.length === limit) {
+        more = true
+        break walk
+      }
+      last = chunk[i] as Entry
+      parts.push(last.json)
     }
-    if (parts.length === limit) {
-      more = true
-      break
-    }
-    last = chunk[i] as Entry
-    parts.push(last.json)
-    i += step
+    c += step
+    i = step === 1 ? 0 : (chunks[c]?.length ?? 0) - 1
   }
   return {
     json: `[${parts.join(',')}]`,
