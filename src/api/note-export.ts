@@ -11,7 +11,7 @@ const NDJSON = /application\/x-ndjson/i
 
 /** Why an export with page or search parameters is refused (400). */
 const EXPORT_IS_WHOLE =
-  'An export (Accept: application/x-ndjson) is the whole notebook: send it without limit, after, order or q, or ask for application/json to page or search.'
+  'An export (Accept: application/x-ndjson) is the whole notebook: send it without limit, after, order, sort or q, or ask for application/json to page or search.'
 
 /**
  * Whether an Accept header asks for the export: it names application/x-ndjson with a q above 0.

@@ -123,11 +123,11 @@ function listNotes(): Operation {
     tags: ['notes'],
     operationId: 'listNotes',
     summary: 'List notes',
-    parameters: ['Limit', 'After', 'Order', 'Q', 'IfNoneMatch', 'Accept', 'RequestId'].map(
+    parameters: ['Limit', 'After', 'Order', 'Sort', 'Q', 'IfNoneMatch', 'Accept', 'RequestId'].map(
       parameter,
     ),
     description:
-      'Every stored note, oldest first; `data` is `[]` when there are none. With `Accept: application/x-ndjson`, the export of the whole notebook, one note a line, as one consistent snapshot. With `limit` (or `after`), one page: keyset paging on list position, so a walk that follows `Link: rel="next"` visits every note that exists throughout it exactly once, whatever is written meanwhile. `order=desc` walks from the newest; `q` keeps the notes with a string value (at any depth, keys excluded) containing the text, case-insensitively. Other query parameters are ignored.',
+      'Every stored note, oldest first; `data` is `[]` when there are none. With `Accept: application/x-ndjson`, the export of the whole notebook, one note a line, as one consistent snapshot. With `limit` (or `after`), one page: keyset paging on list position, so a walk that follows `Link: rel="next"` visits every note that exists throughout it exactly once, whatever is written meanwhile. `order=desc` walks from the newest; `sort=updated` orders by last change instead (keyset on the time of the last write, then id); `q` keeps the notes with a string value (at any depth, keys excluded) containing the text, case-insensitively. Other query parameters are ignored.',
     responses: {
       '200': {
         description:

@@ -162,6 +162,11 @@ function pageParameters(): Record<string, unknown> {
       type: 'string',
       enum: ['asc', 'desc'],
     }),
+    Sort: query(
+      'sort',
+      "`updated` orders by the time of each note's last write (notes written in the same ms by id, a note whose id is not a number after the others), `order=desc` the most recently changed first; `created`, the default, is list order. A walk in this order visits every note not written during it exactly once; ascending, a note written during it comes again, with its last content. A cursor of one sort is a 400 with the other.",
+      { type: 'string', enum: ['created', 'updated'], default: 'created' },
+    ),
     Q: query(
       'q',
       'Keep only the notes with a string value, at any depth (keys excluded), that contains this text, compared case-insensitively. X-Total-Count then counts the matches.',

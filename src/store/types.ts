@@ -50,14 +50,36 @@ export interface ListRecord {
   readonly count: number
 }
 
-/** One page of the list: a keyset walk over list positions. */
+/**
+ * A place in the order of last change (sort=updated): notes by the time of their last write,
+ * then by id (a note whose id is not a number, as a PATCH can leave it, counts as Infinity: after
+ * every numeric id of the same ms), then by list position, which no two notes share.
+ * (5, 9, 2) < (5, 9, 3) < (5, Infinity, 1) < (6, 1, 4)
+ */
+export interface ChangeKey {
+  /** The note's time of last write (NoteRecord.modified). */
+  readonly modified: number
+  /** Its `id` field when that is a finite number, else Infinity. */
+  readonly id: number
+  readonly position: number
+}
+
+/** One page of the list: a keyset walk over list positions, or over the order of last change. */
 export interface PageQuery {
   /** Most notes in the page, 1-1000. */
   readonly limit: number
   /** 'asc' walks from the oldest note (list order), 'desc' from the newest. */
   readonly order: 'asc' | 'desc'
-  /** Start after this list position (exclusive); undefined starts at the first (or last) note. */
-  readonly after: number | undefined
+  /**
+   * 'created' (or undefined): list order, by list position; 'updated': the order of last change
+   * (ChangeKey).
+   */
+  readonly sort?: 'created' | 'updated' | undefined
+  /**
+   * Start after this place (exclusive): a list position for 'created', a ChangeKey for
+   * 'updated'; undefined starts at the first (or last) note.
+   */
+  readonly after: number | ChangeKey | undefined
   /** Keep only notes with a string value, at any depth, that contains this text (any case). */
   readonly q: string | undefined
 }
@@ -68,8 +90,11 @@ export interface PageRecord {
   readonly version: string
   /** Notes stored, or notes matching `q` when it is given. */
   readonly total: number
-  /** The list position of the page's last note when more notes follow it; else undefined. */
-  readonly next: number | undefined
+  /**
+   * The place of the page's last note when more notes follow it (its list position, or its
+   * ChangeKey for sort=updated); else undefined.
+   */
+  readonly next: number | ChangeKey | undefined
 }
 
 /** Conditions a write applies atomically with itself. */

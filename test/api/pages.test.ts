@@ -18,6 +18,16 @@ async function fill(app: FastifyInstance, count: number): Promise<void> {
 
 const ns = (body: unknown) => (body as { n: number }[]).map((note) => note.n)
 
+/** The check that ends a cursor: FNV-1a of its body, 32 bits, in base 36. */
+function cursorCheck(body: string): string {
+  let hash = 0x811c9dc5
+  for (let i = 0; i < body.length; i++) {
+    hash ^= body.charCodeAt(i)
+    hash = Math.imul(hash, 0x01000193)
+  }
+  return (hash >>> 0).toString(36)
+}
+
 /** The URL in a `Link: <url>; rel="next"` header, or undefined. */
 function nextOf(link: unknown): string | undefined {
   if (link === undefined) return undefined
@@ -192,6 +202,167 @@ describeEachStore('pages and search', (suite) => {
       ),
       // A fresh PostgreSQL schema costs ~0.1 s: 20 runs per lane there, 40 in all.
       { numRuns: suite.store === 'postgres' ? 20 : 40 },
+    )
+  })
+
+  it('orders by last change with sort=updated, both ways, with its sort in every next link', async () => {
+    const { app } = suite.buildApp({}, { now: fakeClock(1000, 1) })
+    await fill(app, 5) // ids 1000-1004, written at 1000-1004
+    for (const id of [1001, 1003]) {
+      await app.inject({
+        method: 'PATCH',
+        url: `/api/note/${id}`,
+        headers: JSON_HEADERS,
+        payload: '{"seen":1}',
+      })
+    }
+    const whole = await app.inject('/api/note?sort=updated')
+    assert.deepEqual(ns(dataOf(whole)), [0, 2, 4, 1, 3])
+    assert.equal(whole.headers['x-total-count'], '5')
+    assert.equal(whole.headers.link, undefined)
+    const first = await app.inject('/api/note?sort=updated&order=desc&limit=2&q=note')
+    assert.equal(first.statusCode, 200)
+    assert.equal(
+      first.body,
+      '{"data":[{"n":1,"title":"note 1","id":1001,"seen":1},{"n":4,"title":"note 4","id":1004}]}',
+    )
+    assert.equal(first.headers['x-total-count'], '3')
+    assert.equal(first.headers['notes-version'], 'e.7')
+    // After the note written at 1004 with id 1004 (position 5): 'udrw_irw_5' in base 36.
+    assert.equal(
+      first.headers.link,
+      `</api/note?limit=2&sort=updated&order=desc&q=note&after=udrw_irw_5.${cursorCheck('udrw_irw_5')}>; rel="next"`,
+    )
+    const rest = await app.inject(nextOf(first.headers.link) as string)
+    assert.equal(rest.body, '{"data":[{"n":2,"title":"note 2","id":1002}]}')
+    assert.equal(rest.headers.link, undefined)
+    const up = await app.inject('/api/note?limit=3&sort=updated')
+    assert.deepEqual(ns(dataOf(up)), [0, 2, 4])
+    const upRest = await app.inject(nextOf(up.headers.link) as string)
+    assert.deepEqual(ns(dataOf(upRest)), [1, 3])
+    assert.equal(upRest.headers['x-total-count'], '5')
+    const created = await app.inject('/api/note?sort=created')
+    const plain = await app.inject('/api/note')
+    assert.deepEqual([created.body, created.headers.link], [plain.body, undefined])
+  })
+
+  it('refuses a bad sort, and a cursor of one sort with the other, with a 400 naming them', async () => {
+    const { app } = suite.buildApp({}, { now: fakeClock(1000, 1) })
+    await fill(app, 3)
+    const cursorOf = async (url: string) =>
+      new URL(nextOf((await app.inject(url)).headers.link) as string, 'http://x').searchParams.get(
+        'after',
+      ) as string
+    const byCreation = await cursorOf('/api/note?limit=1')
+    const byChange = await cursorOf('/api/note?limit=1&sort=updated')
+    const byChangeDesc = await cursorOf('/api/note?limit=1&sort=updated&order=desc')
+    for (const [query, detail] of [
+      ['sort=name', 'sort must be "created" or "updated"; got "name".'],
+      ['sort=', 'sort must be "created" or "updated"; got "".'],
+      [
+        `sort=updated&after=${byCreation}`,
+        'after belongs to a walk with sort=created; keep sort=created to go on, or start again without after.',
+      ],
+      [
+        `after=${byChange}`,
+        'after belongs to a walk with sort=updated; keep sort=updated to go on, or start again without after.',
+      ],
+      [
+        `sort=created&after=${byChange}`,
+        'after belongs to a walk with sort=updated; keep sort=updated to go on, or start again without after.',
+      ],
+      [
+        `sort=updated&after=${byChangeDesc}`,
+        'after belongs to a walk with order=desc; keep order=desc to go on, or start again without after.',
+      ],
+      [
+        `sort=updated&after=${byChange.replace('_i', '_f')}`,
+        'after must be the cursor from a Link: rel="next" header of this list, as it was given.',
+      ],
+    ] as const) {
+      const response = await app.inject(`/api/note?${query}`)
+      assert.equal(response.statusCode, 400, query)
+      assert.equal(response.headers['content-type'], 'application/problem+json')
+      assert.deepEqual(JSON.parse(response.body), {
+        type: 'about:blank',
+        title: 'Bad Request',
+        status: 400,
+        detail,
+      })
+    }
+  })
+
+  it('visits every note not written during an updated walk exactly once, and each written one (asc) with its last content', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: 20 }),
+        fc.integer({ min: 1, max: 7 }),
+        fc.constantFrom('asc', 'desc'),
+        fc.array(
+          fc.record({ kind: fc.constantFrom('create', 'update', 'delete'), pick: fc.nat() }),
+          { maxLength: 30 },
+        ),
+        async (initial, limit, order, writes) => {
+          const { app } = suite.buildApp({}, { now: fakeClock(1000, 1) })
+          await fill(app, initial)
+          const listed = async () => dataOf(await app.inject('/api/note')) as { id: number }[]
+          const untouched = new Set((await listed()).map((note) => note.id))
+          const written = new Set<number>()
+          const seen: { id: number; json: string }[] = []
+          let url: string | undefined = `/api/note?limit=${limit}&sort=updated&order=${order}`
+          let step = 0
+          while (url !== undefined) {
+            const page = await app.inject(url)
+            for (const note of dataOf(page) as { id: number }[]) {
+              seen.push({ id: note.id, json: JSON.stringify(note) })
+            }
+            url = nextOf(page.headers.link)
+            // Writes during the walk only: one after its last page is not in it.
+            if (url === undefined) break
+            for (const write of writes.slice(step, step + 3)) {
+              const live = (await listed()).map((note) => note.id)
+              const id = live[write.pick % Math.max(1, live.length)]
+              if (write.kind === 'create' || id === undefined) {
+                await app.inject({
+                  method: 'POST',
+                  url: '/api/note',
+                  headers: JSON_HEADERS,
+                  payload: `{"step":${step}}`,
+                })
+              } else if (write.kind === 'update') {
+                await app.inject({
+                  method: 'PATCH',
+                  url: `/api/note/${id}`,
+                  headers: JSON_HEADERS,
+                  payload: `{"step":${step}}`,
+                })
+                untouched.delete(id)
+                written.add(id)
+              } else {
+                await app.inject({ method: 'DELETE', url: `/api/note/${id}` })
+                untouched.delete(id)
+                written.delete(id)
+              }
+            }
+            step += 3
+          }
+          const ids = seen.map((note) => note.id)
+          for (const id of untouched) {
+            assert.equal(ids.filter((seenId) => seenId === id).length, 1, `note ${id} once`)
+          }
+          if (order === 'asc') {
+            const last = new Map((await listed()).map((note) => [note.id, JSON.stringify(note)]))
+            for (const id of written) {
+              assert.equal(
+                seen.findLast((note) => note.id === id)?.json,
+                last.get(id),
+                `note ${id}`,
+              )
+            }
+          }
+        },
+      ),
+      { numRuns: suite.store === 'postgres' ? 15 : 30 },
     )
   })
 })

@@ -200,7 +200,14 @@ for (const [kind, makeStore] of STORE_KINDS) {
 
     it('refuses page and search parameters with a 400 problem', async () => {
       const app = appOver(await makeStore())
-      for (const query of ['limit=2', 'order=desc', 'q=a', 'after=a1.x', 'limit=0']) {
+      for (const query of [
+        'limit=2',
+        'order=desc',
+        'q=a',
+        'after=a1.x',
+        'limit=0',
+        'sort=updated',
+      ]) {
         const response = await app.inject({ url: `/api/note?${query}`, headers: NDJSON })
         assert.equal(response.statusCode, 400, query)
         assert.equal(response.headers['content-type'], 'application/problem+json')
@@ -208,6 +215,9 @@ for (const [kind, makeStore] of STORE_KINDS) {
       }
       const ignored = await app.inject({ url: '/api/note?other=1', headers: NDJSON })
       assert.equal(ignored.statusCode, 200)
+      // The default sort is list order, the export's.
+      const created = await app.inject({ url: '/api/note?sort=created', headers: NDJSON })
+      assert.equal(created.statusCode, 200)
     })
   })
 }

@@ -260,7 +260,7 @@ function listCase(rng: Random, model: NoteModel): FuzzCase {
   })
 }
 
-/** A page or search query, good or bad: limit, order, q, a garbage after. */
+/** A page or search query, good or bad: limit, order, sort, q, a garbage after. */
 function pageQuery(rng: Random, model: NoteModel): string {
   const parts: string[] = []
   if (rng.chance(0.6)) {
@@ -291,7 +291,17 @@ function pageQuery(rng: Random, model: NoteModel): string {
       `q=${[...Buffer.from(text)].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('')}`,
     )
   }
-  if (rng.chance(0.05)) parts.push(`after=${rng.pick(['garbage', 'a1.2', '', 'a0.0'])}`)
+  if (rng.chance(0.3)) {
+    parts.push(
+      `sort=${rng.weighted([
+        [8, 'updated'],
+        [2, 'created'],
+        [1, rng.pick(['', 'UPDATED', 'modified'])],
+      ])}`,
+    )
+  }
+  if (rng.chance(0.05))
+    parts.push(`after=${rng.pick(['garbage', 'a1.2', '', 'a0.0', 'ua1_i1_1.x'])}`)
   if (rng.chance(0.1)) parts.push('other=1')
   return parts.join('&')
 }

@@ -247,8 +247,11 @@ function check(
         : `Allow should be "${expect.allow}"`
     case 'list': {
       const page = model.page(expect.query)
-      if (!page.ok) return problemMismatch(response, 400, method)
-      const mismatch = dataMismatch(response, method, page.json)
+      if (page.ok === false) return problemMismatch(response, 400, method)
+      const mismatch =
+        page.ok === 'any-order'
+          ? someOfMismatch(response, method, page.notes, page.count)
+          : dataMismatch(response, method, page.json)
       if (mismatch !== undefined) return mismatch
       if (header(response, 'x-total-count') !== String(page.total))
         return `X-Total-Count ${header(response, 'x-total-count')}, the model counts ${page.total}`
@@ -573,6 +576,31 @@ function createdId(response: WireResponse): unknown {
 }
 
 /** Success: 200, JSON media type, body exactly {"data":...} (none for HEAD). */
+/**
+ * A page of `count` distinct notes among `notes` (JSON texts), in any order: sort=updated, whose
+ * order the model does not know. Notes are compared as JSON.parse then JSON.stringify make them.
+ */
+function someOfMismatch(
+  response: WireResponse,
+  method: string,
+  notes: readonly string[],
+  count: number,
+): string | undefined {
+  if (response.status !== 200) return `expected 200, got ${response.status}`
+  if (method === 'HEAD')
+    return response.body.length === 0 ? undefined : 'a HEAD response with a body'
+  const canonical = (json: string) => JSON.stringify(JSON.parse(json))
+  const left = notes.map(canonical)
+  const { data } = JSON.parse(response.body.toString()) as { data: unknown[] }
+  if (data.length !== count) return `a page of ${data.length} notes, the model expects ${count}`
+  for (const note of data) {
+    const at = left.indexOf(JSON.stringify(note))
+    if (at === -1) return `a note the model does not hold: ${JSON.stringify(note).slice(0, 200)}`
+    left.splice(at, 1)
+  }
+  return undefined
+}
+
 function dataMismatch(
   response: WireResponse,
   method: string,

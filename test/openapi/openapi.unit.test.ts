@@ -202,6 +202,7 @@ describe('the OpenAPI document', () => {
       'Limit',
       'After',
       'Order',
+      'Sort',
       'Q',
       'IfNoneMatch',
       'Accept',

@@ -33,8 +33,15 @@ interface ModelNote {
   version: number
 }
 
-/** What GET /api/note?<query> should answer: the page's JSON and total, or a 400. */
-export type PageOutcome = { ok: true; json: string; total: number } | { ok: false; status: 400 }
+/**
+ * What GET /api/note?<query> should answer: the page's JSON and total, or a 400. For sort=updated
+ * the model knows which notes, not their order (it does not see the ms of each write): `count`
+ * of `notes` in some order.
+ */
+export type PageOutcome =
+  | { ok: true; json: string; total: number }
+  | { ok: 'any-order'; notes: string[]; count: number; total: number }
+  | { ok: false; status: 400 }
 
 /** What a request body should come to: its fields, or the error status it earns. */
 export type BodyOutcome = { ok: true; fields: Fields } | { ok: false; status: 400 | 413 | 415 }
@@ -190,7 +197,9 @@ export class NoteModel {
     const limit = params.get('limit')
     const order = params.get('order')
     const q = params.get('q')
+    const sort = params.get('sort')
     if (params.get('after') !== null) return { ok: false, status: 400 }
+    if (sort !== null && sort !== 'created' && sort !== 'updated') return { ok: false, status: 400 }
     if (limit !== null && !(/^[0-9]{1,4}$/.test(limit) && +limit >= 1 && +limit <= 1000)) {
       return { ok: false, status: 400 }
     }
@@ -206,6 +215,10 @@ export class NoteModel {
           ? folded.test(value)
           : typeof value === 'object' && value !== null && Object.values(value).some(hasText)
       notes = notes.filter((note) => hasText(note.value))
+    }
+    if (sort === 'updated') {
+      const count = limit === null ? notes.length : Math.min(notes.length, Number(limit))
+      return { ok: 'any-order', notes: notes.map((n) => n.json), count, total: notes.length }
     }
     const ordered = order === 'desc' ? [...notes].reverse() : notes
     const page = limit === null ? ordered : ordered.slice(0, Number(limit))

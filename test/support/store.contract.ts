@@ -446,6 +446,152 @@ export function runStoreContract(
         assert.equal((await store.page(page({ q: 'id' }))).total, 0)
       })
 
+      it('orders sort=updated by the time of last write, then id (not a number last), then list position', async () => {
+        let t = 10
+        const store = makeRawStore({ now: () => t })
+        await store.create({ n: 'a' }) // id 10, position 1
+        await store.create({ n: 'b' }) // id 11, position 2
+        t = 20
+        await store.create({ n: 'c' }) // id 20, position 3
+        t = 30
+        await store.update(10, { w: 1 }) // a: (30, 10)
+        t = 5 // the clock went back
+        await store.update(20, { w: 1 }) // c: (5, 20)
+        t = 30
+        await store.update(11, { id: 'x' }) // b: (30, Infinity, 2)
+        await store.create({ n: 'd' }) // id 30: (30, 30)
+        await store.create({ n: 'e' }) // id 31
+        await store.update(31, { id: 'y' }) // e: (30, Infinity, 7)
+        const byChange = { sort: 'updated' } as const
+        const whole = await store.page(page(byChange))
+        const ascending = [
+          '{"n":"c","id":20,"w":1}',
+          '{"n":"a","id":10,"w":1}',
+          '{"n":"d","id":30}',
+          '{"n":"b","id":"x"}',
+          '{"n":"e","id":"y"}',
+        ]
+        assert.deepEqual(
+          [whole.json, whole.total, whole.next, whole.version],
+          [`[${ascending.join(',')}]`, 5, undefined, await store.version()],
+        )
+        const down = await store.page(page({ ...byChange, order: 'desc' }))
+        assert.equal(down.json, `[${ascending.toReversed().join(',')}]`)
+        // Pages of two, through the notes written in the same ms, both ways.
+        for (const order of ['asc', 'desc'] as const) {
+          const walked: string[] = []
+          const nexts: unknown[] = []
+          let after: PageQuery['after']
+          do {
+            const one = await store.page(page({ ...byChange, order, limit: 2, after }))
+            walked.push(one.json)
+            nexts.push(one.next)
+            after = one.next
+          } while (after !== undefined)
+          const notes = order === 'asc' ? ascending : ascending.toReversed()
+          assert.deepEqual(walked, [
+            `[${notes.slice(0, 2).join(',')}]`,
+            `[${notes.slice(2, 4).join(',')}]`,
+            `[${notes[4]}]`,
+          ])
+          assert.deepEqual(
+            nexts,
+            order === 'asc'
+              ? [
+                  { modified: 30, id: 10, position: 1 },
+                  { modified: 30, id: Number.POSITIVE_INFINITY, position: 2 },
+                  undefined,
+                ]
+              : [
+                  { modified: 30, id: Number.POSITIVE_INFINITY, position: 2 },
+                  { modified: 30, id: 10, position: 1 },
+                  undefined,
+                ],
+          )
+        }
+        await assert.rejects(
+          async () => store.page(page({ after: { modified: 30, id: 10, position: 1 } })),
+          TypeError,
+        )
+        await assert.rejects(async () => store.page(page({ ...byChange, after: 3 })), TypeError)
+      })
+
+      it('searches in the order of last change, counting the matches, and pages them both ways', async () => {
+        let t = 1
+        const store = makeRawStore({ now: () => t })
+        for (const title of ['Bread 1', 'milk', 'bread 3', 'BREAD 4', 'tea']) {
+          await store.create({ title })
+          t++
+        }
+        await store.update(1, { title: 'Bread 1, again' }) // at 6
+        const byChange = { sort: 'updated', q: 'bread' } as const
+        const all = await store.page(page(byChange))
+        assert.deepEqual(
+          [all.json, all.total, all.next],
+          [
+            '[{"title":"bread 3","id":3},{"title":"BREAD 4","id":4},{"title":"Bread 1, again","id":1}]',
+            3,
+            undefined,
+          ],
+        )
+        const one = await store.page(page({ ...byChange, order: 'desc', limit: 2 }))
+        assert.deepEqual(
+          [one.json, one.total, one.next],
+          [
+            '[{"title":"Bread 1, again","id":1},{"title":"BREAD 4","id":4}]',
+            3,
+            { modified: 4, id: 4, position: 4 },
+          ],
+        )
+        const two = await store.page(
+          page({ ...byChange, order: 'desc', limit: 2, after: one.next }),
+        )
+        assert.deepEqual([two.json, two.next], ['[{"title":"bread 3","id":3}]', undefined])
+        const up = await store.page(
+          page({ ...byChange, limit: 1, after: { modified: 3, id: 3, position: 3 } }),
+        )
+        assert.deepEqual(
+          [up.json, up.next],
+          ['[{"title":"BREAD 4","id":4}]', { modified: 4, id: 4, position: 4 }],
+        )
+        assert.equal((await store.page(page({ sort: 'updated', q: 'coffee' }))).json, '[]')
+      })
+
+      it('visits every note not written during an updated walk once, and one written in it again with its last content', async () => {
+        let t = 100
+        const store = makeRawStore({ now: () => t })
+        for (let n = 0; n < 6; n++) {
+          await store.create({ n })
+          t++
+        }
+        const byChange = { sort: 'updated', limit: 2 } as const
+        const first = await store.page(page(byChange))
+        assert.equal(first.json, '[{"n":0,"id":100},{"n":1,"id":101}]')
+        t = 200
+        await store.update(100, { v: 2 }) // seen already: comes again at the end
+        await store.update(103, { v: 2 }) // not seen yet: comes once, at the end
+        await store.delete(104)
+        await store.create({ n: 6 }) // id 200, at 200: after 100 (id 100) and 103 in the same ms
+        const second = await store.page(page({ ...byChange, after: first.next }))
+        assert.equal(second.json, '[{"n":2,"id":102},{"n":5,"id":105}]')
+        const third = await store.page(page({ ...byChange, after: second.next }))
+        assert.equal(third.json, '[{"n":0,"id":100,"v":2},{"n":3,"id":103,"v":2}]')
+        const fourth = await store.page(page({ ...byChange, after: third.next }))
+        assert.deepEqual(
+          [fourth.json, fourth.next, fourth.total],
+          ['[{"n":6,"id":200}]', undefined, 6],
+        )
+        // Newest first: the notes written during the walk were ahead of it, and are not seen.
+        const down = await store.page(page({ ...byChange, order: 'desc' }))
+        assert.equal(down.json, '[{"n":6,"id":200},{"n":3,"id":103,"v":2}]')
+        t = 300
+        await store.update(102, { v: 3 })
+        const rest = await store.page(
+          page({ ...byChange, order: 'desc', limit: 10, after: down.next }),
+        )
+        assert.equal(rest.json, '[{"n":0,"id":100,"v":2},{"n":5,"id":105},{"n":1,"id":101}]')
+      })
+
       it('stores creates that arrive together in arrival order, up to the note cap', async () => {
         const store = makeRawStore({ now: fixedClock(1), maxNotes: 5 })
         const results = await Promise.allSettled(
@@ -855,6 +1001,33 @@ function runBatchContract(
       await waitUntil(() => seen.length === 1)
       stop()
       assert.deepEqual(seen, changes)
+    })
+
+    it('puts a note back in the order of last change when its batch is undone', async () => {
+      let t = 100
+      const store = makeRawStore({ now: () => t })
+      await store.create({ a: 1 }) // 100
+      t = 101
+      await store.create({ b: 1 }) // 101
+      const byChange = page({ sort: 'updated' })
+      const before = (await store.page(byChange)).json
+      t = 200
+      const result = await store.batch(
+        batchOf([
+          (w) => w.update(100, { id: 'moved' }),
+          (w) => w.delete(101),
+          (w) => w.create({ c: 1 }),
+          (w) => w.update(999, {}),
+        ]),
+      )
+      assert.equal(result, undefined)
+      assert.equal((await store.page(byChange)).json, before)
+      assert.equal(before, '[{"a":1,"id":100},{"b":1,"id":101}]')
+      await store.update(100, { a: 2 })
+      assert.equal(
+        (await store.page(page({ sort: 'updated', order: 'desc' }))).json,
+        '[{"a":2,"id":100},{"b":1,"id":101}]',
+      )
     })
 
     it('refuses a batch past the note or byte cap whole, and frees what it took', async () => {

@@ -1,6 +1,7 @@
 import { isIndexable } from '../kernel/id-placement.js'
 import type { IdSpace } from '../kernel/id-space.js'
 import type { NoteRecord, PageQuery } from '../types.js'
+import type { ImageNote } from './records.js'
 
 /**
  * How a memory store holds its notes: entries in an array in list order (positions increase
@@ -18,6 +19,29 @@ export interface Entry extends NoteRecord {
   readonly position: number
   /** False once deleted: the slot stays in the list array until the next compaction. */
   alive: boolean
+}
+
+/** A live entry holding an image's note (a load). */
+export function entryOf(note: ImageNote): Entry {
+  const { id } = JSON.parse(note.json) as { id?: unknown }
+  const { json, etag, modified, position } = note
+  return { id, json, etag, modified, bytes: Buffer.byteLength(json), position, alive: true }
+}
+
+/** The live notes of `entries` (in list order) as an image holds them. */
+export function imageNotes(entries: readonly Entry[]): ImageNote[] {
+  const notes: ImageNote[] = []
+  for (const entry of entries) {
+    if (entry.alive) {
+      notes.push({
+        json: entry.json,
+        etag: entry.etag,
+        modified: entry.modified,
+        position: entry.position,
+      })
+    }
+  }
+  return notes
 }
 
 /** The index of the first entry whose position is above `after` (binary search). */
@@ -41,6 +65,8 @@ export function walkPage(
   notes: readonly Entry[],
   { limit, order, after }: Pick<PageQuery, 'limit' | 'order' | 'after'>,
 ): { json: string; next: number | undefined } {
+  if (typeof after === 'object') throw new TypeError('sort=created walks after a list position')
+
   const step = order === 'asc' ? 1 : -1
   // Where the walk starts: the first note past `after` in walk order (positions are integers,
   // so the last one below `after` is just before the first one at or above it).

@@ -26,16 +26,11 @@ import {
 } from '../types.js'
 import { arrayExport } from './array-export.js'
 import { ChangeHistory } from './change-history.js'
-import { type Entry, EntryIndex, firstAbove, walkPage } from './entries.js'
+import { ChangeOrder } from './change-order.js'
+import { type Entry, EntryIndex, entryOf, firstAbove, imageNotes, walkPage } from './entries.js'
 import type { MemoryStoreOptions } from './options.js'
 import { ReadCache } from './read-cache.js'
-import {
-  type ImageNote,
-  type RecordedWrite,
-  type RememberedKey,
-  type StoreImage,
-  snapshot,
-} from './records.js'
+import { type RecordedWrite, type RememberedKey, type StoreImage, snapshot } from './records.js'
 import { RememberedKeys } from './remembered-keys.js'
 
 /**
@@ -70,6 +65,8 @@ export class MemoryNoteStore implements NoteStore {
   /** Every note in list order; positions increase strictly along it. */
   #entries: Entry[] = []
   readonly #byId: EntryIndex
+  /** The live notes in the order of last change (sort=updated). */
+  readonly #byChange = new ChangeOrder()
   /** The number of changes so far: the version. */
   #sequence = 0
   #version: string
@@ -105,6 +102,7 @@ export class MemoryNoteStore implements NoteStore {
     const entry = this.#append(id, json, now, bytes)
     this.#batch?.undo.push(() => {
       this.#entries.pop()
+      this.#byChange.remove(entry)
       this.#byId.remove(entry)
       this.#capacity.add(-1, -bytes)
     })
@@ -129,6 +127,7 @@ export class MemoryNoteStore implements NoteStore {
     // No note holds a fresh id, in this store or any other of its id space: one Map write.
     this.#ids.give(id)
     this.#byId.addFresh(id, entry)
+    this.#byChange.add(entry)
     this.#capacity.add(1, bytes)
     return entry
   }
@@ -181,7 +180,12 @@ export class MemoryNoteStore implements NoteStore {
     return arrayExport(this.#version, notes)
   }
 
-  page({ limit, order, after, q }: PageQuery): PageRecord {
+  page({ limit, order, sort, after, q }: PageQuery): PageRecord {
+    if (sort === 'updated') {
+      const found = q === undefined ? undefined : this.#cache.matchingByChange(q, this.#byChange)
+      const { json, next } = this.#byChange.page({ limit, order, after }, found)
+      return { json, version: this.#version, total: found?.length ?? this.#capacity.notes, next }
+    }
     const notes = q === undefined ? this.#entries : this.#cache.matching(q, this.#entries)
     const total = q === undefined ? this.#capacity.notes : notes.length
     const { json, next } = walkPage(notes, { limit, order, after })
@@ -210,12 +214,14 @@ export class MemoryNoteStore implements NoteStore {
     const growth = bytes - entry.bytes
     this.#capacity.roomForBytes(growth)
     if (this.#batch !== undefined) this.#batch.undo.push(this.#restorer(entry))
+    this.#byChange.remove(entry)
     this.#byId.move(entry, note.id)
     const sequence = this.#advance()
     entry.json = json
     entry.bytes = bytes
     entry.etag = etagOf(this.#version)
     entry.modified = this.#now()
+    this.#byChange.add(entry)
     this.#capacity.add(0, growth)
     this.#report({
       type: 'updated',
@@ -243,6 +249,7 @@ export class MemoryNoteStore implements NoteStore {
   #remove(entry: Entry): number {
     entry.alive = false
     this.#byId.remove(entry)
+    this.#byChange.remove(entry)
     const capacity = this.#capacity
     capacity.add(-1, -entry.bytes)
     if (this.#batch !== undefined) {
@@ -250,6 +257,7 @@ export class MemoryNoteStore implements NoteStore {
       this.#batch.undo.push(() => {
         entry.alive = true
         this.#byId.add(entry)
+        this.#byChange.add(entry)
         capacity.add(1, entry.bytes)
       })
     } else if (this.#entries.length - capacity.notes > Math.max(1024, capacity.notes)) {
@@ -285,6 +293,7 @@ export class MemoryNoteStore implements NoteStore {
     const { json, modified } = write
     const { id } = JSON.parse(json) as { id?: unknown }
     const bytes = Buffer.byteLength(json)
+    this.#byChange.remove(entry)
     this.#byId.move(entry, id)
     const sequence = this.#advance()
     this.#capacity.add(0, bytes - entry.bytes)
@@ -292,6 +301,7 @@ export class MemoryNoteStore implements NoteStore {
     entry.bytes = bytes
     entry.etag = etagOf(this.#version)
     entry.modified = modified
+    this.#byChange.add(entry)
     this.#emit('updated', sequence, json)
   }
 
@@ -302,26 +312,16 @@ export class MemoryNoteStore implements NoteStore {
   release(): void {
     this.#capacity.add(-this.#capacity.notes, -this.#capacity.bytes)
     this.#entries = []
+    this.#byChange.fill([])
   }
 
   /** Everything this store holds, to be loaded back with `load` (a journal's compaction). */
   image(): StoreImage {
-    const notes: ImageNote[] = []
-    for (const entry of this.#entries) {
-      if (entry.alive) {
-        notes.push({
-          json: entry.json,
-          etag: entry.etag,
-          modified: entry.modified,
-          position: entry.position,
-        })
-      }
-    }
     return {
       sequence: this.#sequence,
       historyStart: this.#history.start,
       lastId: this.#ids.last,
-      notes,
+      notes: imageNotes(this.#entries),
       history: this.#history.changes,
       keys: this.#keys.entries(),
     }
@@ -341,21 +341,12 @@ export class MemoryNoteStore implements NoteStore {
         throw new Error(`a note at position ${note.position} is out of order`)
       }
       previous = note.position
-      const { id } = JSON.parse(note.json) as { id?: unknown }
-      const bytes = Buffer.byteLength(note.json)
-      const entry: Entry = {
-        id,
-        json: note.json,
-        etag: note.etag,
-        modified: note.modified,
-        bytes,
-        position: note.position,
-        alive: true,
-      }
+      const entry = entryOf(note)
       this.#entries.push(entry)
       this.#byId.add(entry)
-      this.#capacity.add(1, bytes)
+      this.#capacity.add(1, entry.bytes)
     }
+    this.#byChange.fill(this.#entries)
     this.#sequence = image.sequence
     this.#version = versionToken(this.#epoch, image.sequence)
     this.#history.load(image.history, image.historyStart)
@@ -440,12 +431,14 @@ export class MemoryNoteStore implements NoteStore {
   #restorer(entry: Entry): () => void {
     const { id, json, bytes, etag, modified } = entry
     return () => {
+      this.#byChange.remove(entry)
       this.#byId.move(entry, id)
       this.#capacity.add(0, bytes - entry.bytes)
       entry.json = json
       entry.bytes = bytes
       entry.etag = etag
       entry.modified = modified
+      this.#byChange.add(entry)
     }
   }
 

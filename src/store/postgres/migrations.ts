@@ -1,3 +1,4 @@
+import { CHANGE_ORDER_MIGRATION } from './change-schema.js'
 import { DIRECTORY_MIGRATION } from './directory-schema.js'
 
 /**
@@ -450,4 +451,5 @@ END $$;
 `,
   },
   DIRECTORY_MIGRATION,
+  CHANGE_ORDER_MIGRATION,
 ]

@@ -11,16 +11,16 @@ export interface Search {
  * The searches of the current version (at most MAX_CACHED_SEARCHES), so that paging through the
  * results of a `q` costs one scan of the candidates, not one a page. A newer version drops them.
  */
-export class SearchCache {
+export class SearchCache<S = Search> {
   #sequence = -1
-  #byQuery = new Map<string, Search>()
+  #byQuery = new Map<string, S>()
 
   /** The search for `q` at version `sequence`, if it was kept. */
-  get(sequence: number, q: string): Search | undefined {
+  get(sequence: number, q: string): S | undefined {
     return this.#sequence === sequence ? this.#byQuery.get(q) : undefined
   }
 
-  set(sequence: number, q: string, search: Search): void {
+  set(sequence: number, q: string, search: S): void {
     if (this.#sequence !== sequence) {
       this.#sequence = sequence
       this.#byQuery = new Map()

@@ -22,6 +22,7 @@ import type {
 import { SHARED_NOTEBOOK } from '../types.js'
 import { BatchWriter } from './batch-writer.js'
 import { ChangeDelivery, ChangeListener, changeOf } from './change-delivery.js'
+import { byPosition, ChangePages } from './change-pages.js'
 import { CreateBatcher } from './create-batcher.js'
 import { Database } from './database.js'
 import { ExportSnapshot } from './export-snapshot.js'
@@ -132,6 +133,7 @@ export class PostgresNoteStore implements NoteStore {
   readonly #creates: CreateBatcher
   readonly #noteWrites: NoteWrites
   readonly #searches = new SearchCache()
+  readonly #byChange = new ChangePages()
   readonly #delivery: ChangeDelivery
   #list: ListRecord | undefined
   #listSequence = -1
@@ -268,7 +270,9 @@ export class PostgresNoteStore implements NoteStore {
     return list
   }
 
-  async page({ limit, order, after, q }: PageQuery): Promise<PageRecord> {
+  async page(query: PageQuery): Promise<PageRecord> {
+    if (query.sort === 'updated') return this.#byChange.page(this.#db, query)
+    const { limit, order, after, q } = byPosition(query)
     if (q !== undefined) return this.#searchPage(limit, order, after, q)
     const rows = await readPage(this.#db, order === 'asc', after, limit + 1)
     const first = rows[0] as { sequence: string; notes: string }
