@@ -80,6 +80,49 @@ export function notesPagePaths(): Paths {
       'The replica and its IndexedDB storage, which keep the notes on the device.',
       ['replica.js'],
     ),
+    '/ui/vendor/{file}': pageFileOperation(
+      'getNotesPageVendorModule',
+      'A library the notes page loads as it ships',
+      "oauth4webapi's ES module, loaded by the page when it signs someone in with OpenID Connect.",
+      ['oauth4webapi.js'],
+    ),
+    '/ui/sign-in.json': {
+      get: {
+        tags: ['operations'],
+        operationId: 'getNotesPageSignIn',
+        summary: 'How the notes page signs people in',
+        description:
+          'With `AUTH_PAGE_CLIENT_ID` set, the identity provider the page signs people in with (the authorization code flow with PKCE): `{"issuer": AUTH_ISSUER, "client_id": AUTH_PAGE_CLIENT_ID, "scope": AUTH_PAGE_SCOPE}`; otherwise `{}`, and the page asks for a token.',
+        responses: {
+          '200': {
+            description: 'The settings the page signs in with, or `{}`.',
+            headers: {
+              ...requestIdHeader,
+              'Cache-Control': header('CacheControl'),
+              'X-Content-Type-Options': FILE_HEADERS['X-Content-Type-Options'],
+            },
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  properties: {
+                    issuer: { type: 'string', format: 'uri' },
+                    client_id: { type: 'string' },
+                    scope: { type: 'string' },
+                  },
+                  additionalProperties: false,
+                },
+                example: {
+                  issuer: 'https://id.example',
+                  client_id: 'notes-page',
+                  scope: 'openid',
+                },
+              },
+            },
+          },
+        },
+      },
+    },
   }
 }
 

@@ -261,6 +261,8 @@ describe('the OpenAPI document', () => {
       ['/ui/{file}', gets],
       ['/ui/client/{file}', gets],
       ['/ui/client/replica/{file}', gets],
+      ['/ui/vendor/{file}', gets],
+      ['/ui/sign-in.json', gets],
     ])
     // HEAD answers what GET answers, without the body; OPTIONS 204 with Allow.
     for (const path of Object.keys(document.paths)) {
@@ -450,6 +452,8 @@ describe('the OpenAPI document', () => {
       ['GET /ui/{file}', ['429'], []],
       ['GET /ui/client/{file}', ['429'], []],
       ['GET /ui/client/replica/{file}', ['429'], []],
+      ['GET /ui/vendor/{file}', ['429'], []],
+      ['GET /ui/sign-in.json', ['429'], []],
     ])
     // HEAD as GET; OPTIONS open (a preflight carries no key); a 405 still needs a key first.
     for (const path of Object.keys(document.paths)) {

@@ -129,7 +129,7 @@ function pageOfChangeSearch(
  * Up to `limit` notes past `after` in the order of last change, walking `asc` or not, each row
  * with the version and the number of notes; one row with null notes when the page is empty.
  */
-export async function readChangePage(
+async function readChangePage(
   db: NotebookDb,
   asc: boolean,
   after: ChangeKey | undefined,
