@@ -11,6 +11,7 @@ export {
   type ProblemDocument,
 } from './errors.js'
 export { EventStreamParser, type StreamEvent } from './event-stream.js'
+export { mergeNotes, type NoteMerge } from './merge-notes.js'
 export { NotesClient, type NotesClientOptions } from './notes-client.js'
 export { parseJson } from './parse-json.js'
 export {
