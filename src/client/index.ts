@@ -59,6 +59,7 @@ export type {
   NotePage,
   NoteResult,
   PagesOptions,
+  ReplaceOptions,
   Role,
   UpdateOptions,
 } from './types.js'
