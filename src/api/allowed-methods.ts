@@ -8,7 +8,7 @@ interface Resource {
 
 /**
  * Keeps, for every path the app serves, the methods it answers, as routes are added.
- * `allowFor('/api/note/7')` -> 'DELETE, GET, HEAD, OPTIONS, PATCH'; an unknown path -> undefined.
+ * `allowFor('/api/note/7')` -> 'DELETE, GET, HEAD, OPTIONS, PATCH, PUT'; an unknown path -> undefined.
  * Call before registering routes.
  */
 export function trackAllowedMethods(app: FastifyInstance): (path: string) => string | undefined {

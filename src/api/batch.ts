@@ -31,11 +31,11 @@ export const BATCH_BODY_DEPTH = 3
 
 /** One request of a batch, read and checked. */
 export interface BatchRequest {
-  readonly method: 'POST' | 'PATCH' | 'DELETE'
+  readonly method: 'POST' | 'PUT' | 'PATCH' | 'DELETE'
   readonly url: string
-  /** The note id of a PATCH or DELETE (undefined: the segment names no note). */
+  /** The note id of a PUT, PATCH or DELETE (undefined: the segment names no note). */
   readonly id: number | undefined
-  /** The `:id` segment of a PATCH or DELETE, percent-decoded; '' for a POST. */
+  /** The `:id` segment of a PUT, PATCH or DELETE, percent-decoded; '' for a POST. */
   readonly segment: string
   readonly fields: NoteFields
   readonly kind: PatchKind
@@ -85,8 +85,8 @@ function parseRequest(value: unknown, at: string): BatchRequest | Answer {
     }
   }
   const { method, url } = request
-  if (method !== 'POST' && method !== 'PATCH' && method !== 'DELETE') {
-    return badBatch(`${at}.method must be "POST", "PATCH" or "DELETE".`)
+  if (method !== 'POST' && method !== 'PUT' && method !== 'PATCH' && method !== 'DELETE') {
+    return badBatch(`${at}.method must be "POST", "PUT", "PATCH" or "DELETE".`)
   }
   if (typeof url !== 'string') return badBatch(`${at}.url must be a string.`)
   const headers = parseHeaders(request.headers, at)
@@ -127,7 +127,7 @@ function parseRequest(value: unknown, at: string): BatchRequest | Answer {
     id: method === 'POST' ? undefined : parseNoteId(segment),
     segment,
     fields,
-    kind: isMergePatch(contentType) ? 'merge-patch' : 'merge',
+    kind: method === 'PUT' ? 'replace' : isMergePatch(contentType) ? 'merge-patch' : 'merge',
     headers,
   }
 }
@@ -264,6 +264,7 @@ function apply(writer: NoteWriter, request: BatchRequest): MaybePromise<Answer> 
   switch (request.method) {
     case 'POST':
       return createAnswer(writer, request.fields)
+    case 'PUT':
     case 'PATCH':
       return updateAnswer(writer, request.id, request.fields, request.kind, request.headers)
     case 'DELETE':

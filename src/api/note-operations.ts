@@ -122,6 +122,7 @@ export class NoteOperations {
   /**
    * PATCH /api/note/:id: the fields merged over the note (shallow, or RFC 7396 for a merge patch:
    * by type), under If-Match / If-Unmodified-Since (412 when they fail), or the contract's 404.
+   * PUT /api/note/:id is the same with `kind` 'replace': the fields become the note, its id kept.
    */
   update(
     id: number | undefined,

@@ -41,7 +41,7 @@ interface Scope {
 type Services = Pick<NotebookServices, 'operations' | 'operationsAs' | 'store' | 'exports'>
 
 /**
- * The five operations as Fastify routes: each reads what the operation needs from the request,
+ * The six operations as Fastify routes: each reads what the operation needs from the request,
  * calls it, and writes its Answer. What an operation answers is decided in NoteOperations.
  * They are served twice: at `/api/note`, on the caller's default notebook, and at
  * `/api/notebooks/:nb/note`, on the notebook the path names (`me` being the default one), with
@@ -139,6 +139,17 @@ function registerNoteOperations(
         parseNoteId(request.params.id),
         bodyFields(request),
         patchKind(request.headers['content-type']),
+        request.headers,
+      ),
+    ),
+  )
+
+  app.put<{ Params: IdParams }>(note, (request, reply) =>
+    serve(request, reply, true, ({ operations }) =>
+      operations.update(
+        parseNoteId(request.params.id),
+        bodyFields(request),
+        'replace',
         request.headers,
       ),
     ),

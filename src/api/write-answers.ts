@@ -12,8 +12,8 @@ import { httpDate, writeConditions } from './conditional.js'
 import { problemAnswer } from './problem.js'
 
 /**
- * What the three writes mean (the spec's POST, PATCH and DELETE, with their
- * conditions and the merge patch): the store call each makes and the answer it gets, uncompressed.
+ * What the writes mean (the spec's POST, PATCH and DELETE, with their conditions and the merge
+ * patch, and PUT, an update that replaces): the store call each makes and the answer it gets, uncompressed.
  * A request alone (NoteOperations, which compresses the answer) and a request inside a batch
  * (batch.ts, on the batch's writer) both come here, so that they mean the same.
  * A synchronous writer gets a synchronous answer.
@@ -25,7 +25,10 @@ export function createAnswer(writer: NoteWriter, fields: NoteFields): MaybePromi
   return note instanceof Promise ? note.then(writtenAnswer) : writtenAnswer(note)
 }
 
-/** PATCH /api/note/:id: the note changed, a 412 when its conditions fail, or the empty 404. */
+/**
+ * PATCH (and PUT, kind 'replace') /api/note/:id: the note changed, a 412 when its conditions fail,
+ * or the empty 404.
+ */
 export function updateAnswer(
   writer: NoteWriter,
   id: number | undefined,

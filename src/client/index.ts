@@ -11,6 +11,7 @@ export {
   type ProblemDocument,
 } from './errors.js'
 export { EventStreamParser, type StreamEvent } from './event-stream.js'
+export { mergeNotes, type NoteMerge } from './merge-notes.js'
 export type { NotebooksEvent } from './notebooks-feed.js'
 export { NotesClient, type NotesClientOptions } from './notes-client.js'
 export { parseJson } from './parse-json.js'
@@ -68,6 +69,7 @@ export type {
   NotePage,
   NoteResult,
   PagesOptions,
+  ReplaceOptions,
   Role,
   UpdateOptions,
 } from './types.js'

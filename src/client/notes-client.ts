@@ -35,6 +35,7 @@ import type {
   NotePage,
   NoteResult,
   PagesOptions,
+  ReplaceOptions,
   Role,
   UpdateOptions,
 } from './types.js'
@@ -164,6 +165,33 @@ export class NotesClient {
     const result = this.#noteResult(reply)
     if (String(result.note.id) !== String(id)) this.#etags.forget(id)
     return result
+  }
+
+  /**
+   * PUT /api/note/:id: `fields` become the whole note (the fields it does not name are gone; its
+   * id stays the note's). How a note merged with mergeNotes is sent. Conditional like update.
+   * Throws ConflictError (412) when the note changed meanwhile, NoteNotFoundError when it does
+   * not exist.
+   */
+  async replace(
+    id: number | string,
+    fields: NoteFields,
+    options: ReplaceOptions = {},
+  ): Promise<NoteResult> {
+    const headers: Record<string, string> = { 'content-type': JSON_TYPE }
+    const ifMatch = this.#ifMatch(id, options.ifMatch)
+    if (ifMatch !== undefined) headers['if-match'] = ifMatch
+    const reply = await this.#transport.send({
+      method: 'PUT',
+      path: this.#notePath(id),
+      headers,
+      body: JSON.stringify(fields),
+      // PUT is idempotent: sent again after a lost answer, it makes the same note (under If-Match
+      // the repeat meets a 412, as an update's does).
+      repeatable: true,
+      signal: options.signal,
+    })
+    return this.#noteResult(reply)
   }
 
   /**
@@ -415,7 +443,7 @@ export class NotesClient {
     return { note, etag, replayed: reply.headers.get('idempotent-replayed') === 'true' }
   }
 
-  /** A PATCH or DELETE of a batch with the If-Match of its note added, unless it has one. */
+  /** A PUT, PATCH or DELETE of a batch with the If-Match of its note added, unless it has one. */
   #conditional(request: BatchRequest, ifMatch: false | undefined): BatchRequest {
     if (ifMatch === false || request.method === 'POST') return request
     const id = NOTE_PATH.exec(request.url)?.[1]

@@ -69,6 +69,11 @@ export interface UpdateOptions {
   signal?: AbortSignal | undefined
 }
 
+export interface ReplaceOptions {
+  ifMatch?: IfMatch | undefined
+  signal?: AbortSignal | undefined
+}
+
 export interface DeleteOptions {
   ifMatch?: IfMatch | undefined
   signal?: AbortSignal | undefined
@@ -76,8 +81,8 @@ export interface DeleteOptions {
 
 /** One request of a batch, as POST /api/batch takes it. */
 export interface BatchRequest {
-  method: 'POST' | 'PATCH' | 'DELETE'
-  /** '/api/note' for a POST, '/api/note/<id>' for a PATCH or DELETE. */
+  method: 'POST' | 'PUT' | 'PATCH' | 'DELETE'
+  /** '/api/note' for a POST, '/api/note/<id>' for a PUT, PATCH or DELETE. */
   url: string
   headers?: Record<string, string>
   body?: NoteFields

@@ -50,7 +50,7 @@ export function headers(): Record<string, unknown> {
       { const: 'true' },
     ),
     Allow: string('The methods the path accepts.', true, {
-      examples: ['DELETE, GET, HEAD, OPTIONS, PATCH'],
+      examples: ['DELETE, GET, HEAD, OPTIONS, PATCH, PUT'],
       pattern: '^[A-Z]+(, [A-Z]+)*$',
     }),
     ContentEncoding: string(

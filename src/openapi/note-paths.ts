@@ -33,7 +33,7 @@ const READ_HEADERS = {
 }
 
 /**
- * `/api/note` and `/api/note/{id}`: the five operations of the contract (note-routes.ts).
+ * `/api/note` and `/api/note/{id}`: the five operations of the contract and PUT (note-routes.ts).
  * The parameters sit on each operation, not on the path item: Swagger UI 5 shows path-level
  * parameters of an OpenAPI 3.1 document as nameless inputs and sends '/api/note/{id}' literally.
  */
@@ -47,6 +47,7 @@ export function notePaths(): Paths {
     [`${NOTES_PATH}/{id}`]: {
       description: 'One note, found by the `id` in the path read as a decimal integer.',
       get: getNote(),
+      put: replaceNote(),
       patch: updateNote(),
       delete: deleteNote(),
     },
@@ -97,7 +98,7 @@ function applyBatch(): Operation {
       ),
       '404': batchFailure(
         404,
-        'A PATCH or DELETE names a note that does not exist.',
+        'A PUT, PATCH or DELETE names a note that does not exist.',
         'No note has this id.',
       ),
       '412': batchFailure(
@@ -229,6 +230,34 @@ function updateNote(): Operation {
     responses: {
       '200': {
         ...jsonResponse('The note after the merge.', schema('NoteEnvelope')),
+        headers: {
+          ...requestIdHeader,
+          ETag: header('ETag'),
+          Vary: header('Vary'),
+          'Content-Encoding': header('ContentEncoding'),
+        },
+      },
+      '404': response('NoteNotFound'),
+      '412': response('PreconditionFailed'),
+      ...BODY_ERRORS,
+      ...STORE_ERRORS,
+      '507': response('InsufficientStorage'),
+    },
+  }
+}
+
+function replaceNote(): Operation {
+  return {
+    tags: ['notes'],
+    operationId: 'replaceNote',
+    summary: 'Replace a note',
+    parameters: [NOTE_ID, ...['RequestId', 'IfMatch', 'IfUnmodifiedSince'].map(parameter)],
+    description:
+      "Makes the body fields the whole note: stored fields the body does not name are gone. The `id` stays the note's: an `id` in the body is replaced by it, in its place, as on create. One `updated` change in the feed. This is how a note merged on a client (`mergeNotes`) is sent whole, with the `If-Match` of the version it was merged against.",
+    requestBody: ref('requestBodies', 'NoteFields'),
+    responses: {
+      '200': {
+        ...jsonResponse('The note as stored now.', schema('NoteEnvelope')),
         headers: {
           ...requestIdHeader,
           ETag: header('ETag'),

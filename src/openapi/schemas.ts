@@ -69,10 +69,10 @@ export function schemas(): Record<string, unknown> {
       required: ['method', 'url'],
       additionalProperties: false,
       properties: {
-        method: { type: 'string', enum: ['POST', 'PATCH', 'DELETE'] },
+        method: { type: 'string', enum: ['POST', 'PUT', 'PATCH', 'DELETE'] },
         url: {
           type: 'string',
-          description: '`/api/note` for a POST, `/api/note/{id}` for a PATCH or DELETE.',
+          description: '`/api/note` for a POST, `/api/note/{id}` for a PUT, PATCH or DELETE.',
           examples: ['/api/note', '/api/note/1767225600000'],
         },
         headers: { type: 'object', additionalProperties: { type: 'string' } },

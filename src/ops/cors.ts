@@ -57,7 +57,7 @@ export function registerCors(app: FastifyInstance, options: CorsOptions): void {
   }
   const common: FastifyCorsOptions = {
     origin: origins.includes('*') ? '*' : [...origins],
-    methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     allowedHeaders,
     exposedHeaders,
     maxAge: PREFLIGHT_MAX_AGE,

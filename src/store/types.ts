@@ -5,9 +5,10 @@ export type NoteFields = Record<string, unknown>
 
 /**
  * How an update applies its fields: 'merge' is the spec's shallow merge (each field replaces the
- * stored one); 'merge-patch' is RFC 7396 JSON Merge Patch.
+ * stored one); 'merge-patch' is RFC 7396 JSON Merge Patch; 'replace' (PUT) makes the fields the
+ * whole note, with the note's own id.
  */
-export type PatchKind = 'merge' | 'merge-patch'
+export type PatchKind = 'merge' | 'merge-patch' | 'replace'
 
 export type MaybePromise<T> = T | Promise<T>
 
@@ -177,9 +178,11 @@ export interface NoteStore {
    * - 'merge' (the spec's PATCH): shallow, each field replaces the stored one, a null included;
    * - 'merge-patch' (RFC 7396, for application/merge-patch+json): a null removes the field, an
    *   object merges recursively (over {} when the stored value is absent or not an object),
-   *   anything else (arrays too) replaces; mergePatchInto in merge-patch.ts is the reference.
-   * Either way `__proto__` is a plain field at any depth, an `id` field moves the note to that
-   * id, and a merge patch that removes `id` leaves a note that no id finds but the list still
+   *   anything else (arrays too) replaces; mergePatchInto in merge-patch.ts is the reference;
+   * - 'replace' (PUT): the fields become the whole note, and its `id` stays the note's (a field
+   *   `id` is overridden, in its place, as on create): every other stored field is gone.
+   * Either way `__proto__` is a plain field at any depth, an `id` field of a merge moves the note
+   * to that id, and a merge patch that removes `id` leaves a note that no id finds but the list still
    * holds (a note is found by its `id` field only). The note keeps its place in the
    * list. With `conditions`, a note that does not meet them is left as it is and answered as
    * PreconditionFailed, checked and written as one step.

@@ -9,10 +9,11 @@ import { apiOperations, pickId, type WriteOperation } from '../support/arbitrari
 import { describeEachStore } from '../support/each-store.js'
 import { NoteModel } from '../support/note-model.js'
 
-/** The media type each kind of update is sent as. */
-const PATCH_MEDIA_TYPES = {
-  merge: 'application/json',
-  'merge-patch': 'application/merge-patch+json',
+/** The method and media type each kind of update is sent as. */
+const UPDATE_REQUESTS = {
+  merge: { method: 'PATCH', type: 'application/json' },
+  'merge-patch': { method: 'PATCH', type: 'application/merge-patch+json' },
+  replace: { method: 'PUT', type: 'application/json' },
 } as const
 
 import { PromisedNoteStore } from '../support/promised-store.js'
@@ -77,8 +78,8 @@ async function batchAgainstTheModel(
     }
     const { segment, url, id } = aim(copy.ids(), write.pick)
     if (write.kind === 'update') {
-      const headers = { 'content-type': PATCH_MEDIA_TYPES[write.patch] }
-      requests.push({ method: 'PATCH', url, headers, body: write.fields })
+      const { method, type } = UPDATE_REQUESTS[write.patch]
+      requests.push({ method, url, headers: { 'content-type': type }, body: write.fields })
       const json = copy.update(id, write.fields, write.patch)
       if (json === undefined) failing ??= i
       else expected.push({ body: `{"data":${json}}`, version: copy.version })
@@ -154,9 +155,9 @@ function againstTheModel(makeStore: (now: () => number) => NoteStore, numRuns: n
               assert.equal(response.body, expectBody(model.get(id)))
             } else if (op.kind === 'update') {
               const response = await app.inject({
-                method: 'PATCH',
+                method: UPDATE_REQUESTS[op.patch].method,
                 url,
-                headers: { 'content-type': PATCH_MEDIA_TYPES[op.patch] },
+                headers: { 'content-type': UPDATE_REQUESTS[op.patch].type },
                 payload: JSON.stringify(op.fields),
               })
               assert.equal(response.body, expectBody(model.update(id, op.fields, op.patch)))

@@ -209,7 +209,7 @@ describeEachStore('POST /api/batch', (suite) => {
       [{ requests: [create({}), 7] }, /^requests\[1\] must be an object/],
       [
         { requests: [{ method: 'GET', url: '/api/note' }] },
-        /^requests\[0\]\.method must be "POST", "PATCH" or "DELETE"/,
+        /^requests\[0\]\.method must be "POST", "PUT", "PATCH" or "DELETE"/,
       ],
       [{ requests: [{ method: 'post', url: '/api/note' }] }, /^requests\[0\]\.method must be/],
       [

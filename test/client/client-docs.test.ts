@@ -131,6 +131,7 @@ describe(DOC, () => {
         'Reading',
         'Pages and search',
         'Updates and conflicts',
+        'Merging',
         'Merge patch',
         'Deletes',
         'Idempotent creates',

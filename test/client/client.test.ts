@@ -12,6 +12,7 @@ import { UserTokens } from '../../src/auth/user-tokens.js'
 import {
   type ChangeEvent,
   ConflictError,
+  mergeNotes,
   NoteNotFoundError,
   NotesClient,
   type NotesClientOptions,
@@ -202,6 +203,28 @@ describeEachStore(
         (await notes.list({ order: 'desc', q: 'b' })).notes.map((n) => n.id),
         [ids[3], ids[1]],
       )
+    })
+
+    it('replaces a note whole with PUT under the If-Match last seen: a merged note after a conflict', async (t) => {
+      const recorded = recordingFetch()
+      const { baseUrl, client: mine } = await client(t, { fetch: recorded.fetch })
+      const theirs = new NotesClient({ baseUrl })
+      const base = (await mine.create({ title: 'Plan', body: 'the cat sat', old: 1 })).note
+      const seen = mine.etagOf(base.id)
+      const edited = { title: 'Plan', body: 'the black cat sat' }
+      const changed = await theirs.update(base.id, { body: 'the cat sat down' })
+      await assert.rejects(mine.replace(base.id, edited), ConflictError)
+      const current = (await mine.get(base.id))?.note ?? {}
+      const { merged, conflicts } = mergeNotes(base, { ...edited, id: base.id }, current)
+      assert.deepEqual(conflicts, [])
+      const sent = await mine.replace(base.id, merged)
+      assert.deepEqual(sent.note, { title: 'Plan', body: 'the black cat sat down', id: base.id })
+      assert.equal(mine.etagOf(base.id), sent.etag)
+      assert.deepEqual(
+        recorded.sent.filter((s) => s.method === 'PUT').map((s) => s.headers.get('if-match')),
+        [seen, changed.etag],
+      )
+      await assert.rejects(mine.replace(12345, {}), NoteNotFoundError)
     })
 
     it('sends the ETag it last saw as If-Match, and throws ConflictError after a change elsewhere', async (t) => {

@@ -75,7 +75,7 @@ export interface FuzzCase {
 }
 
 const COLLECTION_ALLOW = 'GET, HEAD, OPTIONS, POST'
-const NOTE_ALLOW = 'DELETE, GET, HEAD, OPTIONS, PATCH'
+const NOTE_ALLOW = 'DELETE, GET, HEAD, OPTIONS, PATCH, PUT'
 
 /** Content-Type values and how they are treated (checked once against the service by hand). */
 const JSON_TYPES = [
@@ -143,7 +143,6 @@ const NOT_ALLOWED_ON_COLLECTION = [
   'COPY',
 ]
 const NOT_ALLOWED_ON_NOTE = [
-  'PUT',
   'POST',
   'TRACE',
   'PURGE',

@@ -158,7 +158,7 @@ describe('the OpenAPI document', () => {
     })
   }
 
-  it('lists the five note operations with their envelopes, conditions and errors', () => {
+  it('lists the six note operations with their envelopes, conditions and errors', () => {
     const document = documentFor({})
     const statuses = (path: string, method: string) =>
       Object.keys(operationOf(document, path, method)?.responses ?? {})
@@ -174,6 +174,16 @@ describe('the OpenAPI document', () => {
     ])
     assert.deepEqual(statuses('/api/note/{id}', 'get'), ['200', '304', '400', '404', '503'])
     assert.deepEqual(statuses('/api/note/{id}', 'patch'), [
+      '200',
+      '400',
+      '404',
+      '412',
+      '413',
+      '415',
+      '503',
+      '507',
+    ])
+    assert.deepEqual(statuses('/api/note/{id}', 'put'), [
       '200',
       '400',
       '404',
@@ -215,7 +225,12 @@ describe('the OpenAPI document', () => {
       'IfMatch',
       'IfUnmodifiedSince',
     ])
-    assert.deepEqual(names('/api/note/{id}', 'put'), ['path id', 'RequestId'])
+    assert.deepEqual(names('/api/note/{id}', 'put'), [
+      'path id',
+      'RequestId',
+      'IfMatch',
+      'IfUnmodifiedSince',
+    ])
     assert.deepEqual(document.components.responses?.NoteNotFound, {
       description: 'No note has this id. The body is empty: Content-Length 0, no Content-Type.',
       headers: { 'X-Request-Id': { $ref: '#/components/headers/RequestId' } },
@@ -241,11 +256,11 @@ describe('the OpenAPI document', () => {
     const gets = 'get put 405 post 405 delete 405 options head patch 405 trace 405'
     assert.deepEqual(table, [
       ['/api/note', 'get put 405 post delete 405 options head patch 405 trace 405'],
-      ['/api/note/{id}', 'get put 405 post 405 delete options head patch trace 405'],
+      ['/api/note/{id}', 'get put post 405 delete options head patch trace 405'],
       ['/api/batch', 'get 405 put 405 post delete 405 options head 405 patch 405 trace 405'],
       ['/api/events', gets],
       ['/api/notebooks/{nb}/note', 'get put 405 post delete 405 options head patch 405 trace 405'],
-      ['/api/notebooks/{nb}/note/{id}', 'get put 405 post 405 delete options head patch trace 405'],
+      ['/api/notebooks/{nb}/note/{id}', 'get put post 405 delete options head patch trace 405'],
       [
         '/api/notebooks/{nb}/batch',
         'get 405 put 405 post delete 405 options head 405 patch 405 trace 405',
@@ -431,6 +446,7 @@ describe('the OpenAPI document', () => {
       ['GET /api/note', ['401', '429'], undefined],
       ['POST /api/note', ['401', '403', '429'], undefined],
       ['GET /api/note/{id}', ['401', '429'], undefined],
+      ['PUT /api/note/{id}', ['401', '403', '429'], undefined],
       ['DELETE /api/note/{id}', ['401', '403', '429'], undefined],
       ['PATCH /api/note/{id}', ['401', '403', '429'], undefined],
       ['POST /api/batch', ['401', '403', '429'], undefined],
@@ -438,6 +454,7 @@ describe('the OpenAPI document', () => {
       ['GET /api/notebooks/{nb}/note', ['401', '429'], undefined],
       ['POST /api/notebooks/{nb}/note', ['401', '403', '429'], undefined],
       ['GET /api/notebooks/{nb}/note/{id}', ['401', '429'], undefined],
+      ['PUT /api/notebooks/{nb}/note/{id}', ['401', '403', '429'], undefined],
       ['DELETE /api/notebooks/{nb}/note/{id}', ['401', '403', '429'], undefined],
       ['PATCH /api/notebooks/{nb}/note/{id}', ['401', '403', '429'], undefined],
       ['POST /api/notebooks/{nb}/batch', ['401', '403', '429'], undefined],

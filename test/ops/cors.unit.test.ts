@@ -30,7 +30,7 @@ describe('CORS', () => {
       headers: PREFLIGHT,
     })
     assert.equal(preflight.statusCode, 204)
-    assert.equal(preflight.headers.allow, 'DELETE, GET, HEAD, OPTIONS, PATCH')
+    assert.equal(preflight.headers.allow, 'DELETE, GET, HEAD, OPTIONS, PATCH, PUT')
     assert.deepEqual(corsHeaders(preflight.headers), {})
   })
 
@@ -90,7 +90,7 @@ describe('CORS', () => {
     assert.equal(response.body, '')
     assert.deepEqual(corsHeaders(response.headers), {
       'access-control-allow-origin': ORIGIN,
-      'access-control-allow-methods': 'GET, HEAD, POST, PATCH, DELETE',
+      'access-control-allow-methods': 'GET, HEAD, POST, PUT, PATCH, DELETE',
       'access-control-allow-headers':
         'Content-Type, X-Request-Id, If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since, Idempotency-Key, Last-Event-ID',
       'access-control-expose-headers':
@@ -156,7 +156,7 @@ describe('CORS', () => {
         corsHeaders(preflight.headers),
         {
           'access-control-allow-origin': '*',
-          'access-control-allow-methods': 'GET, HEAD, POST, PATCH, DELETE',
+          'access-control-allow-methods': 'GET, HEAD, POST, PUT, PATCH, DELETE',
           'access-control-allow-headers':
             'Content-Type, X-Request-Id, If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since, Idempotency-Key, Last-Event-ID',
           'access-control-expose-headers': exposed,

@@ -99,7 +99,7 @@ export function apiOperations(): fc.Arbitrary<ApiOperation[]> {
 function operation(): fc.Arbitrary<Operation> {
   const nearIds = fc.integer({ min: 990, max: 1010 })
   const pick = fc.nat({ max: 1000 })
-  const patch = fc.constantFrom<PatchKind>('merge', 'merge-patch')
+  const patch = fc.constantFrom<PatchKind>('merge', 'merge-patch', 'replace')
   return fc.oneof(
     fc.record({
       kind: fc.constant('create' as const),

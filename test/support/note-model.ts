@@ -52,8 +52,8 @@ export type BodyOutcome = { ok: true; fields: Fields } | { ok: false; status: 40
  */
 export type MediaClass = 'json' | 'merge-patch' | 'unsupported-media' | 'unsupported-charset'
 
-/** How an update applies its fields: the spec's shallow merge, or RFC 7396. */
-export type ModelPatchKind = 'merge' | 'merge-patch'
+/** How an update applies its fields: the spec's shallow merge, RFC 7396, or a PUT's replacement. */
+export type ModelPatchKind = 'merge' | 'merge-patch' | 'replace'
 
 /**
  * The notes store as the contract and docs/api.md describe it, written the plainest way: an array
@@ -233,7 +233,12 @@ export class NoteModel {
   ): { json: string; refused: boolean } {
     const current = this.notes[index] as ModelNote
     const parsed = parseJson(current.json) as Fields
-    const note = kind === 'merge-patch' ? (mergePatch(parsed, fields) as Fields) : parsed
+    const note =
+      kind === 'merge-patch'
+        ? (mergePatch(parsed, fields) as Fields)
+        : kind === 'replace'
+          ? ({ ...fields, id: parsed.id } as Fields)
+          : parsed
     if (kind === 'merge') {
       for (const key of Object.keys(fields)) {
         // defineProperty, not assignment: a '__proto__' field is data, and an existing key keeps its place.

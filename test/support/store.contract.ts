@@ -347,8 +347,70 @@ export function runStoreContract(
       )
       assert.equal((await store.stats()).bytes, 33)
     })
+    it("replace: the body's fields become the note, its id kept in place, its list position kept", async () => {
+      const store = makeStore({ now: fixedClock(1) })
+      await store.create({ a: 1, nested: { x: 1 } })
+      await store.create({ b: 1 })
+      assert.equal(
+        await store.update(1, { c: 'new', nested: { y: 2 } }, 'replace'),
+        '{"c":"new","nested":{"y":2},"id":1}',
+      )
+      // A body id is overridden where it stands, as on create: the note stays at its id.
+      assert.equal(
+        await store.update(1, JSON.parse('{"__proto__":{"a":1},"id":7,"e":[null]}'), 'replace'),
+        '{"__proto__":{"a":1},"id":1,"e":[null]}',
+      )
+      assert.equal(await store.get(7), undefined)
+      assert.equal(await store.update(1, {}, 'replace'), '{"id":1}')
+      assert.equal(await store.list(), '[{"id":1},{"b":1,"id":2}]')
+      assert.equal((await store.stats()).bytes, 8 + 14)
+      assert.equal(await store.update(99, { a: 2 }, 'replace'), undefined)
+    })
+
+    it('replace: refuses a note past the byte cap and changes nothing; a smaller one frees bytes', async () => {
+      const store = makeStore({ now: fixedClock(1), maxBytes: 40 })
+      await store.create({ t: 'é', o: { a: 1 } }) // {"t":"é","o":{"a":1},"id":1} is 29 bytes
+      await assert.rejects(
+        async () => store.update(1, { t: 'x'.repeat(40) }, 'replace'),
+        StoreFullError,
+      )
+      assert.equal(await store.list(), '[{"t":"é","o":{"a":1},"id":1}]')
+      assert.equal(await store.update(1, { u: 2 }, 'replace'), '{"u":2,"id":1}')
+      assert.equal((await store.stats()).bytes, 14)
+    })
+
     describe('versions, conditions, pages, search, idempotency and changes', () => {
       const raw = (now = 1000) => makeRawStore({ now: fixedClock(now) })
+
+      it('replaces under If-Match and If-Unmodified-Since, as one updated change', async () => {
+        const store = raw(3000)
+        const start = await store.version()
+        const note = await store.create({ a: 1, b: 2 })
+        const noteThen = { json: note.json, etag: note.etag, modified: note.modified }
+        assert.deepEqual(
+          await store.update(3000, { c: 3 }, 'replace', { ifMatch: ['"other"'] }),
+          new PreconditionFailed(noteThen),
+        )
+        assert.deepEqual(
+          await store.update(3000, { c: 3 }, 'replace', { ifUnmodifiedSince: 1000 }),
+          new PreconditionFailed(noteThen),
+        )
+        const written = (await store.update(3000, { c: 3 }, 'replace', {
+          ifMatch: [note.etag],
+        })) as NoteRecord
+        assert.equal(written.json, '{"c":3,"id":3000}')
+        assert.equal(written.etag, JSON.stringify(await store.version()))
+        assert.equal((await store.get(3000))?.json, '{"c":3,"id":3000}')
+        const changes = (await store.changesSince(start, 100)) ?? []
+        assert.deepEqual(
+          changes.map(({ type, data }) => [type, data]),
+          [
+            ['created', '{"a":1,"b":2,"id":3000}'],
+            ['updated', '{"c":3,"id":3000}'],
+          ],
+        )
+        assert.equal(await store.update(3001, { c: 3 }, 'replace', { ifMatch: '*' }), undefined)
+      })
 
       it("advances the version on every write; a note's ETag is the version its write made", async () => {
         const store = raw()
