@@ -7,11 +7,12 @@
  * for (`notebook(id)`: `/api/notebooks/<id>/note`), with an ETag memory of its own.
  */
 import { ChangeFeed, type EventsOptions } from './change-feed.js'
-import { NotesProblem, problemOf } from './errors.js'
+import { problemOf } from './errors.js'
 import { EtagMemory } from './etag-memory.js'
 import { newIdempotencyKey } from './idempotency-key.js'
 import { nextLink } from './link-header.js'
 import { NOTEBOOKS_DECODER, NOTEBOOKS_EVENTS_PATH, type NotebooksEvent } from './notebooks-feed.js'
+import { dataOf, listOf, memberPath, NOTEBOOKS_PATH, notebookPath } from './replies.js'
 import type { RetryOptions } from './retry-policy.js'
 import { type Reply, type TokenSource, Transport } from './transport.js'
 import type {
@@ -67,7 +68,6 @@ const JSON_TYPE = 'application/json'
 const MERGE_PATCH_TYPE = 'application/merge-patch+json'
 /** A batch's note urls: inside a notebook's batch, '/api/note' means that notebook. */
 const NOTE_PATH = /^\/api\/note\/(-?[0-9]+)$/
-const NOTEBOOKS_PATH = '/api/notebooks'
 
 export class NotesClient {
   readonly #options: NotesClientOptions
@@ -468,43 +468,5 @@ export class NotesClient {
     }
     const note = (answer.body as { data?: Note } | null)?.data
     if (note !== undefined) this.#etags.remember(note.id, answer.headers.etag)
-  }
-}
-
-/** '/api/notebooks/n4Q' for 'n4Q'; an id is a path segment, percent-encoded. */
-function notebookPath(id: string): string {
-  return `${NOTEBOOKS_PATH}/${encodeURIComponent(id)}`
-}
-
-function memberPath(id: string, user: string): string {
-  return `${notebookPath(id)}/members/${encodeURIComponent(user)}`
-}
-
-/** The `data` of a 200 (or `status`) answer; any other answer is thrown as its problem. */
-function dataOf(reply: Reply, status = 200): unknown {
-  if (reply.status !== status) throw problemOf(reply.status, reply.headers, reply.body)
-  const body = reply.body
-  if (typeof body !== 'object' || body === null || !('data' in body)) {
-    throw new NotesProblem(
-      {
-        type: 'about:blank',
-        title: 'Unexpected answer',
-        status: reply.status,
-        detail: `The service answered ${reply.status} without a {"data": ...} document.`,
-      },
-      reply.headers,
-    )
-  }
-  return body.data
-}
-
-function listOf(reply: Reply): NoteList {
-  const notes = dataOf(reply) as Note[]
-  const total = reply.headers.get('x-total-count')
-  return {
-    notes,
-    version: reply.headers.get('notes-version') ?? undefined,
-    total: total === null ? undefined : Number(total),
-    etag: reply.headers.get('etag') ?? undefined,
   }
 }

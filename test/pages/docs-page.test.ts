@@ -76,7 +76,9 @@ describe('the /docs page', () => {
     const note = (created.json() as { data: { id: number; title: string } }).data
     const id = String(note.id)
     const browser = await launchChromium()
-    const page = await browser.newPage()
+    // Tall enough that Swagger UI, which renders the operations near the viewport, renders the
+    // note routes checked below (the document's paths in a notebook come after them).
+    const page = await browser.newPage({ viewport: { width: 1280, height: 4000 } })
     try {
       const elsewhere: string[] = []
       const requested: string[] = []
@@ -93,20 +95,28 @@ describe('the /docs page', () => {
       const response = await page.goto(`${origin}/docs`)
       assert.equal(response?.status(), 200)
       await page.locator('.opblock-summary').first().waitFor({ timeout: 30_000 })
-      const operations = await page.locator('.opblock-summary').evaluateAll((blocks) =>
-        blocks.map((block) => {
-          const method = block.querySelector('.opblock-summary-method')?.textContent ?? ''
-          const path = block.querySelector('.opblock-summary-path')?.textContent ?? ''
-          return `${method} ${path.replace(/\u200b/g, '')}`
-        }),
-      )
-      for (const operation of [
+      const expected = [
         'GET /api/note',
         'POST /api/note',
         'GET /api/note/{id}',
         'PATCH /api/note/{id}',
         'DELETE /api/note/{id}',
-      ]) {
+      ]
+      const listed = () =>
+        page.locator('.opblock-summary').evaluateAll((blocks) =>
+          blocks.map((block) => {
+            const method = block.querySelector('.opblock-summary-method')?.textContent ?? ''
+            const path = block.querySelector('.opblock-summary-path')?.textContent ?? ''
+            return `${method} ${path.replace(/\u200b/g, '')}`
+          }),
+        )
+      // Swagger UI renders the operations a few at a time: wait (bounded) for the ones checked.
+      let operations = await listed()
+      for (let tries = 0; tries < 100 && !expected.every((o) => operations.includes(o)); tries++) {
+        await new Promise((resolve) => setTimeout(resolve, 100))
+        operations = await listed()
+      }
+      for (const operation of expected) {
         assert.ok(
           operations.includes(operation),
           `${operation} not in ${JSON.stringify(operations)}`,

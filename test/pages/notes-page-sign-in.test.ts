@@ -246,7 +246,10 @@ describe('the notes page signing in with OpenID Connect, in Chromium', {
       `sessionStorage.getItem('notes-service.access-key') !== ${JSON.stringify(token)}`,
       PAGE_TOKEN_SECONDS * 1000 + 5000,
     )
-    assert.deepEqual(ann.grants, ['authorization_code', 'refresh_token'])
+    // Signed in once, then renewed (more than once when the machine is slow to get here).
+    assert.equal(ann.grants[0], 'authorization_code')
+    assert.ok(ann.grants.length >= 2, JSON.stringify(ann.grants))
+    assert.deepEqual(new Set(ann.grants.slice(1)), new Set(['refresh_token']))
     await ann.page.locator('#create-title').fill('Pack')
     await ann.page.getByRole('button', { name: 'Create note' }).click()
     await item(bob.page, 'Pack').waitFor()
