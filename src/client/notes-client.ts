@@ -391,8 +391,9 @@ export class NotesClient {
 
   /**
    * The next page's path on this client's notebook: the link's query on this client's note path,
-   * '/api/note?limit=2&after=a1.x' -> '/api/notebooks/n4Q/note?limit=2&after=a1.x'. The service's
-   * Link names '/api/note' in a notebook too, which would walk on in the default notebook.
+   * '/api/note?limit=2&after=a1.x' -> '/api/notebooks/n4Q/note?limit=2&after=a1.x'. The service
+   * names the path the list was read at; a service of an earlier version named '/api/note' in a
+   * notebook too, which would walk on in the default notebook.
    */
   #nextPage(link: string | undefined): string | undefined {
     if (link === undefined) return undefined

@@ -1082,6 +1082,22 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
           ? `${kind} (stranger)`
           : `${kind} (${role})`
 
+    /** A member's act refused: the label it is counted by, and its status and detail. */
+    const refuseMember = (refusal: string): void => {
+      label =
+        refusal === LAST_OWNER
+          ? `${kind} (the last owner)`
+          : refusal === DEFAULT_NOTEBOOK
+            ? `${kind} (a default notebook's owner)`
+            : refusedLabel(refusal)
+      const status =
+        refusal === NO_NOTEBOOK
+          ? 404
+          : refusal === OWNER_ONLY || refusal === SERVICE_KEY
+            ? 403
+            : 409
+      expect(status, refusal)
+    }
     if (kind === 'notebook-create') {
       if (live().filter((n) => n.home === undefined).length >= MAX_LIVE_NOTEBOOKS) return undefined
       const name = `Book ${index}`
@@ -1167,20 +1183,7 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
         }
       }
       if (refusal !== undefined) {
-        label =
-          refusal === LAST_OWNER
-            ? `${kind} (the last owner)`
-            : refusal === DEFAULT_NOTEBOOK
-              ? `${kind} (a default notebook's owner)`
-              : refusedLabel(refusal)
-        expect(
-          refusal === NO_NOTEBOOK
-            ? 404
-            : refusal === OWNER_ONLY || refusal === SERVICE_KEY
-              ? 403
-              : 409,
-          refusal,
-        )
+        refuseMember(refusal)
       } else {
         label = current === undefined ? `${kind} (adds)` : `${kind} (changes a role)`
         if (current === undefined) await joined(sub, book, given)
@@ -1217,20 +1220,7 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
         }
       }
       if (refusal !== undefined) {
-        label =
-          refusal === LAST_OWNER
-            ? `${kind} (the last owner)`
-            : refusal === DEFAULT_NOTEBOOK
-              ? `${kind} (a default notebook's owner)`
-              : refusedLabel(refusal)
-        expect(
-          refusal === NO_NOTEBOOK
-            ? 404
-            : refusal === OWNER_ONLY || refusal === SERVICE_KEY
-              ? 403
-              : 409,
-          refusal,
-        )
+        refuseMember(refusal)
       } else {
         label = leaving ? `${kind} (leaves)` : `${kind} (removes)`
         left(sub, book)
