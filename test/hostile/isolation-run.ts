@@ -986,11 +986,19 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
           fail(`a foreign cursor answered ${answer.status} ${answer.body}`)
         }
       } else if (kind === 'foreign-etag') {
+        // Not an ETag of this caller's own notebook: the other may have read it as a member.
         const from = other(who)
         const target = anyNote(who.home)
-        if (from.etags.length === 0 || target === undefined) continue
+        const foreign = from.etags.filter((etag) => {
+          const token = etag
+            .replace(/^W\//, '')
+            .replace(/^"|"$/g, '')
+            .replace(/-(br|gzip)$/, '')
+          return byEpoch.get(token.slice(0, token.lastIndexOf('.'))) !== who.home
+        })
+        if (foreign.length === 0 || target === undefined) continue
         crossing = true
-        const etag = rng.pick(from.etags)
+        const etag = rng.pick(foreign)
         const mine = who.home.notes.get(target.id)
         if (rng.chance(0.5)) {
           answer = await send(who, 'GET', `/api/note/${target.id}`, undefined, {
