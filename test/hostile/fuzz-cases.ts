@@ -18,6 +18,8 @@ export type Expectation =
       condition?: Condition
     }
   | { type: 'delete'; segment: string; condition?: Condition }
+  /** GET /api/trash (its X-Total-Count), or DELETE /api/trash (how many it purged). */
+  | { type: 'trash'; empty: boolean }
   /**
    * POST /api/batch: `body` is the batch document; the model applies `items` to a
    * copy of itself and keeps the copy only when every one succeeds.
@@ -208,6 +210,7 @@ export function nextCase(rng: Random, model: NoteModel, limits: CaseLimits): Fuz
     [10, () => getCase(rng, model)],
     [10, () => patchCase(rng, model, limits)],
     [12, () => deleteCase(rng, model)],
+    [2, () => trashCase(rng)],
     [2, () => optionsCase(rng, model)],
     [3, () => notAllowedCase(rng, model)],
     [3, () => unknownPathCase(rng)],
@@ -382,6 +385,20 @@ function deleteCase(rng: Random, model: NoteModel): FuzzCase {
     headers,
     expect: { type: 'delete', segment, ...(condition === undefined ? {} : { condition }) },
   })
+}
+
+/** The trash: deleted notes count toward the caps until it is emptied, now and then. */
+function trashCase(rng: Random): FuzzCase {
+  const empty = rng.chance(0.5)
+  return request(
+    rng,
+    empty ? 'empty-trash' : 'trash',
+    empty ? 'DELETE' : 'GET',
+    '/api/trash?limit=1',
+    {
+      expect: { type: 'trash', empty },
+    },
+  )
 }
 
 function optionsCase(rng: Random, model: NoteModel): FuzzCase {

@@ -77,6 +77,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzStats> {
   const { host, port, seed, limits } = options
   const timeoutMs = options.timeoutMs ?? 10_000
   const model = new NoteModel(limits)
+  // The service keeps deleted notes in its trash (TRASH_DAYS), counted toward the caps.
+  model.keepsTrash = true
   const stats: FuzzStats = {
     seed,
     requests: 0,
@@ -279,6 +281,21 @@ function check(
       const mismatch = dataMismatch(response, method, JSON.stringify(expect.segment))
       if (mismatch === undefined) model.remove(at)
       return mismatch
+    }
+    case 'trash': {
+      if (response.status !== 200) return `expected 200, got ${response.status}`
+      if (expect.empty) {
+        const mismatch = dataMismatch(response, method, `{"purged":${model.trashNotes}}`)
+        if (mismatch === undefined) {
+          model.trashNotes = 0
+          model.trashBytes = 0
+        }
+        return mismatch
+      }
+      const total = header(response, 'x-total-count')
+      return total === String(model.trashNotes)
+        ? undefined
+        : `X-Total-Count ${total}, the model has ${model.trashNotes} notes in the trash`
     }
     case 'create': {
       const outcome = model.bodyOutcome(expect.media, expect.body)
