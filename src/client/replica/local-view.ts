@@ -114,7 +114,9 @@ export function applied(note: JsonObject | null, entry: OutboxEntry): JsonObject
     case 'delete':
       return null
     case 'update': {
-      if (note === null) return entry.after
+      // A merged update shows as it was merged (mine at the conflicting paths, if any).
+      if (note === null || entry.merged !== undefined) return copyJson(entry.after)
+      if (entry.replace === true) return { ...copyJson(entry.fields ?? {}), id: note.id }
       const patch = entry.fields ?? {}
       return entry.mergePatch === true ? mergePatch(note, patch) : shallowPatch(note, patch)
     }
