@@ -142,7 +142,10 @@ async function sendNext(
       // Nothing was applied. An update that met a newer version is merged with it, and the run
       // goes again; any other refusal: the first write goes alone, and meets its conflict.
       if (err instanceof ConflictError && (await mergeRefused(state, batch, err, signal))) {
-        await state.writes.write([{ table: 'outbox', key: outboxKey(first.seq), value: first }])
+        // Unless the merge found it done (then it left the outbox): stored without its batch.
+        if (state.outbox.includes(first)) {
+          await state.writes.write([{ table: 'outbox', key: outboxKey(first.seq), value: first }])
+        }
         return
       }
       first.single = true
