@@ -17,7 +17,7 @@ import { changed, type ReplicaState } from './replica-state.js'
  * Merges in a row a send makes before it backs off (the service's version changed under each
  * merged note before it landed): the write stays queued and is merged again after the pause.
  */
-export const MAX_MERGE_ROUNDS = 5
+const MAX_MERGE_ROUNDS = 5
 
 /**
  * Whether the service's version, as the feed last told it, is no longer the one the update was
@@ -72,7 +72,7 @@ export async function mergeWrite(
  * field): what the application would get by choosing mine there.
  * ({ t: 'theirs', b: 2 }, { t: 'mine', b: 1 }, ['/t']) -> { t: 'mine', b: 2 }
  */
-export function withMine(merged: JsonObject, mine: JsonObject, paths: string[]): JsonObject {
+function withMine(merged: JsonObject, mine: JsonObject, paths: string[]): JsonObject {
   const out = copyJson(merged)
   for (const path of paths) {
     const keys = path

@@ -60,7 +60,7 @@ export interface OutboxEntry {
 }
 
 /** What a merged update keeps to merge again when the service moves on before it lands. */
-export interface MergedWrite {
+interface MergedWrite {
   /** The version the local edit was made on: the merge's base. */
   base: JsonObject
   /** The note the local edit made of it: the merge's mine. */
