@@ -7,6 +7,7 @@
  * written (every other change is in it).
  */
 import { mergeNotes } from '../merge-notes.js'
+import { backoffMs, sleep } from '../retry-policy.js'
 import type { NoteResult } from '../types.js'
 import { applied, serviceState } from './local-view.js'
 import { copyJson, isObject, type JsonObject, sameJson } from './note-json.js'
@@ -14,8 +15,8 @@ import { type OutboxEntry, outboxKey } from './outbox.js'
 import { changed, type ReplicaState } from './replica-state.js'
 
 /**
- * Merges in a row a send makes before it backs off (the service's version changed under each
- * merged note before it landed): the write stays queued and is merged again after the pause.
+ * Merges in a row before a pause (the service's version changed under each merged note before it
+ * landed); the write stays queued, first in line, and is merged again after it.
  */
 const MAX_MERGE_ROUNDS = 5
 
@@ -40,13 +41,12 @@ export async function mergeWrite(
   state: ReplicaState,
   entry: OutboxEntry,
   current: NoteResult,
+  signal: AbortSignal,
 ): Promise<boolean> {
   if (entry.merged !== undefined && entry.merged.rounds >= MAX_MERGE_ROUNDS) {
-    // Stored with the next merge: after the pause, the rounds start again.
+    // The note keeps changing under the merged note: a pause, then the rounds start again.
     entry.merged.rounds = 0
-    throw new Error(
-      `The note changed ${MAX_MERGE_ROUNDS} times while its merged update was on its way.`,
-    )
+    await sleep(backoffMs(MAX_MERGE_ROUNDS, state.maxDelayMs), signal)
   }
   const basis = entry.basis as { note: JsonObject }
   const base = entry.merged?.base ?? basis.note

@@ -291,7 +291,7 @@ async function sendUpdate(
       const current = await state.client.get(id, { signal })
       if (current === undefined) return { conflict: true, status: 404, current }
       if (!sameJson(current.note, basis.note)) {
-        if (await mergeWrite(state, entry, current)) return acknowledged(current, true)
+        if (await mergeWrite(state, entry, current, signal)) return acknowledged(current, true)
         continue
       }
       etag = current.etag ?? '*'
@@ -313,7 +313,7 @@ async function sendUpdate(
       const current = await state.client.get(id, { signal })
       if (err instanceof ConflictError && current !== undefined) {
         // Changed there (or a resend whose first try was applied, which the merge finds done).
-        if (await mergeWrite(state, entry, current)) return acknowledged(current, true)
+        if (await mergeWrite(state, entry, current, signal)) return acknowledged(current, true)
         continue
       }
       const status = err instanceof NotesProblem ? err.status : 412
@@ -352,11 +352,11 @@ async function prepareRun(state: ReplicaState, signal: AbortSignal): Promise<boo
         done = true
       }
     } else if (sameJson(current.note, basis.note)) {
-      basis.etag = current.etag ?? null
+      basis.etag = current.etag ?? '*'
       await state.writes.write([{ table: 'outbox', key: outboxKey(entry.seq), value: entry }])
       done = true
     } else if (entry.op === 'update') {
-      if (await mergeWrite(state, entry, current)) {
+      if (await mergeWrite(state, entry, current, signal)) {
         await acknowledge(state, entry, acknowledged(current, true))
       }
       done = true
@@ -384,7 +384,7 @@ async function mergeRefused(
   }
   const current = await state.client.get(id, { signal })
   if (current === undefined) return false
-  if (await mergeWrite(state, entry, current)) {
+  if (await mergeWrite(state, entry, current, signal)) {
     await acknowledge(state, entry, acknowledged(current, true))
   }
   return true

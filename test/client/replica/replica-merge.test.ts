@@ -35,7 +35,11 @@ interface Device {
 
 interface Setup {
   direct: NotesClient
-  device(storage?: ReplicaStorage): Promise<Device>
+  /** `before` runs before each request the device's client sends (to meddle with the service). */
+  device(
+    storage?: ReplicaStorage,
+    before?: (init: RequestInit | undefined) => Promise<void>,
+  ): Promise<Device>
 }
 
 type StorageKind = 'memory' | 'file'
@@ -53,10 +57,11 @@ async function setup(t: TestContext, suite: SuiteContext): Promise<Setup> {
   const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
   return {
     direct: new NotesClient({ baseUrl }),
-    async device(storage = new MemoryReplicaStorage()) {
+    async device(storage = new MemoryReplicaStorage(), before = async () => {}) {
       const device: Device = { replica: undefined as unknown as Replica, conflicts: 0, requests: 0 }
-      const counting: typeof fetch = (input, init) => {
+      const counting: typeof fetch = async (input, init) => {
         device.requests++
+        await before(init)
         return fetch(input, init)
       }
       const client = new NotesClient({ baseUrl, fetch: counting })
@@ -202,6 +207,65 @@ describeEachStore(
         r.replica.notes().map((entry) => entry.note),
         service,
       )
+    })
+
+    it('merges writes whose ETags it knows (its own creates) in at most 2 requests each, a batch meeting the 412 before the feed shows the change', async (t) => {
+      const { direct, device } = await setup(t, suite)
+      const r = await device()
+      await r.replica.sync(timeout())
+      const keys: string[] = []
+      for (let i = 0; i < 200; i++) {
+        keys.push((await r.replica.create({ title: `note ${i}`, body: 'one two' })).key)
+      }
+      await r.replica.sync(timeout())
+      await r.replica.stop()
+      for (const key of keys) await r.replica.update(key, { title: `${key}, mine` })
+      const theirs: BatchRequest[] = r.replica.notes().map((entry) => ({
+        method: 'PATCH',
+        url: `/api/note/${entry.id}`,
+        body: { body: 'one two three' },
+      }))
+      await direct.batch(theirs, { ifMatch: false })
+      r.requests = 0
+      await r.replica.sync(timeout())
+      assert.ok(r.requests / keys.length <= 2, `${r.requests} requests for ${keys.length} writes`)
+      assert.equal(r.conflicts, 0)
+      const service = (await direct.list()).notes
+      assert.deepEqual(
+        keys.map((key) => r.replica.get(key)?.note),
+        service.map((note) => ({ ...note })),
+      )
+      for (const [i, key] of keys.entries()) {
+        assert.deepEqual(service[i], {
+          title: `${key}, mine`,
+          body: 'one two three',
+          id: service[i]?.id,
+        })
+      }
+    })
+
+    it('merges again while the note keeps changing under each merged PUT, pausing after 5 rounds', async (t) => {
+      const { direct, device } = await setup(t, suite)
+      const made = await direct.create({ title: 'Plans', n: 0 })
+      const id = made.note.id
+      // Someone else writes the note just before each of the replica's first 7 PUTs.
+      const puts: number[] = []
+      const r = await device(undefined, async (init) => {
+        if (init?.method !== 'PUT') return
+        puts.push(Date.now())
+        if (puts.length <= 7) await direct.update(id, { n: puts.length + 1 }, { ifMatch: false })
+      })
+      await r.replica.sync(timeout())
+      await r.replica.stop()
+      await r.replica.update(`n:${id}`, { title: 'Plans for the week' })
+      await direct.update(id, { n: 1 }, { ifMatch: false })
+      await r.replica.sync(timeout())
+      assert.deepEqual((await direct.get(id))?.note, { title: 'Plans for the week', n: 8, id })
+      assert.equal(r.conflicts, 0)
+      assert.equal(puts.length, 8)
+      // Five merged PUTs in a row met a 412; then a pause (100-200 ms: maxDelayMs, jittered).
+      const gaps = puts.slice(1).map((at, i) => at - (puts[i] as number))
+      assert.ok((gaps[4] as number) >= 95, `gaps ${gaps.join(', ')}`)
     })
 
     it('keeps every edit of random non-overlapping edits on two devices, byte-identical both orders', async (t) => {
