@@ -9,7 +9,7 @@
 import { mergeNotes } from '../merge-notes.js'
 import { backoffMs, sleep } from '../retry-policy.js'
 import type { NoteResult } from '../types.js'
-import { applied, serviceState } from './local-view.js'
+import { applied } from './local-view.js'
 import { copyJson, isObject, type JsonObject, sameJson } from './note-json.js'
 import { type OutboxEntry, outboxKey } from './outbox.js'
 import { changed, type ReplicaState } from './replica-state.js'
@@ -19,17 +19,6 @@ import { changed, type ReplicaState } from './replica-state.js'
  * landed); the write stays queued, first in line, and is merged again after it.
  */
 const MAX_MERGE_ROUNDS = 5
-
-/**
- * Whether the service's version, as the feed last told it, is no longer the one the update was
- * made on: sent as it is, it would meet a 412. A merged update is left to its 412 (the feed may
- * still be bringing versions older than the one it was merged with).
- */
-export function staleByFeed(state: ReplicaState, entry: OutboxEntry): boolean {
-  if (entry.op !== 'update' || entry.basis === null || entry.merged !== undefined) return false
-  const seen = serviceState(state, entry.entry)
-  return seen !== null && !sameJson(seen, entry.basis.note)
-}
 
 /**
  * Merges the update with `current`, the service's version now, and stores it as a PUT of the
