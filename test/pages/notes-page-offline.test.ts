@@ -471,6 +471,55 @@ describe('the notes page offline, in Chromium', { skip: SKIP, concurrency: false
     await theirsContext.close()
   })
 
+  it("merges two browsers' offline edits of one note, the title on one and a word of the body on the other, with no dialog", {
+    timeout: 90_000,
+  }, async () => {
+    const service = await startService()
+    const origin = `http://127.0.0.1:${service.port}`
+    await create(origin, { title: 'Trip', body: 'pack the tent and the stove' })
+    const oneContext = await newContext({ axe: true })
+    const otherContext = await newContext()
+    const one = await openControlled(oneContext, origin)
+    const other = await openControlled(otherContext, origin)
+    await synced(one)
+    await synced(other)
+    await oneContext.setOffline(true)
+    await otherContext.setOffline(true)
+    await item(one, 'Trip').getByRole('button', { name: 'Edit' }).click()
+    await one.locator('form.editor').getByLabel('Title').fill('Trip to the lake')
+    await one.locator('form.editor').getByRole('button', { name: 'Save' }).click()
+    await item(one, 'Trip to the lake').waitFor()
+    await editBody(other, 'Trip', 'pack the tarp and the stove')
+    for (const page of [one, other]) {
+      await page.locator('#waiting', { hasText: '1 change waiting' }).waitFor()
+    }
+    await oneContext.setOffline(false)
+    await eventually(
+      async () => (await listed(origin))[0]?.title === 'Trip to the lake',
+      'the title sent',
+    )
+    await otherContext.setOffline(false)
+    const both = { title: 'Trip to the lake', body: 'pack the tarp and the stove' }
+    await eventually(async () => {
+      const [note] = await listed(origin)
+      return note?.title === both.title && note?.body === both.body
+    }, 'both edits kept')
+    for (const page of [one, other]) {
+      await item(page, both.title).locator('.body', { hasText: both.body }).waitFor()
+      await page.locator('#waiting', { hasText: /^$/ }).waitFor()
+      assert.equal(await page.locator('#conflicts li').count(), 0, 'no clash shown')
+      assert.equal(await page.locator('#conflicts').isHidden(), true)
+    }
+    // Byte for byte the same note in both pages and on the service.
+    const shown = await Promise.all(
+      [one, other].map((page) => item(page, both.title).locator('.body').textContent()),
+    )
+    assert.deepEqual(shown, [both.body, both.body])
+    await axeClean(one, 'after a merge')
+    await oneContext.close()
+    await otherContext.close()
+  })
+
   it('recovers when the service restarts on the same port, sending what waited', {
     timeout: 90_000,
   }, async () => {
