@@ -20,7 +20,7 @@ export class AccessDelivery implements Follower {
   readonly channel = ACCESS_CHANNEL
   readonly #db: Database
   readonly #listener: ChangeListener
-  readonly #listeners = new Set<(change: AccessChange) => void>()
+  readonly #listeners = new Set<(change: AccessChange, sequence: number) => void>()
   /** The last sequence delivered; undefined while no one is subscribed, or until it is read. */
   #cursor: number | undefined
   /** The read of the sequence subscribers start after, while it is under way. */
@@ -38,9 +38,14 @@ export class AccessDelivery implements Follower {
     this.#listener = listener
   }
 
-  subscribe(listener: (change: AccessChange) => void): () => void {
+  /**
+   * `listener` gets each change with its sequence: one that does not follow the last one means
+   * changes between were never delivered here (the log was trimmed past them, or delivery began
+   * again from the head after the database was away).
+   */
+  subscribe(listener: (change: AccessChange, sequence: number) => void): () => void {
     // A wrapper, so that one function subscribed twice is called twice and removed once.
-    const subscription = (change: AccessChange) => listener(change)
+    const subscription = (change: AccessChange, sequence: number) => listener(change, sequence)
     this.#listeners.add(subscription)
     if (this.#listeners.size === 1) this.#start()
     return () => {
@@ -145,9 +150,10 @@ export class AccessDelivery implements Follower {
         )
         for (const row of rows) {
           if (generation !== this.#generation) return
-          this.#cursor = Number(row.sequence)
+          const sequence: number = Number(row.sequence)
+          this.#cursor = sequence
           const change = JSON.parse(row.change) as AccessChange
-          for (const listener of this.#listeners) listener(change)
+          for (const listener of this.#listeners) listener(change, sequence)
         }
         if (rows.length < CHANGES_PER_READ) return
       }

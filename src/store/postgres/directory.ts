@@ -32,6 +32,7 @@ import {
 import { AccessDelivery } from './access-delivery.js'
 import type { ChangeListener } from './change-delivery.js'
 import type { Database } from './database.js'
+import { MemberCache } from './member-cache.js'
 
 /** The default notebook's name until its owner renames it (as MemoryDirectory's). */
 const DEFAULT_NOTEBOOK_NAME = 'My notes'
@@ -65,8 +66,10 @@ interface Locked extends MembersSnapshot {
  * does) and writes; the changes of access it makes are numbered in commit order in the same
  * transaction, and every instance's subscribers hear them (AccessDelivery). A default notebook is
  * made by its user's first act, once, whichever instances race to make it (INSERT ... ON
- * CONFLICT). Nothing read is kept between calls but each user's default notebook id, which never
- * changes: access() is exact on every call, whatever another instance changed a moment before.
+ * CONFLICT). Each user's default notebook id is kept (it never changes), and the memberships
+ * access() reads (MemberCache): one is used only while a read of the log's head, begun after the
+ * request arrived, shows that no change since it was read can have touched it, so access() answers
+ * exactly as the query would, whatever another instance changed a moment before.
  */
 export class PostgresDirectory implements Directory {
   readonly #db: Database
@@ -75,6 +78,9 @@ export class PostgresDirectory implements Directory {
   /** Told the store name of a notebook removed here, once its removal is committed. */
   readonly #removed: (store: string) => void
   readonly #defaults = new Map<string, string>()
+  readonly #members: MemberCache
+  /** Stops the cache hearing the changes of access; undefined until access() first reads one. */
+  #unfollow: (() => void) | undefined
 
   constructor(
     db: Database,
@@ -86,6 +92,14 @@ export class PostgresDirectory implements Directory {
     this.#limits = limits
     this.#removed = removed
     this.#delivery = new AccessDelivery(db, listener)
+    this.#members = new MemberCache(async () => {
+      const { rows } = await db.read<{ sequence: string }>(
+        'notes_access_head',
+        'SELECT sequence FROM notes_access_clock',
+        [],
+      )
+      return Number((rows[0] as { sequence: string }).sequence)
+    })
   }
 
   async list(user: string): Promise<readonly NotebookView[]> {
@@ -115,13 +129,25 @@ export class PostgresDirectory implements Directory {
   async access(user: string, id: string): Promise<Access | undefined> {
     await this.#ensure(user)
     if (!OUR_ID.test(id)) return undefined
-    const { rows } = await this.#db.query<{ store: string; role: Role }>(
-      `SELECT d.store, m.role FROM notes_directory d
-      JOIN notes_members m ON m.notebook = d.id AND m.sub = $2 WHERE d.id = $1`,
+    const known = await this.#members.vouch(id, user)
+    if (known !== undefined) return known
+    // The membership and the log's head in one snapshot: what the cache is validated against.
+    const { rows } = await this.#db.read<{ store: string | null; role: Role | null; head: string }>(
+      'notes_member_access',
+      `SELECT d.store, m.role, c.sequence AS head FROM notes_access_clock c
+      LEFT JOIN (notes_directory d JOIN notes_members m ON m.notebook = d.id AND m.sub = $2)
+      ON d.id = $1`,
       [id, user],
     )
-    const row = rows[0]
-    return row === undefined ? undefined : { id, store: row.store, role: row.role }
+    const row = rows[0] as { store: string | null; role: Role | null; head: string }
+    const access =
+      row.store === null || row.role === null ? undefined : { id, store: row.store, role: row.role }
+    const members = this.#members
+    this.#unfollow ??= this.#delivery.subscribe((change, sequence) =>
+      members.apply(change, sequence),
+    )
+    members.fill(id, user, access, Number(row.head))
+    return access
   }
 
   async create(actor: string, name: string): Promise<NotebookView | Refusal> {
@@ -310,6 +336,8 @@ export class PostgresDirectory implements Directory {
 
   /** Stops delivering changes of access. */
   close(): void {
+    this.#unfollow?.()
+    this.#members.clear()
     this.#delivery.close()
   }
 
@@ -368,21 +396,26 @@ export class PostgresDirectory implements Directory {
   ): Promise<T | Refusal> {
     await this.#delivery.ready()
     let heard = false
-    const value = await this.#db.transaction<T | Refusal>(async (tx) => {
-      const changes: AccessChange[] = []
-      const value = await work(tx, changes)
-      if (isRefusal(value)) return { commit: false, value }
-      if (changes.length > 0) {
-        await tx.query('SELECT notes_record_access($1::text[], $2)', [
-          changes.map((change) => JSON.stringify(change)),
-          ACCESS_HISTORY,
-        ])
-        heard = true
-      }
-      return { commit: true, value }
-    })
-    if (heard) this.#delivery.pump()
-    return value
+    const changes: AccessChange[] = []
+    try {
+      return await this.#db.transaction<T | Refusal>(async (tx) => {
+        const value = await work(tx, changes)
+        if (isRefusal(value)) return { commit: false, value }
+        if (changes.length > 0) {
+          await tx.query('SELECT notes_record_access($1::text[], $2)', [
+            changes.map((change) => JSON.stringify(change)),
+            ACCESS_HISTORY,
+          ])
+          heard = true
+        }
+        return { commit: true, value }
+      })
+    } finally {
+      // Before the act is acknowledged (or fails, perhaps committed): what it touched is read
+      // again here, whatever the listener has heard.
+      for (const change of changes) this.#members.forget(change)
+      if (heard) this.#delivery.pump()
+    }
   }
 }
 

@@ -69,6 +69,9 @@ export async function importIntoPostgres(
       await client.query('DELETE FROM notes_idempotency')
     }
     await insertDirectory(client, source.directory)
+    // Running instances check the memberships they keep against this head: moved on with no
+    // change logged for it, none kept before the import is used again.
+    await client.query('UPDATE notes_access_clock SET sequence = sequence + 1')
     const sequences = await renewEpochs(client, source)
     let pending: ImportedNote[] = []
     for await (const chunk of source.read()) {

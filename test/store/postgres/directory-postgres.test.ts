@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, afterEach, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import pg from 'pg'
 import {
   type AccessChange,
   isRefusal,
@@ -8,6 +9,7 @@ import {
   type Refusal,
 } from '../../../src/store/directory.js'
 import { PostgresNotebooks } from '../../../src/store/postgres/notebooks.js'
+import { quoteIdent } from '../../../src/store/postgres/schema.js'
 import { AccessLostError, type Notebooks } from '../../../src/store/types.js'
 import {
   type ContractDirectoryOptions,
@@ -76,6 +78,130 @@ if (url !== '') {
   }
 
   runDirectoryContract('PostgresNotebooks', make, reopen)
+
+  /**
+   * One statement on `notebooks`' schema behind its directory's back: what no act does (a member
+   * row gone with no change of access logged), so that a test tells a kept membership from a read.
+   */
+  const behindTheBack = async (notebooks: Notebooks, sql: string, values: unknown[] = []) => {
+    const { schema } = instances.get(notebooks) as { schema: string }
+    const client = new pg.Client({ connectionString: url })
+    await client.connect()
+    try {
+      await client.query(`SET search_path TO ${quoteIdent(schema)}`)
+      await client.query(sql, values)
+    } finally {
+      await client.end()
+    }
+  }
+  const dropRow = (notebooks: Notebooks, id: string, user: string) =>
+    behindTheBack(notebooks, 'DELETE FROM notes_members WHERE notebook = $1 AND sub = $2', [
+      id,
+      user,
+    ])
+  /** Resolves once `notebooks`' directory has heard `count` more changes of access. */
+  const hearing = (notebooks: Notebooks) => {
+    const heard: AccessChange[] = []
+    const stop = notebooks.directory.subscribe((change) => heard.push(change))
+    return {
+      until: async (count: number) => {
+        await waitUntil(() => heard.length >= count)
+      },
+      stop,
+    }
+  }
+
+  describe('PostgresNotebooks: the memberships an instance keeps', () => {
+    it('answers from a membership it read while the log of changes of access has not moved, and reads it again once it has', async () => {
+      const a = make()
+      const nb = ok(await a.directory.create('ann', 'Kept'))
+      ok(await a.directory.setRole('ann', nb.id, 'bob', 'editor'))
+      const editor = { id: nb.id, store: notebookStore(nb.id), role: 'editor' }
+      assert.deepEqual(await a.directory.access('bob', nb.id), editor)
+      await dropRow(a, nb.id, 'bob')
+      // Kept: nothing was logged since it was read.
+      assert.deepEqual(await a.directory.access('bob', nb.id), editor)
+      assert.deepEqual(await a.directory.access('bob', nb.id), editor)
+      // The head moves with nothing this instance could hear: it reads the membership again.
+      await behindTheBack(a, 'UPDATE notes_access_clock SET sequence = sequence + 1')
+      assert.equal(await a.directory.access('bob', nb.id), undefined)
+      assert.equal(await a.directory.access('bob', nb.id), undefined)
+    })
+
+    it('keeps using a membership past changes elsewhere once it has heard them, and forgets one a change touches', async () => {
+      const a = make()
+      const b = reopen(a)
+      const kept = ok(await a.directory.create('ann', 'Kept'))
+      const other = ok(await a.directory.create('ann', 'Other'))
+      ok(await a.directory.setRole('ann', kept.id, 'bob', 'editor'))
+      const editor = { id: kept.id, store: notebookStore(kept.id), role: 'editor' }
+      assert.equal((await b.directory.access('ann', other.id))?.role, 'owner')
+      // Subscribed after the cache (at its first read): heard here, applied there. The first
+      // change it hears tells it where it is (it forgets what it kept before).
+      const heard = hearing(b)
+      ok(await a.directory.setRole('ann', other.id, 'cat', 'viewer'))
+      await heard.until(1)
+      assert.deepEqual(await b.directory.access('bob', kept.id), editor)
+      await dropRow(a, kept.id, 'bob')
+      ok(await a.directory.setRole('ann', other.id, 'dan', 'viewer'))
+      await heard.until(2)
+      assert.deepEqual(await b.directory.access('bob', kept.id), editor)
+      // A change of bob's in that notebook, heard: read again (he joins anew, as a viewer).
+      ok(await a.directory.setRole('ann', kept.id, 'bob', 'viewer'))
+      await heard.until(3)
+      assert.deepEqual(await b.directory.access('bob', kept.id), { ...editor, role: 'viewer' })
+      heard.stop()
+    })
+
+    it('forgets every membership when the changes it hears skip one', async () => {
+      const a = make()
+      const b = reopen(a)
+      const kept = ok(await a.directory.create('ann', 'Kept'))
+      const other = ok(await a.directory.create('ann', 'Other'))
+      ok(await a.directory.setRole('ann', kept.id, 'bob', 'editor'))
+      assert.equal((await b.directory.access('bob', kept.id))?.role, 'editor')
+      const heard = hearing(b)
+      ok(await a.directory.setRole('ann', other.id, 'cat', 'viewer'))
+      await heard.until(1)
+      assert.equal((await b.directory.access('bob', kept.id))?.role, 'editor')
+      await dropRow(a, kept.id, 'bob')
+      // A change never logged (as an import makes), then one logged after it: the one heard does
+      // not follow the last one applied, so nothing kept can be vouched for.
+      await behindTheBack(a, 'UPDATE notes_access_clock SET sequence = sequence + 1')
+      ok(await a.directory.setRole('ann', other.id, 'dan', 'viewer'))
+      await heard.until(2)
+      assert.equal(await b.directory.access('bob', kept.id), undefined)
+      heard.stop()
+    })
+
+    it('answers for the removal on the other instance the moment it is acknowledged, with reads of the kept membership in flight', async () => {
+      const a = make()
+      const b = reopen(a)
+      const nb = ok(await a.directory.create('ann', 'Busy'))
+      let running = true
+      const busy: Promise<void>[] = []
+      const stale: number[] = []
+      for (let round = 0; round < 60; round++) {
+        ok(await a.directory.setRole('ann', nb.id, 'bob', round % 2 === 0 ? 'editor' : 'viewer'))
+        assert.notEqual(await b.directory.access('bob', nb.id), undefined)
+        running = true
+        // Reads of bob's membership on b, one after another on each of 8 loops, until the removal.
+        for (let loop = 0; loop < 8; loop++) {
+          busy.push(
+            (async () => {
+              while (running) await b.directory.access('bob', nb.id)
+            })(),
+          )
+        }
+        await sleep(round % 5)
+        assert.equal(await a.directory.removeMember('ann', nb.id, 'bob'), true)
+        if ((await b.directory.access('bob', nb.id)) !== undefined) stale.push(round)
+        running = false
+        await Promise.all(busy.splice(0))
+      }
+      assert.deepEqual(stale, [])
+    })
+  })
 
   describe('PostgresNotebooks: the directory over two instances', () => {
     it('tells a subscriber on the other instance of a removal at once, and answers for it there', async () => {
