@@ -506,7 +506,7 @@ describe('the notes page offline, in Chromium', { skip: SKIP, concurrency: false
     }, 'both edits kept')
     for (const page of [one, other]) {
       await item(page, both.title).locator('.body', { hasText: both.body }).waitFor()
-      await page.locator('#waiting', { hasText: /^$/ }).waitFor()
+      await eventually(async () => (await page.locator('#waiting').textContent()) === '', 'sent')
       assert.equal(await page.locator('#conflicts li').count(), 0, 'no clash shown')
       assert.equal(await page.locator('#conflicts').isHidden(), true)
     }
