@@ -74,8 +74,10 @@ export class MemoryArchive {
       return
     }
     batch.undo.push(restore)
-    const { etag, modified, change, json } = entry
-    batch.archive.push(() => keepState(entry, etag, modified, change, json, this.#rules, now))
+    const { etag, modified, change, json, bytes } = entry
+    batch.archive.push(() =>
+      keepState(entry, etag, modified, change, json, bytes, this.#rules, now),
+    )
   }
 
   /**
@@ -154,7 +156,8 @@ export class MemoryArchive {
 
   /** `entry`, put back from the trash at `modified`, keeps `old`'s state at the delete as past. */
   putBack(entry: Entry, old: Entry, modified: number): void {
-    keepState(entry, old.etag, old.modified, old.change, old.json, this.#rules, modified)
+    const { etag, modified: at, change, json, bytes } = old
+    keepState(entry, etag, at, change, json, bytes, this.#rules, modified)
   }
 
   /** Removes the note for good; answers the sequence of its delete, or undefined. */

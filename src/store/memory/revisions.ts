@@ -61,7 +61,7 @@ function dropOldest(past: PastStates, budget: HistoryBudget): void {
  * the note's count, then its age (`now` - historyMs), then the service's bytes.
  */
 export function keepPast(entry: Entry, rules: HistoryRules, now: number): void {
-  keepState(entry, entry.etag, entry.modified, entry.change, entry.json, rules, now)
+  keepState(entry, entry.etag, entry.modified, entry.change, entry.json, entry.bytes, rules, now)
 }
 
 /** keepPast for a state given apart from the entry (a batch's, kept once the batch is). */
@@ -71,6 +71,8 @@ export function keepState(
   at: number,
   change: Revision['change'],
   json: string,
+  /** The UTF-8 length of `json`. */
+  bytes: number,
   rules: HistoryRules,
   now: number,
 ): void {
@@ -82,7 +84,7 @@ export function keepState(
   }
   past.push(etag, at, change, json)
   const { budget } = rules
-  budget.kept(past, etag, Buffer.byteLength(json))
+  budget.kept(past, etag, bytes)
   while (past.length > (rules.noteHistory - 1) * STRIDE) dropOldest(past, budget)
   const oldest = now - rules.historyMs
   while (past.length > 0 && (past[1] as number) < oldest) dropOldest(past, budget)
