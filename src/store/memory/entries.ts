@@ -2,8 +2,15 @@ import { isIndexable } from '../kernel/id-placement.js'
 import type { IdSpace } from '../kernel/id-space.js'
 import type { NoteRecord, PageQuery } from '../types.js'
 
-/** The past states of an entry (revisions.ts): [etag, at, change, json, etag, at, ...]. */
-export type PastStates = (string | number)[]
+/** The past states of an entry (revisions.ts), oldest first. */
+export interface PastStates {
+  /** [etag, json, etag, json, ...]: two slots a state. */
+  readonly refs: string[]
+  /** When each state was written (ms): one slot a state, doubles unboxed. */
+  readonly times: number[]
+  /** The ETags of the states a create made (the first, a restore from the trash), oldest first. */
+  created: string[] | undefined
+}
 
 /**
  * How a memory store holds its notes: entries in an array in list order (positions increase

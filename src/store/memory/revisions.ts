@@ -3,12 +3,13 @@ import type { Entry, PastStates } from './entries.js'
 
 /**
  * A memory store's revisions. A note's current state is its entry; its past states are kept in
- * the entry's `past`, oldest first, four slots each (the state's ETag, its time, its change and
- * its JSON), a flat array so that a revision costs its slots and not an object of its own. The
- * JSON strings are the ones the note held, never copied. An entry put back from the trash takes
- * the array of the entry it was, so that the budget's queue still finds its states.
+ * the entry's `past` (PastStates), oldest first: two slots each in `refs` (the state's ETag and its
+ * JSON) and its time in `times`, an array of doubles kept unboxed, so that a revision costs three
+ * slots and no object of its own. Which states a create made (the first, and each restore from the
+ * trash) is the short list `created`; every other one is an update. The JSON strings are the ones
+ * the note held, never copied. An entry put back from the trash takes the PastStates of the entry
+ * it was, so that the budget's queue still finds its states.
  */
-const STRIDE = 4
 
 /**
  * The bytes of past revisions over a whole service, and the order they were kept in, so that
@@ -34,7 +35,7 @@ export class HistoryBudget {
       const oldest = this.#queue[this.#head] as PastStates
       const oldestEtag = this.#queue[this.#head + 1] as string
       this.#head += 2
-      if (oldest[0] === oldestEtag) dropOldest(oldest, this)
+      if (oldest.refs[0] === oldestEtag) dropOldest(oldest, this)
     }
     if (this.#head > 1024 && this.#head * 2 > this.#queue.length) {
       this.#queue = this.#queue.slice(this.#head)
@@ -52,8 +53,14 @@ export interface HistoryRules {
 }
 
 function dropOldest(past: PastStates, budget: HistoryBudget): void {
-  budget.bytes -= Buffer.byteLength(past[3] as string)
-  past.splice(0, STRIDE)
+  const { refs, created } = past
+  budget.bytes -= Buffer.byteLength(refs[1] as string)
+  if (created !== undefined && created[0] === refs[0]) {
+    created.shift()
+    if (created.length === 0) past.created = undefined
+  }
+  refs.splice(0, 2)
+  past.times.shift()
 }
 
 /**
@@ -79,30 +86,47 @@ export function keepState(
   if (rules.noteHistory <= 1) return
   let past = entry.past
   if (past === undefined) {
-    past = []
+    past = { refs: [], times: [], created: undefined }
     entry.past = past
   }
-  past.push(etag, at, change, json)
+  push(past, etag, at, change, json)
   const { budget } = rules
   budget.kept(past, etag, bytes)
-  while (past.length > (rules.noteHistory - 1) * STRIDE) dropOldest(past, budget)
+  const { times } = past
+  while (times.length > rules.noteHistory - 1) dropOldest(past, budget)
   const oldest = now - rules.historyMs
-  while (past.length > 0 && (past[1] as number) < oldest) dropOldest(past, budget)
+  while (times.length > 0 && (times[0] as number) < oldest) dropOldest(past, budget)
+}
+
+function push(
+  past: PastStates,
+  etag: string,
+  at: number,
+  change: Revision['change'],
+  json: string,
+) {
+  past.refs.push(etag, json)
+  past.times.push(at)
+  if (change === 'created') {
+    if (past.created === undefined) past.created = [etag]
+    else past.created.push(etag)
+  }
 }
 
 /** Lets go of every past state of the entry (it left the store for good). */
 export function dropPast(entry: Entry, budget: HistoryBudget): void {
   const { past } = entry
-  while (past !== undefined && past.length > 0) dropOldest(past, budget)
+  while (past !== undefined && past.times.length > 0) dropOldest(past, budget)
 }
 
-/** The revision at slot `at` of past states. */
-function pastRevision(past: PastStates, at: number): Revision {
+/** The past state at index `i` (0 the oldest). */
+function pastRevision(past: PastStates, i: number): Revision {
+  const etag = past.refs[2 * i] as string
   return {
-    version: (past[at] as string).slice(1, -1),
-    at: past[at + 1] as number,
-    change: past[at + 2] as Revision['change'],
-    json: past[at + 3] as string,
+    version: etag.slice(1, -1),
+    at: past.times[i] as number,
+    change: past.created?.includes(etag) === true ? 'created' : 'updated',
+    json: past.refs[2 * i + 1] as string,
   }
 }
 
@@ -140,11 +164,11 @@ export function revisionPage(
   if (after === undefined || sequenceOf(entry.etag) < after) {
     if (!take(currentRevision(entry))) return { revisions, next: undefined }
   }
-  const past = entry.past ?? []
-  for (let at = past.length - STRIDE; at >= 0; at -= STRIDE) {
-    if ((past[at + 1] as number) < oldest) break
-    if (after !== undefined && sequenceOf(past[at] as string) >= after) continue
-    if (!take(pastRevision(past, at))) break
+  const past = entry.past
+  for (let i = (past?.times.length ?? 0) - 1; past !== undefined && i >= 0; i--) {
+    if ((past.times[i] as number) < oldest) break
+    if (after !== undefined && sequenceOf(past.refs[2 * i] as string) >= after) continue
+    if (!take(pastRevision(past, i))) break
   }
   return { revisions, next: more ? revisions[revisions.length - 1]?.version : undefined }
 }
@@ -153,10 +177,11 @@ export function revisionPage(
 export function findRevision(entry: Entry, version: string, oldest: number): Revision | undefined {
   const etag = JSON.stringify(version)
   if (entry.etag === etag) return currentRevision(entry)
-  const past = entry.past ?? []
-  for (let at = past.length - STRIDE; at >= 0; at -= STRIDE) {
-    if (past[at] === etag)
-      return (past[at + 1] as number) < oldest ? undefined : pastRevision(past, at)
+  const past = entry.past
+  for (let i = (past?.times.length ?? 0) - 1; past !== undefined && i >= 0; i--) {
+    if (past.refs[2 * i] === etag) {
+      return (past.times[i] as number) < oldest ? undefined : pastRevision(past, i)
+    }
   }
   return undefined
 }
@@ -164,9 +189,9 @@ export function findRevision(entry: Entry, version: string, oldest: number): Rev
 /** The past states as an image keeps them (oldest first), and back. */
 export function pastOf(entry: Entry): Revision[] | undefined {
   const past = entry.past
-  if (past === undefined || past.length === 0) return undefined
+  if (past === undefined || past.times.length === 0) return undefined
   const revisions: Revision[] = []
-  for (let at = 0; at < past.length; at += STRIDE) revisions.push(pastRevision(past, at))
+  for (let i = 0; i < past.times.length; i++) revisions.push(pastRevision(past, i))
   return revisions
 }
 
@@ -177,11 +202,11 @@ export function loadPast(
   budget: HistoryBudget,
 ): void {
   if (revisions.length === 0) return
-  const past: PastStates = []
+  const past: PastStates = { refs: [], times: [], created: undefined }
   entry.past = past
   for (const { version, at, change, json } of revisions) {
     const etag = JSON.stringify(version)
-    past.push(etag, at, change, json)
+    push(past, etag, at, change, json)
     budget.kept(past, etag, Buffer.byteLength(json))
   }
 }
