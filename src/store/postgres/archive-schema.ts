@@ -1,0 +1,446 @@
+/**
+ * Migration 6 (MIGRATIONS, migrations.ts): history and trash.
+ *
+ * - notes_revisions holds each note's PAST states only: the current state is the note's own row
+ *   (its json, `written` as its version, `modified` as its time; 'created' when written =
+ *   position, which only a create, a restore from the trash or an import leaves). An update moves
+ *   the state it replaces there, in the same call of notes_update, so a PATCH stays one round trip
+ *   and a create costs nothing more. Revisions are keyed by the note's list position, which a
+ *   restore from the trash renumbers (the note goes to the end of the list).
+ * - notes_trash holds deleted notes (with their search text, so that a restore puts back the very
+ *   row), numbered by the delete's change sequence. They count toward the caps: trash_notes and
+ *   trash_bytes on the notebook's clock row and on the service's, beside the live counts that
+ *   stats report. Trash past its time is counted only when a cap would refuse (notes_no_room
+ *   then counts what is still within it), and removed by the notebook's next delete or trash act.
+ * - notes_clock.history_bytes counts the past revisions' bytes over the service: past the bound,
+ *   the oldest go (notes_keep_revision), under the service's clock row that every write holds.
+ *
+ * p_limits, the array every write function takes: the service's most notes and bytes, the
+ * notebook's most notes and bytes, the change history kept, then the revisions a note keeps (its
+ * current state included), their age limit in ms, the service's bytes of past revisions, and the
+ * trash's time in ms (0: no trash).
+ */
+export const ARCHIVE_MIGRATION: { version: number; sql: string } = {
+  version: 6,
+  sql: `
+ALTER TABLE notes_notebooks ADD COLUMN trash_notes bigint NOT NULL DEFAULT 0,
+  ADD COLUMN trash_bytes bigint NOT NULL DEFAULT 0;
+ALTER TABLE notes_clock ADD COLUMN trash_notes bigint NOT NULL DEFAULT 0,
+  ADD COLUMN trash_bytes bigint NOT NULL DEFAULT 0,
+  ADD COLUMN history_bytes bigint NOT NULL DEFAULT 0;
+
+CREATE TABLE notes_revisions (
+  notebook text NOT NULL,
+  position bigint NOT NULL,
+  sequence bigint NOT NULL,
+  at bigint NOT NULL,
+  change text NOT NULL CHECK (change IN ('created', 'updated')),
+  json text NOT NULL,
+  PRIMARY KEY (notebook, position, sequence)
+);
+CREATE INDEX notes_revisions_by_age ON notes_revisions (at);
+
+CREATE TABLE notes_trash (
+  notebook text NOT NULL,
+  sequence bigint NOT NULL,
+  position bigint NOT NULL,
+  id double precision,
+  json text NOT NULL,
+  written bigint NOT NULL,
+  modified bigint NOT NULL,
+  search text NOT NULL,
+  deleted bigint NOT NULL,
+  PRIMARY KEY (notebook, sequence)
+);
+CREATE INDEX notes_trash_by_id ON notes_trash (notebook, id, sequence) WHERE id IS NOT NULL;
+CREATE INDEX notes_trash_by_age ON notes_trash (notebook, deleted);
+
+-- As before, with the trash counted toward every cap; what passed its time (p_limits[9]) is left
+-- out, counted exactly only when the counts with it would refuse.
+DROP FUNCTION notes_no_room(notes_notebooks, notes_clock, bigint, bigint, bigint[], text);
+CREATE FUNCTION notes_no_room(
+  n notes_notebooks, c notes_clock, p_notes bigint, p_bytes bigint, p_limits bigint[],
+  p_holder text, p_now bigint)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  v_notes bigint := n.trash_notes;
+  v_bytes bigint := n.trash_bytes;
+BEGIN
+  IF v_notes > 0 AND ((p_notes > 0 AND n.notes + v_notes + p_notes > p_limits[3])
+      OR (p_bytes > 0 AND n.bytes + v_bytes + p_bytes > p_limits[4])) THEN
+    SELECT count(*), coalesce(sum(octet_length(json)), 0) INTO v_notes, v_bytes FROM notes_trash
+      WHERE notebook = n.notebook AND deleted > p_now - p_limits[9];
+  END IF;
+  IF p_notes > 0 AND n.notes + v_notes + p_notes > p_limits[3] THEN
+    RETURN format('%s holds its maximum of %s notes.', p_holder, p_limits[3]);
+  END IF;
+  IF p_bytes > 0 AND n.bytes + v_bytes + p_bytes > p_limits[4] THEN
+    RETURN format('%s holds its maximum of %s bytes of notes.', p_holder, p_limits[4]);
+  END IF;
+  v_notes := c.trash_notes;
+  v_bytes := c.trash_bytes;
+  IF v_notes > 0 AND ((p_notes > 0 AND c.notes + v_notes + p_notes > p_limits[1])
+      OR (p_bytes > 0 AND c.bytes + v_bytes + p_bytes > p_limits[2])) THEN
+    SELECT count(*), coalesce(sum(octet_length(json)), 0) INTO v_notes, v_bytes FROM notes_trash
+      WHERE deleted > p_now - p_limits[9];
+  END IF;
+  IF p_notes > 0 AND c.notes + v_notes + p_notes > p_limits[1] THEN
+    RETURN format('The service holds its maximum of %s notes.', p_limits[1]);
+  END IF;
+  IF p_bytes > 0 AND c.bytes + v_bytes + p_bytes > p_limits[2] THEN
+    RETURN format('The service holds its maximum of %s bytes of notes.', p_limits[2]);
+  END IF;
+  RETURN NULL;
+END $$;
+
+-- Keeps a past state of the note at p_position (when p_json is not NULL), then trims the note's
+-- past revisions to the newest p_limits[6] - 1 (dropping its oldest ones past their age on the
+-- way), and the service's, oldest first, to p_limits[8] bytes. p_held: the bytes of past
+-- revisions before; answers them after. The caller holds the service's clock row.
+CREATE FUNCTION notes_keep_revision(
+  p_notebook text, p_position bigint, p_sequence bigint, p_at bigint, p_change text,
+  p_json text, p_now bigint, p_limits bigint[], p_held bigint)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  v_held bigint := p_held;
+  v_gone bigint;
+  v_last bigint;
+  r record;
+BEGIN
+  IF p_json IS NOT NULL THEN
+    INSERT INTO notes_revisions (notebook, position, sequence, at, change, json)
+      VALUES (p_notebook, p_position, p_sequence, p_at, p_change, p_json);
+    v_held := v_held + octet_length(p_json);
+  END IF;
+  SELECT sequence INTO v_last FROM notes_revisions
+    WHERE notebook = p_notebook AND position = p_position
+    ORDER BY sequence DESC OFFSET greatest(p_limits[6] - 1, 0) LIMIT 1;
+  IF FOUND THEN
+    WITH gone AS (
+      DELETE FROM notes_revisions
+      WHERE notebook = p_notebook AND position = p_position AND sequence <= v_last
+      RETURNING octet_length(json) AS bytes)
+    SELECT coalesce(sum(bytes), 0) INTO v_gone FROM gone;
+    v_held := v_held - v_gone;
+  END IF;
+  WITH gone AS (
+    DELETE FROM notes_revisions
+    WHERE notebook = p_notebook AND position = p_position AND at <= p_now - p_limits[7]
+      AND sequence IN (SELECT sequence FROM notes_revisions
+        WHERE notebook = p_notebook AND position = p_position ORDER BY sequence LIMIT 4)
+    RETURNING octet_length(json) AS bytes)
+  SELECT coalesce(sum(bytes), 0) INTO v_gone FROM gone;
+  v_held := v_held - v_gone;
+  IF v_held > p_limits[8] THEN
+    FOR r IN SELECT notebook, position, sequence, octet_length(json) AS bytes
+        FROM notes_revisions ORDER BY at LOOP
+      EXIT WHEN v_held <= p_limits[8];
+      DELETE FROM notes_revisions
+        WHERE notebook = r.notebook AND position = r.position AND sequence = r.sequence;
+      v_held := v_held - r.bytes;
+    END LOOP;
+  END IF;
+  RETURN v_held;
+END $$;
+
+-- Removes the trashed notes of p_notebook with these sequences, with their revisions, for good,
+-- giving their room back to the notebook's and the service's counts; answers how many went.
+-- The caller holds the notebook's clock row (this locks the service's after it).
+CREATE FUNCTION notes_remove_trash(p_notebook text, p_sequences bigint[])
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  v_notes bigint;
+  v_bytes bigint;
+  v_history bigint;
+BEGIN
+  -- The service's row before any revision: the trim of the oldest (notes_keep_revision) deletes
+  -- revisions of every notebook under it, so a delete of them without it could deadlock.
+  PERFORM 1 FROM notes_clock FOR UPDATE;
+  WITH gone AS (
+    DELETE FROM notes_trash WHERE notebook = p_notebook AND sequence = ANY (p_sequences)
+    RETURNING position, octet_length(json) AS bytes),
+  revisions AS (
+    DELETE FROM notes_revisions r USING gone
+    WHERE r.notebook = p_notebook AND r.position = gone.position
+    RETURNING octet_length(r.json) AS bytes)
+  SELECT (SELECT count(*) FROM gone), (SELECT coalesce(sum(bytes), 0) FROM gone),
+    (SELECT coalesce(sum(bytes), 0) FROM revisions)
+  INTO v_notes, v_bytes, v_history;
+  IF v_notes = 0 THEN
+    RETURN 0;
+  END IF;
+  UPDATE notes_notebooks SET trash_notes = trash_notes - v_notes, trash_bytes = trash_bytes - v_bytes
+    WHERE notebook = p_notebook;
+  UPDATE notes_clock SET trash_notes = trash_notes - v_notes, trash_bytes = trash_bytes - v_bytes,
+    history_bytes = history_bytes - v_history;
+  RETURN v_notes;
+END $$;
+
+-- The notebook's trashed notes past their time go (the caller holds its clock row).
+CREATE FUNCTION notes_expire_trash(p_notebook text, p_now bigint, p_trash_ms bigint)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM notes_trash
+      WHERE notebook = p_notebook AND deleted <= p_now - p_trash_ms) THEN
+    PERFORM notes_remove_trash(p_notebook, ARRAY(SELECT sequence FROM notes_trash
+      WHERE notebook = p_notebook AND deleted <= p_now - p_trash_ms));
+  END IF;
+END $$;
+
+CREATE OR REPLACE FUNCTION notes_create(
+  p_notebook text, p_now bigint[], p_prefix text[], p_suffix text[], p_search text[],
+  p_limits bigint[], p_holder text,
+  p_key text, p_fingerprint text, p_key_expires bigint, p_max_keys bigint)
+RETURNS TABLE (r_json text, r_written bigint, r_modified bigint, r_full text,
+  r_replayed boolean, r_fingerprint text)
+LANGUAGE plpgsql AS $$
+DECLARE
+  n notes_notebooks%ROWTYPE;
+  c notes_clock%ROWTYPE;
+  k notes_idempotency%ROWTYPE;
+  v_id bigint;
+  v_json text;
+  v_full text;
+BEGIN
+  SELECT * INTO n FROM notes_notebooks WHERE notebook = p_notebook FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'notebook % is not open', p_notebook;
+  END IF;
+  SELECT * INTO c FROM notes_clock FOR UPDATE;
+  IF p_key IS NOT NULL THEN
+    SELECT * INTO k FROM notes_idempotency
+      WHERE notebook = p_notebook AND key = p_key AND expires > p_now[1];
+    IF FOUND THEN
+      RETURN QUERY SELECT k.json, k.written, k.modified, NULL::text, true, k.fingerprint;
+      RETURN;
+    END IF;
+  END IF;
+  FOR i IN 1 .. coalesce(array_length(p_now, 1), 0) LOOP
+    v_full := notes_no_room(n, c, 1, 0, p_limits, p_holder, p_now[i]);
+    IF v_full IS NULL THEN
+      v_id := greatest(p_now[i], c.last_id + 1);
+      WHILE EXISTS (SELECT 1 FROM notes WHERE id = v_id) LOOP
+        v_id := v_id + 1;
+      END LOOP;
+      v_json := p_prefix[i] || v_id::text || p_suffix[i];
+      v_full := notes_no_room(n, c, 0, octet_length(v_json), p_limits, p_holder, p_now[i]);
+    END IF;
+    IF v_full IS NOT NULL THEN
+      IF p_key IS NOT NULL THEN
+        RAISE EXCEPTION '%', v_full USING ERRCODE = 'NS507';
+      END IF;
+      RETURN QUERY SELECT NULL::text, NULL::bigint, NULL::bigint, v_full, false, NULL::text;
+      CONTINUE;
+    END IF;
+    n.sequence := n.sequence + 1;
+    n.notes := n.notes + 1;
+    n.bytes := n.bytes + octet_length(v_json);
+    c.last_id := v_id;
+    c.notes := c.notes + 1;
+    c.bytes := c.bytes + octet_length(v_json);
+    INSERT INTO notes (notebook, position, id, json, written, modified, search)
+      VALUES (p_notebook, n.sequence, v_id, v_json, n.sequence, p_now[i], p_search[i]);
+    PERFORM notes_record_change(p_notebook, n.sequence, 'created', v_json, p_limits[5]);
+    IF p_key IS NOT NULL THEN
+      INSERT INTO notes_idempotency (notebook, key, fingerprint, json, written, modified, expires)
+        VALUES (p_notebook, p_key, p_fingerprint, v_json, n.sequence, p_now[i], p_key_expires)
+        ON CONFLICT (notebook, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint,
+          json = EXCLUDED.json, written = EXCLUDED.written, modified = EXCLUDED.modified,
+          expires = EXCLUDED.expires;
+      IF n.sequence % 256 = 0 THEN
+        DELETE FROM notes_idempotency WHERE notebook = p_notebook AND expires <= p_now[i];
+        DELETE FROM notes_idempotency WHERE notebook = p_notebook AND key IN (
+          SELECT key FROM notes_idempotency WHERE notebook = p_notebook
+          ORDER BY expires DESC OFFSET p_max_keys);
+      END IF;
+    END IF;
+    RETURN QUERY SELECT v_json, n.sequence, p_now[i], NULL::text, false, p_fingerprint;
+  END LOOP;
+  UPDATE notes_notebooks SET sequence = n.sequence, notes = n.notes, bytes = n.bytes
+    WHERE notebook = p_notebook;
+  UPDATE notes_clock SET last_id = c.last_id, notes = c.notes, bytes = c.bytes;
+END $$;
+
+-- As before, and the state it replaces becomes a past revision (with p_limits[6] > 1).
+CREATE OR REPLACE FUNCTION notes_update(
+  p_notebook text, p_position bigint, p_written bigint, p_json text, p_id double precision,
+  p_search text, p_now bigint, p_limits bigint[], p_holder text)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  n notes_notebooks%ROWTYPE;
+  c notes_clock%ROWTYPE;
+  v_old text;
+  v_modified bigint;
+  v_growth bigint;
+  v_full text;
+BEGIN
+  SELECT * INTO n FROM notes_notebooks WHERE notebook = p_notebook FOR UPDATE;
+  SELECT * INTO c FROM notes_clock FOR UPDATE;
+  SELECT json, modified INTO v_old, v_modified FROM notes
+    WHERE notebook = p_notebook AND position = p_position AND written = p_written;
+  IF NOT FOUND THEN
+    RETURN NULL;
+  END IF;
+  v_growth := octet_length(p_json) - octet_length(v_old);
+  v_full := notes_no_room(n, c, 0, v_growth, p_limits, p_holder, p_now);
+  IF v_full IS NOT NULL THEN
+    RAISE EXCEPTION '%', v_full USING ERRCODE = 'NS507';
+  END IF;
+  n.sequence := n.sequence + 1;
+  IF p_limits[6] > 1 THEN
+    c.history_bytes := notes_keep_revision(p_notebook, p_position, p_written, v_modified,
+      CASE WHEN p_written = p_position THEN 'created' ELSE 'updated' END, v_old, p_now, p_limits,
+      c.history_bytes);
+  END IF;
+  UPDATE notes_notebooks SET sequence = n.sequence, bytes = n.bytes + v_growth
+    WHERE notebook = p_notebook;
+  UPDATE notes_clock SET bytes = c.bytes + v_growth, history_bytes = c.history_bytes;
+  UPDATE notes SET json = p_json, id = p_id, written = n.sequence, modified = p_now, search = p_search
+    WHERE notebook = p_notebook AND position = p_position;
+  PERFORM notes_record_change(p_notebook, n.sequence, 'updated', p_json, p_limits[5]);
+  RETURN n.sequence;
+END $$;
+
+-- As before, and with a trash (p_limits[9] > 0) the note goes there, numbered by this delete,
+-- with its revisions; without one its revisions go with it. The notebook's trash past its time
+-- goes too.
+DROP FUNCTION notes_delete(text, bigint, bigint, text, bigint);
+CREATE FUNCTION notes_delete(
+  p_notebook text, p_position bigint, p_written bigint, p_data text, p_now bigint,
+  p_limits bigint[])
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  n notes_notebooks%ROWTYPE;
+  c notes_clock%ROWTYPE;
+  d notes%ROWTYPE;
+  v_bytes bigint;
+  v_trashed bigint := 0;
+  v_history bigint := 0;
+BEGIN
+  SELECT * INTO n FROM notes_notebooks WHERE notebook = p_notebook FOR UPDATE;
+  SELECT * INTO c FROM notes_clock FOR UPDATE;
+  DELETE FROM notes WHERE notebook = p_notebook AND position = p_position AND written = p_written
+    RETURNING * INTO d;
+  IF NOT FOUND THEN
+    RETURN NULL;
+  END IF;
+  v_bytes := octet_length(d.json);
+  n.sequence := n.sequence + 1;
+  IF p_limits[9] > 0 THEN
+    INSERT INTO notes_trash (notebook, sequence, position, id, json, written, modified, search, deleted)
+      VALUES (p_notebook, n.sequence, d.position, d.id, d.json, d.written, d.modified, d.search, p_now);
+    v_trashed := 1;
+  ELSE
+    WITH gone AS (
+      DELETE FROM notes_revisions WHERE notebook = p_notebook AND position = d.position
+      RETURNING octet_length(json) AS bytes)
+    SELECT coalesce(sum(bytes), 0) INTO v_history FROM gone;
+  END IF;
+  UPDATE notes_notebooks SET sequence = n.sequence, notes = n.notes - 1, bytes = n.bytes - v_bytes,
+    trash_notes = n.trash_notes + v_trashed, trash_bytes = n.trash_bytes + v_trashed * v_bytes
+    WHERE notebook = p_notebook;
+  UPDATE notes_clock SET notes = c.notes - 1, bytes = c.bytes - v_bytes,
+    trash_notes = c.trash_notes + v_trashed, trash_bytes = c.trash_bytes + v_trashed * v_bytes,
+    history_bytes = c.history_bytes - v_history;
+  PERFORM notes_record_change(p_notebook, n.sequence, 'deleted', p_data, p_limits[5]);
+  PERFORM notes_expire_trash(p_notebook, p_now, p_limits[9]);
+  RETURN n.sequence;
+END $$;
+
+-- Puts the most recently deleted note with id p_id (still within its time) back at the end of the
+-- list, with its content and revisions, as a new write (a 'created' change and revision). Answers
+-- the note, or r_refusal 'absent' (no such note in the trash) or 'taken' (a live note has the id).
+-- It needs no room: the trash counted toward the caps already.
+CREATE FUNCTION notes_untrash(
+  p_notebook text, p_id double precision, p_now bigint, p_limits bigint[])
+RETURNS TABLE (r_json text, r_written bigint, r_modified bigint, r_refusal text)
+LANGUAGE plpgsql AS $$
+DECLARE
+  n notes_notebooks%ROWTYPE;
+  c notes_clock%ROWTYPE;
+  t notes_trash%ROWTYPE;
+  v_bytes bigint;
+BEGIN
+  SELECT * INTO n FROM notes_notebooks WHERE notebook = p_notebook FOR UPDATE;
+  SELECT * INTO c FROM notes_clock FOR UPDATE;
+  SELECT * INTO t FROM notes_trash
+    WHERE notebook = p_notebook AND id = p_id AND deleted > p_now - p_limits[9]
+    ORDER BY sequence DESC LIMIT 1;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT NULL::text, NULL::bigint, NULL::bigint, 'absent'::text;
+    RETURN;
+  END IF;
+  IF EXISTS (SELECT 1 FROM notes WHERE id = p_id AND notebook = p_notebook) THEN
+    RETURN QUERY SELECT NULL::text, NULL::bigint, NULL::bigint, 'taken'::text;
+    RETURN;
+  END IF;
+  DELETE FROM notes_trash WHERE notebook = p_notebook AND sequence = t.sequence;
+  v_bytes := octet_length(t.json);
+  n.sequence := n.sequence + 1;
+  UPDATE notes_revisions SET position = n.sequence
+    WHERE notebook = p_notebook AND position = t.position;
+  IF p_limits[6] > 1 THEN
+    c.history_bytes := notes_keep_revision(p_notebook, n.sequence, t.written, t.modified,
+      CASE WHEN t.written = t.position THEN 'created' ELSE 'updated' END, t.json, p_now, p_limits,
+      c.history_bytes);
+  END IF;
+  INSERT INTO notes (notebook, position, id, json, written, modified, search)
+    VALUES (p_notebook, n.sequence, t.id, t.json, n.sequence, p_now, t.search);
+  UPDATE notes_notebooks SET sequence = n.sequence, notes = n.notes + 1, bytes = n.bytes + v_bytes,
+    trash_notes = n.trash_notes - 1, trash_bytes = n.trash_bytes - v_bytes
+    WHERE notebook = p_notebook;
+  UPDATE notes_clock SET notes = c.notes + 1, bytes = c.bytes + v_bytes,
+    trash_notes = c.trash_notes - 1, trash_bytes = c.trash_bytes - v_bytes,
+    history_bytes = c.history_bytes;
+  PERFORM notes_record_change(p_notebook, n.sequence, 'created', t.json, p_limits[5]);
+  PERFORM notes_expire_trash(p_notebook, p_now, p_limits[9]);
+  RETURN QUERY SELECT t.json, n.sequence, p_now, NULL::text;
+END $$;
+
+-- Removes from the trash for good the most recently deleted note with id p_id (p_id NULL: every
+-- one) still within its time, and every one past it; answers how many went within their time.
+-- No change: the notebook's version stays.
+CREATE FUNCTION notes_purge(p_notebook text, p_id double precision, p_now bigint, p_trash_ms bigint)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  v_sequences bigint[];
+BEGIN
+  PERFORM 1 FROM notes_notebooks WHERE notebook = p_notebook FOR UPDATE;
+  IF p_id IS NULL THEN
+    v_sequences := ARRAY(SELECT sequence FROM notes_trash
+      WHERE notebook = p_notebook AND deleted > p_now - p_trash_ms);
+  ELSE
+    v_sequences := ARRAY(SELECT sequence FROM notes_trash
+      WHERE notebook = p_notebook AND id = p_id AND deleted > p_now - p_trash_ms
+      ORDER BY sequence DESC LIMIT 1);
+  END IF;
+  PERFORM notes_remove_trash(p_notebook, v_sequences);
+  PERFORM notes_expire_trash(p_notebook, p_now, p_trash_ms);
+  RETURN coalesce(array_length(v_sequences, 1), 0);
+END $$;
+
+-- As before, with the notebook's revisions and trash, and their room given back.
+CREATE OR REPLACE FUNCTION notes_drop_notebook(p_notebook text)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  n notes_notebooks%ROWTYPE;
+  v_history bigint;
+BEGIN
+  SELECT * INTO n FROM notes_notebooks WHERE notebook = p_notebook FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  PERFORM notes_remove_trash(p_notebook, ARRAY(SELECT sequence FROM notes_trash
+    WHERE notebook = p_notebook));
+  WITH gone AS (
+    DELETE FROM notes_revisions WHERE notebook = p_notebook RETURNING octet_length(json) AS bytes)
+  SELECT coalesce(sum(bytes), 0) INTO v_history FROM gone;
+  UPDATE notes_clock SET notes = notes - n.notes, bytes = bytes - n.bytes,
+    history_bytes = history_bytes - v_history;
+  DELETE FROM notes WHERE notebook = p_notebook;
+  DELETE FROM notes_changes WHERE notebook = p_notebook;
+  DELETE FROM notes_idempotency WHERE notebook = p_notebook;
+  DELETE FROM notes_notebooks WHERE notebook = p_notebook;
+END $$;
+`,
+}
