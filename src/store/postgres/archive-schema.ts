@@ -56,7 +56,8 @@ CREATE INDEX notes_trash_by_id ON notes_trash (notebook, id, sequence) WHERE id 
 CREATE INDEX notes_trash_by_age ON notes_trash (notebook, deleted);
 
 -- As before, with the trash counted toward every cap; what passed its time (p_limits[9]) is left
--- out, counted exactly only when the counts with it would refuse.
+-- out, counted exactly only when the counts with it would refuse. A refusal of the notebook's
+-- caps while its trash holds notes ends in ' [trash]' (storeFull, queries.ts, gives the advice).
 DROP FUNCTION notes_no_room(notes_notebooks, notes_clock, bigint, bigint, bigint[], text);
 CREATE FUNCTION notes_no_room(
   n notes_notebooks, c notes_clock, p_notes bigint, p_bytes bigint, p_limits bigint[],
@@ -72,10 +73,12 @@ BEGIN
       WHERE notebook = n.notebook AND deleted > p_now - p_limits[9];
   END IF;
   IF p_notes > 0 AND n.notes + v_notes + p_notes > p_limits[3] THEN
-    RETURN format('%s holds its maximum of %s notes.', p_holder, p_limits[3]);
+    RETURN format('%s holds its maximum of %s notes.', p_holder, p_limits[3])
+      || CASE WHEN v_notes > 0 THEN ' [trash]' ELSE '' END;
   END IF;
   IF p_bytes > 0 AND n.bytes + v_bytes + p_bytes > p_limits[4] THEN
-    RETURN format('%s holds its maximum of %s bytes of notes.', p_holder, p_limits[4]);
+    RETURN format('%s holds its maximum of %s bytes of notes.', p_holder, p_limits[4])
+      || CASE WHEN v_notes > 0 THEN ' [trash]' ELSE '' END;
   END IF;
   v_notes := c.trash_notes;
   v_bytes := c.trash_bytes;

@@ -83,10 +83,17 @@ export function bigintOf(value: number): number {
 
 /** The refusal of a write past a cap; the service's caps come with the advice that fits them. */
 export function storeFull(message: string): StoreFullError {
-  return message.startsWith('The service ')
-    ? new StoreFullError(message, SHARED_ROOM_ADVICE)
-    : new StoreFullError(message)
+  if (message.startsWith('The service ')) return new StoreFullError(message, SHARED_ROOM_ADVICE)
+  // The notebook's own caps, while its trash holds notes (notes_no_room): the trash holds room.
+  if (message.endsWith(TRASH_MARK)) {
+    return new StoreFullError(message.slice(0, -TRASH_MARK.length), TRASH_ADVICE)
+  }
+  return new StoreFullError(message)
 }
+
+const TRASH_MARK = ' [trash]'
+const TRASH_ADVICE =
+  'Delete notes, or empty the trash, to make room: deleted notes count until they leave it.'
 
 export async function findNote(db: NotebookDb, id: number): Promise<NoteRow | undefined> {
   const { rows } = await db.read<NoteRow>(

@@ -288,7 +288,12 @@ if (postgresAvailable('PostgreSQL history and trash')) {
       await store.create({})
       await store.create({})
       await store.delete(1000)
-      await assert.rejects(store.create({}), StoreFullError)
+      await assert.rejects(store.create({}), {
+        name: 'StoreFullError',
+        message: 'The store holds its maximum of 2 notes.',
+        advice:
+          'Delete notes, or empty the trash, to make room: deleted notes count until they leave it.',
+      })
       assert.equal(await store.purge(1000), true)
       await store.create({})
       await store.delete(1001)
