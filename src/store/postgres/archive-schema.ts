@@ -13,7 +13,7 @@
  *   stats report. Trash past its time is counted only when a cap would refuse (notes_no_room
  *   then counts what is still within it), and removed by the notebook's next delete or trash act.
  * - notes_clock.history_bytes counts the past revisions' bytes over the service: past the bound,
- *   the oldest go (notes_keep_revision), under the service's clock row that every write holds.
+ *   the oldest go (notes_trim_revisions), under the service's clock row that every write holds.
  *
  * p_limits, the array every write function takes: the service's most notes and bytes, the
  * notebook's most notes and bytes, the change history kept, then the revisions a note keeps (its
@@ -25,6 +25,7 @@ export const ARCHIVE_MIGRATION: { version: number; sql: string } = {
   sql: `
 ALTER TABLE notes_notebooks ADD COLUMN trash_notes bigint NOT NULL DEFAULT 0,
   ADD COLUMN trash_bytes bigint NOT NULL DEFAULT 0;
+ALTER TABLE notes ADD COLUMN revisions integer NOT NULL DEFAULT 0;
 ALTER TABLE notes_clock ADD COLUMN trash_notes bigint NOT NULL DEFAULT 0,
   ADD COLUMN trash_bytes bigint NOT NULL DEFAULT 0,
   ADD COLUMN history_bytes bigint NOT NULL DEFAULT 0;
@@ -49,6 +50,7 @@ CREATE TABLE notes_trash (
   written bigint NOT NULL,
   modified bigint NOT NULL,
   search text NOT NULL,
+  revisions integer NOT NULL,
   deleted bigint NOT NULL,
   PRIMARY KEY (notebook, sequence)
 );
@@ -96,55 +98,56 @@ BEGIN
   RETURN NULL;
 END $$;
 
--- Keeps a past state of the note at p_position (when p_json is not NULL), then trims the note's
--- past revisions to the newest p_limits[6] - 1 (dropping its oldest ones past their age on the
--- way), and the service's, oldest first, to p_limits[8] bytes. p_held: the bytes of past
--- revisions before; answers them after. The caller holds the service's clock row.
-CREATE FUNCTION notes_keep_revision(
-  p_notebook text, p_position bigint, p_sequence bigint, p_at bigint, p_change text,
-  p_json text, p_now bigint, p_limits bigint[], p_held bigint)
-RETURNS bigint LANGUAGE plpgsql AS $$
+-- Lets the past revisions of the note at p_position go beyond the newest p_limits[6] - 1, those
+-- of them past their age (p_limits[7]), and the service's, oldest first, beyond p_limits[8]
+-- bytes. p_count: how many the note has, or more (notes.revisions: a trim of the service's oldest
+-- leaves other notes' counts high); p_held: the service's bytes of past revisions. Answers both
+-- after. The caller holds the service's clock row.
+-- Why from the newest, at most p_count of them: the revisions deleted stay in the indexes until
+-- a vacuum, and a scan that starts from the oldest (or goes on past the last one there is) walks
+-- every one of them.
+CREATE FUNCTION notes_trim_revisions(
+  p_notebook text, p_position bigint, p_count bigint, p_now bigint, p_limits bigint[],
+  p_held bigint, OUT r_count bigint, OUT r_held bigint)
+LANGUAGE plpgsql AS $$
 DECLARE
-  v_held bigint := p_held;
+  v_newest bigint[];
   v_gone bigint;
-  v_last bigint;
   r record;
 BEGIN
-  IF p_json IS NOT NULL THEN
-    INSERT INTO notes_revisions (notebook, position, sequence, at, change, json)
-      VALUES (p_notebook, p_position, p_sequence, p_at, p_change, p_json);
-    v_held := v_held + octet_length(p_json);
-  END IF;
-  SELECT sequence INTO v_last FROM notes_revisions
-    WHERE notebook = p_notebook AND position = p_position
-    ORDER BY sequence DESC OFFSET greatest(p_limits[6] - 1, 0) LIMIT 1;
-  IF FOUND THEN
-    WITH gone AS (
-      DELETE FROM notes_revisions
-      WHERE notebook = p_notebook AND position = p_position AND sequence <= v_last
-      RETURNING octet_length(json) AS bytes)
-    SELECT coalesce(sum(bytes), 0) INTO v_gone FROM gone;
-    v_held := v_held - v_gone;
-  END IF;
+  v_newest := ARRAY(SELECT sequence FROM notes_revisions
+    WHERE notebook = p_notebook AND position = p_position ORDER BY sequence DESC LIMIT p_count);
+  r_count := coalesce(array_length(v_newest, 1), 0);
+  r_held := p_held;
   WITH gone AS (
     DELETE FROM notes_revisions
-    WHERE notebook = p_notebook AND position = p_position AND at <= p_now - p_limits[7]
-      AND sequence IN (SELECT sequence FROM notes_revisions
-        WHERE notebook = p_notebook AND position = p_position ORDER BY sequence LIMIT 4)
+    WHERE notebook = p_notebook AND position = p_position AND sequence = ANY (v_newest)
+      AND (sequence < v_newest[greatest(p_limits[6] - 1, 0)] OR p_limits[6] <= 1
+        OR at <= p_now - p_limits[7])
     RETURNING octet_length(json) AS bytes)
-  SELECT coalesce(sum(bytes), 0) INTO v_gone FROM gone;
-  v_held := v_held - v_gone;
-  IF v_held > p_limits[8] THEN
+  SELECT r_count - count(*), r_held - coalesce(sum(bytes), 0) INTO r_count, r_held FROM gone;
+  IF r_held > p_limits[8] THEN
     FOR r IN SELECT notebook, position, sequence, octet_length(json) AS bytes
         FROM notes_revisions ORDER BY at LOOP
-      EXIT WHEN v_held <= p_limits[8];
+      EXIT WHEN r_held <= p_limits[8];
       DELETE FROM notes_revisions
         WHERE notebook = r.notebook AND position = r.position AND sequence = r.sequence;
-      v_held := v_held - r.bytes;
+      r_held := r_held - r.bytes;
+      IF r.notebook = p_notebook AND r.position = p_position THEN
+        r_count := r_count - 1;
+      END IF;
     END LOOP;
   END IF;
-  RETURN v_held;
 END $$;
+
+-- Whether the note's past revisions (p_count, as notes.revisions counts them) or the service's
+-- bytes of them (p_held) call for notes_trim_revisions now: the note's a few past the limit, so
+-- that a write trims once in several (reads show no more than the limit), the service's at once.
+CREATE FUNCTION notes_trim_due(p_count bigint, p_held bigint, p_sequence bigint, p_limits bigint[])
+RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
+  SELECT p_count > p_limits[6] - 1 + (p_limits[6] - 1) / 8 OR p_held > p_limits[8]
+    OR p_sequence % 64 = 0
+$$;
 
 -- Removes the trashed notes of p_notebook with these sequences, with their revisions, for good,
 -- giving their room back to the notebook's and the service's counts; answers how many went.
@@ -156,7 +159,7 @@ DECLARE
   v_bytes bigint;
   v_history bigint;
 BEGIN
-  -- The service's row before any revision: the trim of the oldest (notes_keep_revision) deletes
+  -- The service's row before any revision: the trim of the oldest (notes_trim_revisions) deletes
   -- revisions of every notebook under it, so a delete of them without it could deadlock.
   PERFORM 1 FROM notes_clock FOR UPDATE;
   WITH gone AS (
@@ -274,12 +277,13 @@ DECLARE
   c notes_clock%ROWTYPE;
   v_old text;
   v_modified bigint;
+  v_count bigint;
   v_growth bigint;
   v_full text;
 BEGIN
   SELECT * INTO n FROM notes_notebooks WHERE notebook = p_notebook FOR UPDATE;
   SELECT * INTO c FROM notes_clock FOR UPDATE;
-  SELECT json, modified INTO v_old, v_modified FROM notes
+  SELECT json, modified, revisions INTO v_old, v_modified, v_count FROM notes
     WHERE notebook = p_notebook AND position = p_position AND written = p_written;
   IF NOT FOUND THEN
     RETURN NULL;
@@ -291,14 +295,21 @@ BEGIN
   END IF;
   n.sequence := n.sequence + 1;
   IF p_limits[6] > 1 THEN
-    c.history_bytes := notes_keep_revision(p_notebook, p_position, p_written, v_modified,
-      CASE WHEN p_written = p_position THEN 'created' ELSE 'updated' END, v_old, p_now, p_limits,
-      c.history_bytes);
+    INSERT INTO notes_revisions (notebook, position, sequence, at, change, json)
+      VALUES (p_notebook, p_position, p_written, v_modified,
+        CASE WHEN p_written = p_position THEN 'created' ELSE 'updated' END, v_old);
+    v_count := v_count + 1;
+    c.history_bytes := c.history_bytes + octet_length(v_old);
+  END IF;
+  IF v_count > 0 AND notes_trim_due(v_count, c.history_bytes, p_written, p_limits) THEN
+    SELECT r_count, r_held INTO v_count, c.history_bytes
+      FROM notes_trim_revisions(p_notebook, p_position, v_count, p_now, p_limits, c.history_bytes);
   END IF;
   UPDATE notes_notebooks SET sequence = n.sequence, bytes = n.bytes + v_growth
     WHERE notebook = p_notebook;
   UPDATE notes_clock SET bytes = c.bytes + v_growth, history_bytes = c.history_bytes;
-  UPDATE notes SET json = p_json, id = p_id, written = n.sequence, modified = p_now, search = p_search
+  UPDATE notes SET json = p_json, id = p_id, written = n.sequence, modified = p_now,
+    search = p_search, revisions = v_count
     WHERE notebook = p_notebook AND position = p_position;
   PERFORM notes_record_change(p_notebook, n.sequence, 'updated', p_json, p_limits[5]);
   RETURN n.sequence;
@@ -330,8 +341,10 @@ BEGIN
   v_bytes := octet_length(d.json);
   n.sequence := n.sequence + 1;
   IF p_limits[9] > 0 THEN
-    INSERT INTO notes_trash (notebook, sequence, position, id, json, written, modified, search, deleted)
-      VALUES (p_notebook, n.sequence, d.position, d.id, d.json, d.written, d.modified, d.search, p_now);
+    INSERT INTO notes_trash
+        (notebook, sequence, position, id, json, written, modified, search, revisions, deleted)
+      VALUES (p_notebook, n.sequence, d.position, d.id, d.json, d.written, d.modified, d.search,
+        d.revisions, p_now);
     v_trashed := 1;
   ELSE
     WITH gone AS (
@@ -363,6 +376,7 @@ DECLARE
   c notes_clock%ROWTYPE;
   t notes_trash%ROWTYPE;
   v_bytes bigint;
+  v_count bigint;
 BEGIN
   SELECT * INTO n FROM notes_notebooks WHERE notebook = p_notebook FOR UPDATE;
   SELECT * INTO c FROM notes_clock FOR UPDATE;
@@ -380,15 +394,24 @@ BEGIN
   DELETE FROM notes_trash WHERE notebook = p_notebook AND sequence = t.sequence;
   v_bytes := octet_length(t.json);
   n.sequence := n.sequence + 1;
-  UPDATE notes_revisions SET position = n.sequence
-    WHERE notebook = p_notebook AND position = t.position;
-  IF p_limits[6] > 1 THEN
-    c.history_bytes := notes_keep_revision(p_notebook, n.sequence, t.written, t.modified,
-      CASE WHEN t.written = t.position THEN 'created' ELSE 'updated' END, t.json, p_now, p_limits,
-      c.history_bytes);
+  v_count := t.revisions;
+  IF v_count > 0 THEN
+    UPDATE notes_revisions SET position = n.sequence
+      WHERE notebook = p_notebook AND position = t.position;
   END IF;
-  INSERT INTO notes (notebook, position, id, json, written, modified, search)
-    VALUES (p_notebook, n.sequence, t.id, t.json, n.sequence, p_now, t.search);
+  IF p_limits[6] > 1 THEN
+    INSERT INTO notes_revisions (notebook, position, sequence, at, change, json)
+      VALUES (p_notebook, n.sequence, t.written, t.modified,
+        CASE WHEN t.written = t.position THEN 'created' ELSE 'updated' END, t.json);
+    v_count := v_count + 1;
+    c.history_bytes := c.history_bytes + v_bytes;
+  END IF;
+  IF v_count > 0 AND notes_trim_due(v_count, c.history_bytes, t.written, p_limits) THEN
+    SELECT r_count, r_held INTO v_count, c.history_bytes
+      FROM notes_trim_revisions(p_notebook, n.sequence, v_count, p_now, p_limits, c.history_bytes);
+  END IF;
+  INSERT INTO notes (notebook, position, id, json, written, modified, search, revisions)
+    VALUES (p_notebook, n.sequence, t.id, t.json, n.sequence, p_now, t.search, v_count);
   UPDATE notes_notebooks SET sequence = n.sequence, notes = n.notes + 1, bytes = n.bytes + v_bytes,
     trash_notes = n.trash_notes - 1, trash_bytes = n.trash_bytes - v_bytes
     WHERE notebook = p_notebook;

@@ -79,12 +79,12 @@ export async function readRevisions(
     `SELECT n.position, n.json, n.written, n.modified, r.sequence, r.at, r.change, r.json AS past
     FROM ${NOTE}
     LEFT JOIN LATERAL (
-      SELECT sequence, at, change, json FROM notes_revisions
-      WHERE notebook = $1 AND position = n.position AND sequence < $3 AND at > $4
+      SELECT sequence, at, change, json FROM ${kept('n.position', '$6')}
+      WHERE sequence < $3 AND at > $4
       ORDER BY sequence DESC LIMIT $5
     ) r ON true
     ORDER BY r.sequence DESC`,
-    [db.name, id, before, cutoff(now, limits.historyMs), limit + 1],
+    [db.name, id, before, cutoff(now, limits.historyMs), limit + 1, pastKept(limits)],
   )
   const first = rows[0]
   if (first === undefined) return undefined
@@ -109,9 +109,11 @@ export async function readRevision(
   const { rows } = await db.query<RevisionRow>(
     `SELECT n.position, n.json, n.written, n.modified, r.sequence, r.at, r.change, r.json AS past
     FROM ${NOTE}
-    LEFT JOIN notes_revisions r
-      ON r.notebook = $1 AND r.position = n.position AND r.sequence = $3 AND r.at > $4`,
-    [db.name, id, sequence, cutoff(now, limits.historyMs)],
+    LEFT JOIN LATERAL (
+      SELECT sequence, at, change, json FROM ${kept('n.position', '$5')}
+      WHERE sequence = $3 AND at > $4
+    ) r ON true`,
+    [db.name, id, sequence, cutoff(now, limits.historyMs), pastKept(limits)],
   )
   const row = rows[0]
   if (row === undefined) return undefined
@@ -199,6 +201,20 @@ export async function purgeTrash(
     [db.name, id, Math.trunc(now), bigintOf(limits.trashMs)],
   )
   return Number((rows[0] as { purged: string }).purged)
+}
+
+/**
+ * The newest `count` past revisions of the note at `position` (SQL), as a FROM item: those a note
+ * keeps; older ones that a write has not yet removed (NOTE_HISTORY lowered) are left out.
+ */
+function kept(position: string, count: string): string {
+  return `(SELECT sequence, at, change, json FROM notes_revisions
+    WHERE notebook = $1 AND position = ${position} ORDER BY sequence DESC LIMIT ${count}) kept`
+}
+
+/** Past revisions a note keeps: NOTE_HISTORY less its current state. */
+function pastKept(limits: WriteLimits): number {
+  return Math.max(bigintOf(limits.noteHistory) - 1, 0)
 }
 
 /** What is older than this (ms) has passed an age of `ms` at `now`. */

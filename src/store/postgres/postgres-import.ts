@@ -71,7 +71,9 @@ export async function importIntoPostgres(
       await client.query('DELETE FROM notes_revisions')
       await client.query('DELETE FROM notes_trash')
       await client.query('UPDATE notes_notebooks SET trash_notes = 0, trash_bytes = 0')
-      await client.query('UPDATE notes_clock SET trash_notes = 0, trash_bytes = 0, history_bytes = 0')
+      await client.query(
+        'UPDATE notes_clock SET trash_notes = 0, trash_bytes = 0, history_bytes = 0',
+      )
     }
     await insertDirectory(client, source.directory)
     const sequences = await renewEpochs(client, source)

@@ -135,6 +135,40 @@ if (postgresAvailable('PostgreSQL history and trash')) {
       assert.equal((await store.revision(1000, 'e.6'))?.at, 6000)
     })
 
+    it('answers exactly noteHistory revisions of a note written many times, and counts the bytes it holds', async () => {
+      let made = ''
+      const store = pooledStore(url, 'e', (schema) => {
+        made = schema
+        return new PostgresNoteStore({
+          url,
+          schema,
+          poolSize: 2,
+          maxNotes: 1000,
+          maxBytes: 1 << 20,
+          epoch: 'e',
+          archive: { noteHistory: 20 },
+        })
+      })
+      opened.push(store)
+      await store.create({ n: 0 })
+      const id = (JSON.parse((await store.list()).json) as { id: number }[])[0]?.id as number
+      for (let n = 1; n <= 70; n++) await store.update(id, { n })
+      const page = await store.revisions(id, 100, undefined)
+      assert.deepEqual(
+        page?.revisions.map((revision) => (JSON.parse(revision.json) as { n: number }).n),
+        Array.from({ length: 20 }, (_, i) => 70 - i),
+      )
+      // A few more than 19 past ones may wait for the next trim; never many more.
+      const held = await withClient(async (client) => {
+        const { rows } = await client.query<{ count: string }>(
+          `SELECT count(*) FROM ${made}.notes_revisions`,
+        )
+        return Number(rows[0]?.count)
+      })
+      assert.ok(held >= 19 && held <= 19 + 3, `${held} past revisions held`)
+      await historyBytes(made)
+    })
+
     it('keeps the current state alone with noteHistory 0 or 1', async () => {
       for (const noteHistory of [0, 1]) {
         const store = fresh(archive({ noteHistory }))
