@@ -51,7 +51,8 @@ try {
         )
         await store.close()
         const rate = done / seconds
-        ;(results[`${workload} ${leg}`] ??= []).push(rate)
+        const key = `${workload} ${leg}`
+        results[key] = [...(results[key] ?? []), rate]
         console.log(`round ${round + 1} ${workload} history ${leg}: ${rate.toFixed(0)} writes/s`)
       }
     }
