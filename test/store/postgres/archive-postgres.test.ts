@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { type ArchiveLimits, ID_TAKEN } from '../../../src/store/archive.js'
 import { PostgresNotebooks } from '../../../src/store/postgres/notebooks.js'
+import { migrate } from '../../../src/store/postgres/schema.js'
 import { PostgresNoteStore } from '../../../src/store/postgres/store.js'
 import type { PostgresStoreOptions } from '../../../src/store/postgres/store-options.js'
 import { type Change, StoreFullError } from '../../../src/store/types.js'
@@ -443,6 +444,34 @@ if (postgresAvailable('PostgreSQL history and trash')) {
       assert.deepEqual((await again.trash(10, undefined)).notes[0]?.json, `{"t":"d","id":${other}}`)
       await again.untrash(other)
       assert.deepEqual(versions(await again.revisions(other, 10, undefined)), ['e.6', 'e.4', 'e.3'])
+    })
+  })
+
+  describe('history and trash on a database of the release before them', () => {
+    it('gives the notes there their current state as a revision, and keeps the next ones', async () => {
+      const schema = sharedSchema()
+      await withClient(async (client) => {
+        await client.query(`SET search_path = ${schema}, public`)
+        await migrate(client, schema, 'olde', 5)
+        await client.query("SELECT * FROM notes_open_notebook('shared', 'olde')")
+        await client.query(
+          `SELECT * FROM notes_create('shared', ARRAY[1000]::bigint[], ARRAY['{"a":1,"id":'],
+            ARRAY['}'], ARRAY['1'], ARRAY[100, 100000, 100, 100000, 100]::bigint[], 'The store',
+            NULL, NULL, NULL, NULL)`,
+        )
+      })
+      const store = instance(schema, { now: () => 2000 })
+      assert.deepEqual(await store.revisions(1000, 10, undefined), {
+        revisions: [{ version: 'olde.1', at: 1000, change: 'created', json: '{"a":1,"id":1000}' }],
+        next: undefined,
+      })
+      await store.update(1000, { a: 2 })
+      assert.deepEqual(versions(await store.revisions(1000, 10, undefined)), ['olde.2', 'olde.1'])
+      await store.delete(1000)
+      assert.deepEqual((await store.trash(10, undefined)).notes, [
+        { deleted: 2000, sequence: 3, json: '{"a":2,"id":1000}' },
+      ])
+      assert.equal(await historyBytes(schema), '{"a":1,"id":1000}'.length)
     })
   })
 
