@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import { trackAllowedMethods } from './api/allowed-methods.js'
+import { registerArchiveRoutes } from './api/archive-routes.js'
 import { frameworkErrorHandler, registerErrorHandling } from './api/error-handling.js'
 import { registerEventRoutes } from './api/event-routes.js'
 import { DEFAULT_FEED_TUNING, type FeedTuning } from './api/feed-tuning.js'
@@ -281,6 +282,7 @@ export function buildApp({
     })
   }
   registerNoteRoutes(app, services, directory)
+  registerArchiveRoutes(app, services, directory)
   registerEventRoutes(app, services, directory)
   return app
 }

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs'
 import type { Config } from './config/config.js'
+import { type ArchiveLimits, daysMs } from './store/archive.js'
 import { JournalOpenError } from './store/journal/journal-open-error.js'
 import { JournaledNotebooks } from './store/journal/journaled-notebooks.js'
 import { MemoryNotebooks } from './store/memory/memory-notebooks.js'
@@ -135,6 +136,17 @@ function capsOf(config: Config) {
     maxNotes: config.maxNotes,
     maxBytes: config.maxStoreBytes,
     historyLimit: config.changeHistory,
+    archive: archiveLimits(config),
+  }
+}
+
+/** How much history and trash the stores keep, as the configuration says. */
+export function archiveLimits(config: Config): ArchiveLimits {
+  return {
+    noteHistory: config.noteHistory,
+    historyMs: daysMs(config.historyDays),
+    maxHistoryBytes: config.maxHistoryBytes,
+    trashMs: daysMs(config.trashDays),
   }
 }
 

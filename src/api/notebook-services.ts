@@ -114,6 +114,17 @@ export class NotebookServices {
     return this.#options.storeOf(notebook)
   }
 
+  /**
+   * The store of `notebook` as `user` writes it, each write applied only while they may still
+   * write there (Notebooks.writerFor); the store as it is without a `user` who can lose access.
+   */
+  writerStore(notebook: string, user: string | undefined): NoteStore {
+    const { writerFor, storeOf } = this.#options
+    return user === undefined || writerFor === undefined
+      ? storeOf(notebook)
+      : writerFor(notebook, user)
+  }
+
   feed(notebook: string): ChangeFeed {
     let feed = this.#feeds.get(notebook)
     if (feed === undefined) {

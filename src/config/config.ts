@@ -1,6 +1,7 @@
 import {
   boolean,
   databaseUrl,
+  decimal,
   host,
   integer,
   jwksUrl,
@@ -21,6 +22,7 @@ import {
 
 const KIB = 1024
 const MIB = 1024 * KIB
+const GIB = 1024 * MIB
 
 /** Everything the service can be told at start-up. */
 export interface Config {
@@ -78,6 +80,14 @@ export interface Config {
   changeHistory: number
   /** Change-feed streams open at once (503 above it). */
   maxEventStreams: number
+  /** Revisions one note keeps, its current state included; 0 keeps its current state alone. */
+  noteHistory: number
+  /** Days a revision is kept (fractions allowed). */
+  historyDays: number
+  /** UTF-8 bytes of past revisions kept over the whole service; the oldest go first. */
+  maxHistoryBytes: number
+  /** Days a deleted note stays in the trash, counted toward the caps (fractions allowed); 0 turns it off. */
+  trashDays: number
   /**
    * `postgres://user:password@host:port/database`: keep the notes in PostgreSQL, shared by every
    * instance given the same URL; empty (the default) keeps them in memory.
@@ -274,6 +284,34 @@ export const OPTIONS: readonly Option<Setting>[] = [
     'change-feed streams (GET /api/events) open at once; 503 above it',
     1_000,
     integer(0, 100_000),
+  ),
+  opt(
+    'noteHistory',
+    'NOTE_HISTORY',
+    'revisions one note keeps, its current state included (0 keeps no past state)',
+    100,
+    integer(0, 10_000),
+  ),
+  opt(
+    'historyDays',
+    'HISTORY_DAYS',
+    'days a revision is kept (fractions allowed)',
+    90,
+    decimal(0, 36_500),
+  ),
+  opt(
+    'maxHistoryBytes',
+    'MAX_HISTORY_BYTES',
+    'bytes of past revisions kept over the whole service, beside the note caps; the oldest go first',
+    GIB,
+    integer(0, 64 * GIB),
+  ),
+  opt(
+    'trashDays',
+    'TRASH_DAYS',
+    'days a deleted note stays in the trash, counted toward the caps (fractions allowed; 0 turns the trash off)',
+    30,
+    decimal(0, 36_500),
   ),
   secret(
     opt(

@@ -28,6 +28,14 @@ export function integer(min: number, max: number): (raw: string) => number | { e
   }
 }
 
+/** A decimal number, fractions allowed ('0.5', '30'), from min to max. */
+export function decimal(min: number, max: number): (raw: string) => number | { expected: string } {
+  return (raw) => {
+    const value = /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : Number.NaN
+    return value >= min && value <= max ? value : { expected: `a number from ${min} to ${max}` }
+  }
+}
+
 export function boolean(raw: string): boolean | { expected: string } {
   if (/^(true|1|yes|on)$/i.test(raw)) return true
   if (/^(false|0|no|off)$/i.test(raw)) return false

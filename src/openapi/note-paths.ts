@@ -281,7 +281,7 @@ function deleteNote(): Operation {
     summary: 'Delete a note',
     parameters: [NOTE_ID, ...['RequestId', 'IfMatch', 'IfUnmodifiedSince'].map(parameter)],
     description:
-      'A body is not needed; one that is sent is parsed as for PATCH, and refused (400, 413, 415) as for PATCH.',
+      'The note leaves the list, and goes to the trash (`/api/trash`) for TRASH_DAYS with its revisions, counted toward the caps until it leaves it; with TRASH_DAYS=0 it is gone at once. A body is not needed; one that is sent is parsed as for PATCH, and refused (400, 413, 415) as for PATCH.',
     responses: {
       '200': jsonResponse(
         'The note was deleted; `data` is the `id` path segment as sent, a string.',

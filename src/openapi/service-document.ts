@@ -1,6 +1,7 @@
 import { needsAccessKey } from '../auth/access-keys.js'
 import { RATE_LIMIT_EXEMPT } from '../ops/rate-limits.js'
 import { apiDocsPaths } from './api-docs-paths.js'
+import { archivePaths } from './archive-paths.js'
 import { buildOpenApiDocument, type OpenApiDocument } from './document.js'
 import { eventsPaths } from './event-paths.js'
 import { healthPaths } from './health-paths.js'
@@ -44,10 +45,12 @@ export function describeService(options: ServiceDescriptionOptions): OpenApiDocu
     version: options.version,
     paths: [
       notePaths(),
+      archivePaths(),
       eventsPaths({ allNotebooks: userTokens }),
       userTokens ? notebookPaths() : {},
       // `me` is served without user tokens too: the shared notebook.
       inNotebook(notePaths(), { userTokens }),
+      inNotebook(archivePaths(), { userTokens }),
       inNotebook(eventsPaths(), { userTokens, more: userTokens ? REVOKED : undefined }),
       healthPaths(),
       apiDocsPaths({ ui: options.docs }),

@@ -1,3 +1,4 @@
+import type { NoteArchive } from './archive.js'
 import type { Directory, Role } from './directory.js'
 
 /** The fields of a note as parsed from a JSON object: any names, any JSON values. */
@@ -150,8 +151,9 @@ export interface Change {
  *
  * Every write advances the store's version: one change sequence per store, shared by
  * every instance of it, kept as a bounded history that the change feed replays (`changesSince`).
+ * Every note's past states and the deleted notes of the trash are kept too (NoteArchive).
  */
-export interface NoteStore {
+export interface NoteStore extends NoteArchive {
   /**
    * Stores `fields` plus a fresh time-based `id` that no stored note holds, at the end of the
    * list, and returns the note. The caller's object is not modified.

@@ -4,89 +4,23 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import type { LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { UserTokens } from '../../src/auth/user-tokens.js'
-import { type Config, DEFAULT_CONFIG } from '../../src/config/config.js'
+import { DEFAULT_CONFIG } from '../../src/config/config.js'
 import { openStores } from '../../src/open-stores.js'
 import { isRefusal } from '../../src/store/directory.js'
 import type { Notebooks } from '../../src/store/types.js'
-import { describeEachNotebooks, type NotebooksSuite } from '../support/each-notebooks.js'
-import { signed } from '../support/jwks-server.js'
+import { describeEachNotebooks } from '../support/each-notebooks.js'
+import {
+  as,
+  assertProblem,
+  notebookApp,
+  SECRET,
+  SERVICE_KEY,
+  T,
+} from '../support/notebook-requests.js'
 import { SseClient } from '../support/sse-client.js'
-
-const SECRET = 'a-secret-of-32-bytes-or-more-000'
-const SERVICE_KEY = 'service-key-1'
-/** The clock of these tests, in seconds: 2027-01-15T08:00:00Z. */
-const T = 1_800_000_000
-
-function notebookApp(context: NotebooksSuite, overrides: Partial<Config> = {}) {
-  let now = T * 1000
-  const clock = (): number => now
-  const config: Config = { ...DEFAULT_CONFIG, apiKeys: [SERVICE_KEY], ...overrides }
-  const notebooks = context.make({
-    maxNotes: config.maxNotes,
-    maxBytes: config.maxStoreBytes,
-    maxNotesPerNotebook: config.maxNotesPerUser,
-    maxBytesPerNotebook: config.maxBytesPerUser,
-    historyLimit: config.changeHistory,
-    maxNotebooksPerUser: 3,
-    maxMembers: 3,
-  })
-  const app = buildApp({
-    notebooks,
-    userTokens: new UserTokens({ secret: SECRET, now: clock }),
-    now: clock,
-    config,
-  })
-  return {
-    app: context.inLane(app),
-    notebooks,
-    advance: (ms: number) => {
-      now += ms
-    },
-  }
-}
-
-type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE'
-
-/** The requests of one user (or of a service key: `key`). */
-async function as(app: FastifyInstance, sub: string, key?: string) {
-  const token =
-    key ?? (await signed(Buffer.from(SECRET), { alg: 'HS256' }, { sub, iat: T, exp: T + 3600 }))
-  const authorization = { authorization: `Bearer ${token}` }
-  const request = (method: Method, url: string, body?: unknown): Promise<LightMyRequestResponse> =>
-    app.inject({
-      method,
-      url,
-      headers: {
-        ...authorization,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
-    })
-  return {
-    authorization,
-    request,
-    /** The `data` of a 200 or 201 answer. */
-    data: async (method: Method, url: string, body?: unknown) => {
-      const response = await request(method, url, body)
-      assert.ok([200, 201].includes(response.statusCode), `${method} ${url}: ${response.body}`)
-      return (JSON.parse(response.body) as { data: Record<string, unknown> }).data
-    },
-  }
-}
-
-function assertProblem(response: LightMyRequestResponse, status: number, detail: string): void {
-  assert.equal(response.statusCode, status, response.body)
-  assert.equal(response.headers['content-type'], 'application/problem+json')
-  assert.deepEqual(JSON.parse(response.body), {
-    type: 'about:blank',
-    title: (JSON.parse(response.body) as { title: string }).title,
-    status,
-    detail,
-  })
-}
 
 const NO_NOTEBOOK = 'No notebook has this id, or you are not one of its members.'
 const ID = /^[A-Za-z0-9_-]{22}$/

@@ -442,7 +442,7 @@ describe('real answers, checked against the OpenAPI document the app serves', ()
     const created = await app.inject({ method: 'POST', url: '/api/note', headers: JSON_TYPE })
     const id = String((created.json() as { data: { id: number } }).data.id)
     const requests = everyPathAndMethod(document as OpenApiDocument, id)
-    assert.equal(requests.length, 20 * 8)
+    assert.equal(requests.length, 32 * 8)
     assert.deepEqual(await check(app, requests), {
       problems: [],
       statuses: [200, 204, 400, 404, 405, 503],

@@ -6,6 +6,7 @@ import inject, { type InjectOptions } from 'light-my-request'
 import { buildApp } from '../../src/app.js'
 import { UserTokens } from '../../src/auth/user-tokens.js'
 import { type Config, DEFAULT_CONFIG } from '../../src/config/config.js'
+import { archiveLimits } from '../../src/open-stores.js'
 import {
   MemoryNotebooks,
   type MemoryNotebooksOptions,
@@ -26,7 +27,13 @@ export const TEST_EPOCH = 'e'
 export type TestStoreOptions = Partial<
   Pick<
     MemoryStoreOptions,
-    'maxNotes' | 'maxBytes' | 'now' | 'historyLimit' | 'maxIdempotencyKeys' | 'idempotencyTtlMs'
+    | 'maxNotes'
+    | 'maxBytes'
+    | 'now'
+    | 'historyLimit'
+    | 'maxIdempotencyKeys'
+    | 'idempotencyTtlMs'
+    | 'archive'
   >
 >
 
@@ -100,6 +107,7 @@ export function suiteContext(
         maxNotes: config.maxNotes,
         maxBytes: config.maxStoreBytes,
         historyLimit: config.changeHistory,
+        archive: archiveLimits(config),
         ...storeOptions,
       })
       return { app: inLane(buildApp({ store, config }), lane), store }
@@ -128,6 +136,7 @@ function notebookApp(
     maxNotes: storeOptions.maxNotes ?? config.maxNotes,
     maxBytes: storeOptions.maxBytes ?? config.maxStoreBytes,
     historyLimit: storeOptions.historyLimit ?? config.changeHistory,
+    archive: storeOptions.archive ?? archiveLimits(config),
     epochOf: (notebook) => (notebook === 'user:alice' ? TEST_EPOCH : undefined),
   })
   const app = inLane(

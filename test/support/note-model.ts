@@ -114,6 +114,24 @@ export class NoteModel {
     return json
   }
 
+  /**
+   * Whether a deleted note goes to the trash, where it counts toward the caps (the service's
+   * default) until it is purged; off, a delete frees its room at once.
+   */
+  keepsTrash = false
+  /** Notes in the trash, and their bytes. */
+  trashNotes = 0
+  trashBytes = 0
+
+  /** Notes and bytes counted toward the caps: the live ones and the trash. */
+  get heldNotes(): number {
+    return this.notes.length + this.trashNotes
+  }
+
+  get heldBytes(): number {
+    return this.bytes + this.trashBytes
+  }
+
   delete(id: number): boolean {
     const at = this.notes.findIndex((n) => n.value.id === id)
     if (at === -1) return false
@@ -156,11 +174,11 @@ export class NoteModel {
 
   /** 507 or undefined: what a create of these fields meets, given the caps. */
   createRefusal(fields: Fields): 507 | undefined {
-    if (this.notes.length >= this.limits.maxNotes) return 507
+    if (this.heldNotes >= this.limits.maxNotes) return 507
     // Ids are 13 digits until the year 2286, so any 13-digit id gives the right length.
     const probable = Math.max(Date.now(), this.lastId + 1)
     const bytes = Buffer.byteLength(JSON.stringify(withId(fields, probable)))
-    return this.bytes + bytes > this.limits.maxStoreBytes ? 507 : undefined
+    return this.heldBytes + bytes > this.limits.maxStoreBytes ? 507 : undefined
   }
 
   /** Stores a note with `id` (the next one unless given) and returns its JSON. */
@@ -252,7 +270,7 @@ export class NoteModel {
     }
     const json = JSON.stringify(note)
     const growth = Buffer.byteLength(json) - Buffer.byteLength(current.json)
-    return { json, refused: this.bytes + growth > this.limits.maxStoreBytes }
+    return { json, refused: this.heldBytes + growth > this.limits.maxStoreBytes }
   }
 
   replace(index: number, json: string): void {
@@ -263,7 +281,11 @@ export class NoteModel {
 
   remove(index: number): void {
     this.version++
-    this.notes.splice(index, 1)
+    const [gone] = this.notes.splice(index, 1)
+    if (this.keepsTrash && gone !== undefined) {
+      this.trashNotes++
+      this.trashBytes += Buffer.byteLength(gone.json)
+    }
     this.#listBody = undefined
   }
 
@@ -277,6 +299,9 @@ export class NoteModel {
     copy.lastId = this.lastId
     copy.version = this.version
     copy.epoch = this.epoch
+    copy.keepsTrash = this.keepsTrash
+    copy.trashNotes = this.trashNotes
+    copy.trashBytes = this.trashBytes
     return copy
   }
 
@@ -285,6 +310,8 @@ export class NoteModel {
     this.notes.splice(0, this.notes.length, ...copy.notes)
     this.lastId = copy.lastId
     this.version = copy.version
+    this.trashNotes = copy.trashNotes
+    this.trashBytes = copy.trashBytes
     this.epoch ??= copy.epoch
     this.#listBody = undefined
   }

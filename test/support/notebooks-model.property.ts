@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import fc from 'fast-check'
-import { SHARED_ROOM_ADVICE } from '../../src/store/kernel/capacity.js'
+import { SHARED_ROOM_ADVICE, TRASH_ROOM_ADVICE } from '../../src/store/kernel/capacity.js'
 import {
   type Change,
   type Notebooks,
@@ -44,7 +44,11 @@ export function runNotebooksModelProperty(
         const now = () => t
         const notebooks = makeNotebooks({ now, ...CAPS })
         const stores = NAMES.map((name) => notebooks.notebook(name))
-        const models = NAMES.map(() => new NoteModel(undefined, now))
+        const models = NAMES.map(() => {
+          const model = new NoteModel(undefined, now)
+          model.keepsTrash = true
+          return model
+        })
         const starts = await Promise.all(stores.map(async (store) => store.version()))
         const epochs = starts.map((token) => token.slice(0, token.lastIndexOf('.')))
         assert.equal(new Set(epochs).size, NAMES.length)
@@ -56,19 +60,21 @@ export function runNotebooksModelProperty(
         const sum = (count: (model: NoteModel) => number) =>
           models.reduce((total, model) => total + count(model), 0)
         /** The refusal the store throws for that message (the service's caps advise otherwise). */
-        const fullError = (message: string) =>
+        const fullError = (message: string, model: NoteModel) =>
           message.startsWith('The service')
             ? new StoreFullError(message, SHARED_ROOM_ADVICE)
-            : new StoreFullError(message)
+            : model.trashNotes > 0
+              ? new StoreFullError(message, TRASH_ROOM_ADVICE)
+              : new StoreFullError(message)
         /** The cap a write of `notes` more notes and `bytes` more bytes passes, in the store's words. */
         const refusal = (model: NoteModel, notes: number, bytes: number) => {
-          if (notes > 0 && model.notes.length >= CAPS.maxNotesPerNotebook)
+          if (notes > 0 && model.heldNotes >= CAPS.maxNotesPerNotebook)
             return `This notebook holds its maximum of ${CAPS.maxNotesPerNotebook} notes.`
-          if (notes > 0 && sum((m) => m.notes.length) >= CAPS.maxNotes)
+          if (notes > 0 && sum((m) => m.heldNotes) >= CAPS.maxNotes)
             return `The service holds its maximum of ${CAPS.maxNotes} notes.`
-          if (model.bytes + bytes > CAPS.maxBytesPerNotebook)
+          if (model.heldBytes + bytes > CAPS.maxBytesPerNotebook)
             return `This notebook holds its maximum of ${CAPS.maxBytesPerNotebook} bytes of notes.`
-          if (sum((m) => m.bytes) + bytes > CAPS.maxBytes)
+          if (sum((m) => m.heldBytes) + bytes > CAPS.maxBytes)
             return `The service holds its maximum of ${CAPS.maxBytes} bytes of notes.`
           return undefined
         }
@@ -86,7 +92,10 @@ export function runNotebooksModelProperty(
                 const json = new NoteModel().create(op.fields, id)
                 const refused = refusal(model, 1, Buffer.byteLength(json))
                 if (refused !== undefined) {
-                  await assert.rejects(async () => store.create(op.fields), fullError(refused))
+                  await assert.rejects(
+                    async () => store.create(op.fields),
+                    fullError(refused, model),
+                  )
                 } else {
                   assert.equal((await store.create(op.fields)).json, model.create(op.fields, id))
                   lastId = id
@@ -108,7 +117,7 @@ export function runNotebooksModelProperty(
                 if (refused !== undefined) {
                   await assert.rejects(
                     async () => store.update(id, op.fields, op.patch),
-                    fullError(refused),
+                    fullError(refused, model),
                   )
                 } else {
                   const updated = await store.update(id, op.fields, op.patch)

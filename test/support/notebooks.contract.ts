@@ -366,6 +366,9 @@ export function runNotebooksContract(
         maxBytes: 1 << 24,
       })
       await a.delete(1000)
+      // A deleted note counts until it leaves the trash.
+      await assert.rejects(async () => a.create({}), StoreFullError)
+      assert.equal(await a.purge(1000), true)
       // The key was not kept by the refused create: this is its first use.
       assert.equal((await a.createOnce('k', 'f', { n: 3 })).replayed, false)
     })
@@ -421,6 +424,9 @@ export function runNotebooksContract(
       assert.deepEqual({ a: await seen(a, [1000, 1001]), b: await seen(b, [1002]) }, before)
       assert.deepEqual((await notebooks.stats()).notes, 3)
       assert.equal(await a.delete(1001), true)
+      // The trash of one notebook counts toward the service's caps, until it is emptied.
+      await assert.rejects(async () => b.create({}), StoreFullError)
+      assert.equal(await a.emptyTrash(), 1)
       assert.equal((await b.create({})).json, '{"id":1003}')
       assert.deepEqual(await notebooks.stats(), {
         notes: 3,

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
+import type { ID_TAKEN, Revision, RevisionPage, TrashPage } from '../../src/store/archive.js'
 import { MemoryNoteStore } from '../../src/store/memory/memory-store.js'
 import type { MemoryStoreOptions } from '../../src/store/memory/options.js'
 import type {
@@ -71,6 +72,36 @@ export class PromisedNoteStore implements NoteStore {
 
   async exportNotes(): Promise<NoteExport> {
     return this.#inner.exportNotes()
+  }
+
+  async revisions(
+    id: number,
+    limit: number,
+    after: string | undefined,
+  ): Promise<RevisionPage | undefined> {
+    return this.#inner.revisions(id, limit, after)
+  }
+
+  async revision(id: number, version: string): Promise<Revision | undefined> {
+    return this.#inner.revision(id, version)
+  }
+
+  async trash(limit: number, after: number | undefined): Promise<TrashPage> {
+    return this.#inner.trash(limit, after)
+  }
+
+  async untrash(id: number): Promise<NoteRecord | undefined | typeof ID_TAKEN> {
+    await Promise.resolve()
+    const note = this.#inner.untrash(id)
+    return note === undefined || typeof note === 'string' ? note : copy(note)
+  }
+
+  async purge(id: number): Promise<boolean> {
+    return this.#inner.purge(id)
+  }
+
+  async emptyTrash(): Promise<number> {
+    return this.#inner.emptyTrash()
   }
 
   async get(id: number): Promise<NoteRecord | undefined> {

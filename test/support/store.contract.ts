@@ -221,6 +221,9 @@ export function runStoreContract(
         { a: 2, id: 2 },
       ])
       await store.delete(1)
+      // A deleted note counts until it leaves the trash.
+      await assert.rejects(async () => store.create({ a: 3 }), StoreFullError)
+      assert.equal(await store.purge(1), true)
       assert.deepEqual(parse(await store.create({ a: 3 })), { a: 3, id: 3 })
     })
 
@@ -819,6 +822,7 @@ export function runStoreContract(
         assert.deepEqual(ids(desc.json), [104, 103, 102])
         // A note deleted at the cursor, and one created meanwhile: the walk goes on from its place.
         await store.delete(102)
+        t = 105
         await store.create({ n: 5 }) // 105
         const desc2 = await store.page({ limit: 3, order: 'desc', after: desc.next, q: undefined })
         assert.deepEqual(ids(desc2.json), [101, 100])
@@ -1195,6 +1199,7 @@ function textView(store: NoteStore) {
     update: async (id: number, fields: NoteFields, kind?: PatchKind) =>
       text(await store.update(id, fields, kind)),
     delete: async (id: number) => store.delete(id),
+    purge: async (id: number) => store.purge(id),
     stats: async () => store.stats(),
   }
 }

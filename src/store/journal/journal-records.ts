@@ -1,9 +1,10 @@
 import { parseJson } from '../../client/parse-json.js'
 import { encodeRecord } from '../../durable/record-frame.js'
+import type { Revision } from '../archive.js'
 import type { DirectoryRecord } from '../directory.js'
 import { etagOf } from '../kernel/version-token.js'
 import type { MemoryNoteStore } from '../memory/memory-store.js'
-import type { ImageNote, RememberedKey, StoreImage } from '../memory/records.js'
+import type { ImageNote, ImageTrashed, RememberedKey, StoreImage } from '../memory/records.js'
 import type { Change } from '../types.js'
 import { SHARED_NOTEBOOK } from '../types.js'
 import type { DecodedRecord } from './record-format.js'
@@ -16,7 +17,9 @@ import type { DecodedRecord } from './record-format.js'
  * none, so a journal written without user tokens reads the same with them.
  *   {"t":"c","s":7,"id":1700000000000,"m":1700000000000,"json":"{...}","key":["k","fp",1700086400000]}
  *   {"t":"u","s":8,"p":7,"m":1700000000500,"json":"{...}","nb":"user:ann"}
- *   {"t":"d","s":9,"p":7,"id":1700000000000}
+ *   {"t":"d","s":9,"p":7,"id":1700000000000,"tr":1700000000900}   ("tr": into the trash, at that time)
+ *   a note put back from the trash (the one deleted by change 9), and notes purged from it:
+ *   {"t":"r","s":10,"tr":9,"m":1700000001000}   {"t":"x","tr":[9,12]}
  *   a batch, whose writes are replayed all or none, as one record with its key and answer:
  *   {"t":"b","w":[{"t":"c",...},{"t":"u",...}],"key":["k","fp",1700086400000,1700000000000,"{...}"]}
  *   an act of the directory (notebooks, members, invitations), its DirectoryRecords in one record,
@@ -27,7 +30,10 @@ import type { DecodedRecord } from './record-format.js'
  *   a snapshot (compaction, import) at the start of the file: a compaction's first rebuilds the
  *   directory as it is, a "dir" record per notebook (an import writes none); then per notebook an
  *   "image" record, {"t":"image","s":9,"hs":0,"last":1700000000000,"nb":"user:ann"}, then its "n" (a note),
- *   "h" (a change of the history) and "k" (an idempotency key) records.
+ *   "h" (a change of the history) and "k" (an idempotency key) records; a note's past states follow
+ *   it as "pv" records, oldest first, {"t":"pv","v":"k2x9q1.5","at":1700000000000,"c":"u","json":"{...}"},
+ *   and the trash's notes come as "tn" records ("n" with "del", when, and "ds", the delete's
+ *   sequence), each followed by its "pv" records.
  */
 export type Payload =
   | WritePayload
@@ -38,7 +44,9 @@ export type Payload =
       nb?: string
     }
   | { t: 'image'; s: number; hs: number; last: number | null; nb?: string }
-  | { t: 'n'; p: number; m: number; etag: string; json: string }
+  | { t: 'n'; p: number; m: number; etag: string; json: string; ch?: 'u' }
+  | { t: 'tn'; p: number; m: number; etag: string; json: string; ch?: 'u'; del: number; ds: number }
+  | { t: 'pv'; v: string; at: number; c: 'c' | 'u'; json: string }
   | ({ t: 'h' } & Change)
   | { t: 'k'; k: string; f: string; x: number; m: number; etag: string; json: string }
   | { t: 'dir'; r: readonly DirectoryRecord[] }
@@ -55,7 +63,9 @@ export type WritePayload =
       nb?: string
     }
   | { t: 'u'; s: number; p: number; m: number; json: string; nb?: string }
-  | { t: 'd'; s: number; p: number; id: number; nb?: string }
+  | { t: 'd'; s: number; p: number; id: number; tr?: number; nb?: string }
+  | { t: 'r'; s: number; tr: number; m: number; nb?: string }
+  | { t: 'x'; tr: readonly number[]; nb?: string }
 
 export type BatchKeyPayload = Extract<Payload, { t: 'b' }>['key']
 
@@ -69,8 +79,22 @@ export function imageRecords(image: StoreImage, notebook = SHARED_NOTEBOOK): Buf
   const last = Number.isFinite(image.lastId) ? image.lastId : null
   const head: Payload = { t: 'image', s: image.sequence, hs: image.historyStart, last }
   add(notebook === SHARED_NOTEBOOK ? head : { ...head, nb: notebook })
-  for (const { position: p, modified: m, etag, json } of image.notes)
-    add({ t: 'n', p, m, etag, json })
+  const addPast = (past: readonly Revision[] | undefined) => {
+    for (const { version: v, at, change, json } of past ?? []) {
+      add({ t: 'pv', v, at, c: change === 'created' ? 'c' : 'u', json })
+    }
+  }
+  for (const { position: p, modified: m, etag, json, change, past } of image.notes) {
+    add(change === 'updated' ? { t: 'n', p, m, etag, json, ch: 'u' } : { t: 'n', p, m, etag, json })
+    addPast(past)
+  }
+  for (const { note, deleted: del, sequence: ds } of image.trash ?? []) {
+    const { position: p, modified: m, etag, json, change, past } = note
+    const record: Payload = { t: 'tn', p, m, etag, json, del, ds }
+    if (change === 'updated') record.ch = 'u'
+    add(record)
+    addPast(past)
+  }
   for (const change of image.history) add({ t: 'h', ...change })
   for (const [k, { fingerprint: f, expires: x, note }] of image.keys) {
     add({ t: 'k', k, f, x, m: note.modified, etag: note.etag, json: note.json })
@@ -150,18 +174,34 @@ function loadImage(
 ): number {
   const head = parse(records[start] as DecodedRecord) as Extract<Payload, { t: 'image' }>
   const notes: ImageNote[] = []
+  const trash: ImageTrashed[] = []
   const history: Change[] = []
   const keys: [string, RememberedKey][] = []
+  /** The past states of the last note read, which its "pv" records fill. */
+  let past: Revision[] | undefined
+  const noteOf = (payload: Extract<Payload, { t: 'n' | 'tn' }>): ImageNote => {
+    past = []
+    const note: ImageNote = {
+      position: payload.p,
+      modified: payload.m,
+      etag: payload.etag,
+      json: payload.json,
+      past,
+    }
+    if (payload.ch === 'u') note.change = 'updated'
+    return note
+  }
   let i = start + 1
   for (; i < records.length; i++) {
     const payload = parse(records[i] as DecodedRecord)
     if (payload.t === 'n') {
-      notes.push({
-        position: payload.p,
-        modified: payload.m,
-        etag: payload.etag,
-        json: payload.json,
-      })
+      notes.push(noteOf(payload))
+    } else if (payload.t === 'tn') {
+      trash.push({ note: noteOf(payload), deleted: payload.del, sequence: payload.ds })
+    } else if (payload.t === 'pv') {
+      if (past === undefined) throw new Error('a past state before any note')
+      const change = payload.c === 'c' ? 'created' : 'updated'
+      past.push({ version: payload.v, at: payload.at, change, json: payload.json })
     } else if (payload.t === 'h') {
       const { type, version, sequence, data } = payload
       history.push({ type, version, sequence, data })
@@ -178,6 +218,7 @@ function loadImage(
       notes,
       history,
       keys,
+      trash,
     })
   } catch (err) {
     throw new JournalDamage((records[start] as DecodedRecord).offset, (err as Error).message)
@@ -227,8 +268,26 @@ function replayRecord(memory: MemoryNoteStore, payload: Payload): void {
         modified: payload.m,
       })
       return
-    case 'd':
-      memory.replay({ type: 'deleted', sequence: payload.s, position: payload.p, id: payload.id })
+    case 'd': {
+      const { s: sequence, p: position, id, tr: trashed } = payload
+      memory.replay(
+        trashed === undefined
+          ? { type: 'deleted', sequence, position, id }
+          : { type: 'deleted', sequence, position, id, trashed },
+      )
+      return
+    }
+    case 'r':
+      memory.replay({
+        type: 'untrashed',
+        sequence: payload.s,
+        trashed: payload.tr,
+        modified: payload.m,
+      })
+      return
+    case 'x':
+      if (!Array.isArray(payload.tr)) throw new Error('a purge without its notes')
+      memory.replay({ type: 'purged', trashed: payload.tr })
       return
     case 'b': {
       for (const write of payload.w) {

@@ -1,10 +1,12 @@
 import { createHash } from 'node:crypto'
+import { ARCHIVE_DEFAULTS } from '../archive.js'
 import { Capacity } from '../kernel/capacity.js'
 import { guardedStore } from '../kernel/guarded-store.js'
 import { IdSpace } from '../kernel/id-space.js'
 import { randomEpoch } from '../kernel/version-token.js'
 import { DEFAULT_DIRECTORY_LIMITS } from '../memory/memory-notebooks.js'
 import type { MemoryStoreOptions, SharedParts } from '../memory/options.js'
+import { HistoryBudget } from '../memory/revisions.js'
 import type { Notebooks, NoteStore, StoreStats } from '../types.js'
 import { SHARED_NOTEBOOK } from '../types.js'
 import { JournalFile } from './journal-file.js'
@@ -173,7 +175,13 @@ export class JournaledNotebooks implements Notebooks, JournalHost {
   /** The parts every notebook shares: the ids creates give, and the service's caps. */
   #newShared(): SharedParts {
     const { maxNotes, maxBytes } = this.#options
-    return { ids: new IdSpace(), capacity: new Capacity(maxNotes, maxBytes, 'The service') }
+    return {
+      ids: new IdSpace(),
+      capacity: new Capacity(maxNotes, maxBytes, 'The service'),
+      history: new HistoryBudget(
+        this.#options.archive?.maxHistoryBytes ?? ARCHIVE_DEFAULTS.maxHistoryBytes,
+      ),
+    }
   }
 
   /** Every notebook's memory store rebuilt from `records` (opening, or appends lost). */

@@ -1,4 +1,5 @@
 import { encodeRecord } from '../../durable/record-frame.js'
+import { ID_TAKEN, type Revision, type RevisionPage, type TrashPage } from '../archive.js'
 import { MemoryNoteStore } from '../memory/memory-store.js'
 import type { MemoryStoreOptions, SharedParts } from '../memory/options.js'
 import { type RecordedWrite, snapshot } from '../memory/records.js'
@@ -204,6 +205,34 @@ export class JournaledStore implements NoteStore {
     return this.#commit(this.#memory.delete(id, conditions))
   }
 
+  revisions(id: number, limit: number, after: string | undefined): RevisionPage | undefined {
+    return this.#memory.revisions(id, limit, after)
+  }
+
+  revision(id: number, version: string): Revision | undefined {
+    return this.#memory.revision(id, version)
+  }
+
+  trash(limit: number, after: number | undefined): TrashPage {
+    return this.#memory.trash(limit, after)
+  }
+
+  async untrash(id: number): Promise<NoteRecord | undefined | typeof ID_TAKEN> {
+    this.#refuseIfClosed()
+    const note = this.#memory.untrash(id)
+    return this.#commit(note === undefined || note === ID_TAKEN ? note : snapshot(note))
+  }
+
+  async purge(id: number): Promise<boolean> {
+    this.#refuseIfClosed()
+    return this.#commit(this.#memory.purge(id))
+  }
+
+  async emptyTrash(): Promise<number> {
+    this.#refuseIfClosed()
+    return this.#commit(this.#memory.emptyTrash())
+  }
+
   version(): string {
     return this.#memory.version()
   }
@@ -289,8 +318,14 @@ function writePayload(
     }
     case 'updated':
       return { t: 'u', s: write.sequence, p: write.position, m: write.modified, json: write.json }
-    case 'deleted':
-      return { t: 'd', s: write.sequence, p: write.position, id: write.id }
+    case 'deleted': {
+      const { sequence: s, position: p, id, trashed: tr } = write
+      return tr === undefined ? { t: 'd', s, p, id } : { t: 'd', s, p, id, tr }
+    }
+    case 'untrashed':
+      return { t: 'r', s: write.sequence, tr: write.trashed, m: write.modified }
+    case 'purged':
+      return { t: 'x', tr: write.trashed }
   }
 }
 

@@ -10,11 +10,18 @@ import { StoreFullError } from '../types.js'
 /** What a caller refused for the service-wide caps is told: its own deletes may not be enough. */
 export const SHARED_ROOM_ADVICE = 'Its room is shared by every notebook; try again later.'
 
+/** What a caller refused for its own caps is told while its trash holds notes. */
+export const TRASH_ROOM_ADVICE =
+  'Delete notes, or empty the trash, to make room: deleted notes count until they leave it.'
+
 export class Capacity {
   /** Notes held. */
   notes = 0
   /** UTF-8 bytes of the notes' JSON held. */
   bytes = 0
+  /** Deleted notes in the trash, and their bytes: counted toward the caps as notes are. */
+  trashNotes = 0
+  trashBytes = 0
   readonly maxNotes: number
   readonly maxBytes: number
   /** Who holds what, in a refusal's words: 'The store', 'This notebook', 'The service'. */
@@ -35,13 +42,14 @@ export class Capacity {
    * 'This notebook holds its maximum of 2 notes.', 'The service holds its maximum of 5 notes.'
    */
   roomForNote(): void {
-    if (this.notes >= this.maxNotes) throw this.#full(`${this.maxNotes} notes`)
+    if (this.notes + this.trashNotes >= this.maxNotes) throw this.#full(`${this.maxNotes} notes`)
     this.#whole?.roomForNote()
   }
 
   /** Throws StoreFullError unless `bytes` more (fewer when negative) fit, here and in the whole. */
   roomForBytes(bytes: number): void {
-    if (this.bytes + bytes > this.maxBytes) throw this.#full(`${this.maxBytes} bytes of notes`)
+    if (this.bytes + this.trashBytes + bytes > this.maxBytes)
+      throw this.#full(`${this.maxBytes} bytes of notes`)
     this.#whole?.roomForBytes(bytes)
   }
 
@@ -52,11 +60,18 @@ export class Capacity {
     this.#whole?.add(notes, bytes)
   }
 
+  /** Records `notes` more notes (1 or -1, or more) of `bytes` more bytes in the trash. */
+  trash(notes: number, bytes: number): void {
+    this.trashNotes += notes
+    this.trashBytes += bytes
+    this.#whole?.trash(notes, bytes)
+  }
+
   #full(what: string): StoreFullError {
     const message = `${this.#holder} holds its maximum of ${what}.`
     // The whole is shared: deleting one's own notes may not be enough, nor one's to do.
     return this.#holder === 'The service'
       ? new StoreFullError(message, SHARED_ROOM_ADVICE)
-      : new StoreFullError(message)
+      : new StoreFullError(message, this.trashNotes > 0 ? TRASH_ROOM_ADVICE : undefined)
   }
 }

@@ -40,5 +40,20 @@ export function guardedStore(store: NoteStore, roleOf: () => Role | undefined): 
       check()
       return store.batch(work, once)
     },
+    revisions: (id, limit, after) => store.revisions(id, limit, after),
+    revision: (id, version) => store.revision(id, version),
+    trash: (limit, after) => store.trash(limit, after),
+    untrash(id) {
+      check()
+      return store.untrash(id)
+    },
+    purge(id) {
+      check()
+      return store.purge(id)
+    },
+    emptyTrash() {
+      check()
+      return store.emptyTrash()
+    },
   }
 }

@@ -1,3 +1,4 @@
+import { ARCHIVE_DEFAULTS } from '../archive.js'
 import type { DirectoryLimits } from '../directory.js'
 import { Capacity } from '../kernel/capacity.js'
 import { guardedStore } from '../kernel/guarded-store.js'
@@ -7,6 +8,7 @@ import type { Notebooks, NoteStore, StoreStats } from '../types.js'
 import { MemoryDirectory, type MemoryDirectoryOptions } from './memory-directory.js'
 import { MemoryNoteStore } from './memory-store.js'
 import type { MemoryStoreOptions, SharedParts } from './options.js'
+import { HistoryBudget } from './revisions.js'
 
 export interface MemoryNotebooksOptions
   extends Omit<MemoryStoreOptions, 'maxNotes' | 'maxBytes' | 'epoch' | 'shared'> {
@@ -70,6 +72,9 @@ export class MemoryNotebooks implements Notebooks {
     this.#shared = {
       ids: new IdSpace(),
       capacity: new Capacity(service.maxNotes, service.maxBytes, 'The service'),
+      history: new HistoryBudget(
+        service.archive?.maxHistoryBytes ?? ARCHIVE_DEFAULTS.maxHistoryBytes,
+      ),
     }
     this.#store = {
       ...service,

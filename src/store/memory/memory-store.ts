@@ -1,3 +1,11 @@
+import {
+  ARCHIVE_DEFAULTS,
+  ID_TAKEN,
+  type NoteArchive,
+  type Revision,
+  type RevisionPage,
+  type TrashPage,
+} from '../archive.js'
 import { Capacity } from '../kernel/capacity.js'
 import { keyReused, STORE_DEFAULTS } from '../kernel/defaults.js'
 import { serializeWithId } from '../kernel/id-placement.js'
@@ -27,11 +35,30 @@ import {
 import { arrayExport } from './array-export.js'
 import { ChangeHistory } from './change-history.js'
 import { ChangeOrder } from './change-order.js'
-import { type Entry, EntryIndex, entryOf, firstAbove, imageNotes, walkPage } from './entries.js'
+import {
+  type Entry,
+  EntryIndex,
+  entryOf,
+  firstAbove,
+  imageNote,
+  imageNotes,
+  walkPage,
+} from './entries.js'
 import type { MemoryStoreOptions } from './options.js'
 import { ReadCache } from './read-cache.js'
 import { type RecordedWrite, type RememberedKey, type StoreImage, snapshot } from './records.js'
 import { RememberedKeys } from './remembered-keys.js'
+import {
+  dropPast,
+  findRevision,
+  HistoryBudget,
+  type HistoryRules,
+  keepPast,
+  keepState,
+  loadPast,
+  revisionPage,
+} from './revisions.js'
+import { MemoryTrash, type TrashedEntry } from './trash.js'
 
 /**
  * A batch under way (NoteStore.batch): what undoes each of its writes, and the changes and
@@ -45,6 +72,8 @@ interface Batch {
   readonly undo: (() => void)[]
   readonly changes: Change[]
   readonly writes: RecordedWrite[]
+  /** What the batch's writes keep of past states, done once it is kept. */
+  readonly archive: (() => void)[]
 }
 
 /**
@@ -56,7 +85,7 @@ interface Batch {
  * (change-history.ts), idempotency keys (remembered-keys.ts) and cached reads
  * (read-cache.ts) are parts of their own.
  */
-export class MemoryNoteStore implements NoteStore {
+export class MemoryNoteStore implements NoteStore, NoteArchive {
   readonly #capacity: Capacity
   readonly #ids: IdSpace
   readonly #now: () => number
@@ -75,6 +104,10 @@ export class MemoryNoteStore implements NoteStore {
   readonly #keys: RememberedKeys
   readonly #onWrite: ((write: RecordedWrite) => void) | undefined
   #batch: Batch | undefined
+  readonly #rules: HistoryRules
+  /** How long a deleted note stays in the trash, in ms; 0: none does. */
+  readonly #trashMs: number
+  readonly #trash = new MemoryTrash()
 
   constructor(options: MemoryStoreOptions) {
     const { shared } = options
@@ -89,12 +122,20 @@ export class MemoryNoteStore implements NoteStore {
     this.#keyTtlMs = options.idempotencyTtlMs ?? STORE_DEFAULTS.idempotencyTtlMs
     this.#version = versionToken(this.#epoch, 0)
     this.#onWrite = options.onWrite
+    const limits = { ...ARCHIVE_DEFAULTS, ...options.archive }
+    this.#rules = {
+      noteHistory: limits.noteHistory,
+      historyMs: limits.historyMs,
+      budget: shared?.history ?? new HistoryBudget(limits.maxHistoryBytes),
+    }
+    this.#trashMs = limits.trashMs
   }
 
   create(fields: NoteFields): NoteRecord {
     const capacity = this.#capacity
-    capacity.roomForNote()
     const now = this.#now()
+    this.#sweep(now)
+    capacity.roomForNote()
     const id = this.#ids.next(now)
     const json = serializeWithId(fields, id)
     const bytes = Buffer.byteLength(json)
@@ -122,6 +163,8 @@ export class MemoryNoteStore implements NoteStore {
       bytes,
       position: sequence,
       alive: true,
+      change: 'created',
+      past: undefined,
     }
     this.#entries.push(entry)
     // No note holds a fresh id, in this store or any other of its id space: one Map write.
@@ -212,15 +255,18 @@ export class MemoryNoteStore implements NoteStore {
     const json = JSON.stringify(note)
     const bytes = Buffer.byteLength(json)
     const growth = bytes - entry.bytes
+    const now = this.#now()
+    this.#sweep(now)
     this.#capacity.roomForBytes(growth)
-    if (this.#batch !== undefined) this.#batch.undo.push(this.#restorer(entry))
+    this.#keepPast(entry, now)
     this.#byChange.remove(entry)
     this.#byId.move(entry, note.id)
     const sequence = this.#advance()
     entry.json = json
     entry.bytes = bytes
     entry.etag = etagOf(this.#version)
-    entry.modified = this.#now()
+    entry.modified = now
+    entry.change = 'updated'
     this.#byChange.add(entry)
     this.#capacity.add(0, growth)
     this.#report({
@@ -240,18 +286,35 @@ export class MemoryNoteStore implements NoteStore {
     if (conditions !== undefined && !meets(entry, conditions)) {
       return new PreconditionFailed(snapshot(entry))
     }
-    const sequence = this.#remove(entry)
-    this.#report({ type: 'deleted', sequence, position: entry.position, id })
+    const trashed = this.#trashMs > 0 ? this.#now() : undefined
+    if (trashed !== undefined) this.#sweep(trashed)
+    const sequence = this.#remove(entry, trashed)
+    const { position } = entry
+    this.#report(
+      trashed === undefined
+        ? { type: 'deleted', sequence, position, id }
+        : { type: 'deleted', sequence, position, id, trashed },
+    )
     this.#emit('deleted', sequence, `{"id":${JSON.stringify(id)}}`)
     return true
   }
 
-  #remove(entry: Entry): number {
+  /** Takes the entry out of the list: into the trash when `trashed` (the time) is given. */
+  #remove(entry: Entry, trashed: number | undefined): number {
+    const sequence = this.#advance()
     entry.alive = false
     this.#byId.remove(entry)
     this.#byChange.remove(entry)
     const capacity = this.#capacity
     capacity.add(-1, -entry.bytes)
+    if (trashed !== undefined) {
+      this.#trash.add({ entry, deleted: trashed, sequence })
+      capacity.trash(1, entry.bytes)
+    } else if (this.#batch === undefined) {
+      dropPast(entry, this.#rules.budget)
+    } else {
+      this.#batch.archive.push(() => dropPast(entry, this.#rules.budget))
+    }
     if (this.#batch !== undefined) {
       // No compaction within a batch: an undone delete finds its slot where it was.
       this.#batch.undo.push(() => {
@@ -259,11 +322,123 @@ export class MemoryNoteStore implements NoteStore {
         this.#byId.add(entry)
         this.#byChange.add(entry)
         capacity.add(1, entry.bytes)
+        if (trashed !== undefined) {
+          this.#trash.undoAdd()
+          capacity.trash(-1, -entry.bytes)
+        }
       })
     } else if (this.#entries.length - capacity.notes > Math.max(1024, capacity.notes)) {
       this.#entries = this.#entries.filter((kept) => kept.alive)
     }
-    return this.#advance()
+    return sequence
+  }
+
+  /** Keeps the entry's current state as a past one (after the batch, if one is under way). */
+  #keepPast(entry: Entry, now: number): void {
+    const batch = this.#batch
+    if (batch === undefined) {
+      keepPast(entry, this.#rules, now)
+      return
+    }
+    batch.undo.push(this.#restorer(entry))
+    const { etag, modified, change, json } = entry
+    batch.archive.push(() => keepState(entry, etag, modified, change, json, this.#rules, now))
+  }
+
+  /** Lets the trash's notes past their time go, with their room and revisions. */
+  #sweep(now: number): void {
+    if (this.#trash.size === 0) return
+    for (const item of this.#trash.expire(now - this.#trashMs)) this.#forget(item)
+  }
+
+  /** A note gone from the trash for good: its room given back and its revisions dropped. */
+  #forget({ entry }: TrashedEntry): void {
+    this.#capacity.trash(-1, -entry.bytes)
+    dropPast(entry, this.#rules.budget)
+  }
+
+  revisions(id: number, limit: number, after: string | undefined): RevisionPage | undefined {
+    const entry = this.#byId.find(id)
+    if (entry === undefined) return undefined
+    const from = after === undefined ? undefined : (tokenSequence(after, this.#epoch) ?? 0)
+    return revisionPage(entry, limit, from, this.#sequenceOf, this.#now() - this.#rules.historyMs)
+  }
+
+  revision(id: number, version: string): Revision | undefined {
+    const entry = this.#byId.find(id)
+    if (entry === undefined) return undefined
+    return findRevision(entry, version, this.#now() - this.#rules.historyMs)
+  }
+
+  /** The sequence of one of this store's ETags. */
+  readonly #sequenceOf = (etag: string): number =>
+    tokenSequence(etag.slice(1, -1), this.#epoch) ?? 0
+
+  trash(limit: number, after: number | undefined): TrashPage {
+    this.#sweep(this.#now())
+    return this.#trash.page(limit, after)
+  }
+
+  untrash(id: number): NoteRecord | undefined | typeof ID_TAKEN {
+    const now = this.#now()
+    this.#sweep(now)
+    const at = this.#trash.findId(id)
+    if (at === -1) return undefined
+    if (this.#byId.find(id) !== undefined) return ID_TAKEN
+    const item = this.#trash.take(at)
+    const entry = this.#putBack(item.entry, now)
+    this.#report({
+      type: 'untrashed',
+      sequence: entry.position,
+      trashed: item.sequence,
+      modified: now,
+    })
+    return entry
+  }
+
+  /**
+   * A note of the trash at the end of the list again, as written at `modified`: its content, id
+   * and past states, its state at the delete kept as one more.
+   */
+  #putBack(old: Entry, modified: number): Entry {
+    this.#capacity.trash(-1, -old.bytes)
+    const sequence = this.#advance()
+    const entry: Entry = {
+      id: old.id,
+      json: old.json,
+      etag: etagOf(this.#version),
+      modified,
+      bytes: old.bytes,
+      position: sequence,
+      alive: true,
+      change: 'created',
+      past: old.past,
+    }
+    keepState(entry, old.etag, old.modified, old.change, old.json, this.#rules, modified)
+    this.#entries.push(entry)
+    this.#byId.add(entry)
+    this.#byChange.add(entry)
+    this.#capacity.add(1, entry.bytes)
+    this.#emit('created', sequence, entry.json)
+    return entry
+  }
+
+  purge(id: number): boolean {
+    this.#sweep(this.#now())
+    const at = this.#trash.findId(id)
+    if (at === -1) return false
+    const item = this.#trash.take(at)
+    this.#forget(item)
+    this.#report({ type: 'purged', trashed: [item.sequence] })
+    return true
+  }
+
+  emptyTrash(): number {
+    const items = this.#trash.takeAll()
+    for (const item of items) this.#forget(item)
+    if (items.length > 0)
+      this.#report({ type: 'purged', trashed: items.map((item) => item.sequence) })
+    return items.length
   }
 
   /**
@@ -273,6 +448,13 @@ export class MemoryNoteStore implements NoteStore {
    * @throws Error when the write does not follow this store's state (a damaged journal).
    */
   replay(write: RecordedWrite): void {
+    if (write.type === 'purged') {
+      for (const sequence of write.trashed) {
+        const at = this.#trash.findSequence(sequence)
+        if (at !== -1) this.#forget(this.#trash.take(at))
+      }
+      return
+    }
     if (write.sequence !== this.#sequence + 1) {
       throw new Error(`sequence ${write.sequence} does not follow ${this.#sequence}`)
     }
@@ -283,16 +465,23 @@ export class MemoryNoteStore implements NoteStore {
       this.#emit('created', entry.position, json)
       return
     }
+    if (write.type === 'untrashed') {
+      const at = this.#trash.findSequence(write.trashed)
+      if (at === -1) throw new Error(`no note in the trash deleted at ${write.trashed}`)
+      this.#putBack(this.#trash.take(at).entry, write.modified)
+      return
+    }
     const entry = this.#at(write.position)
     if (entry === undefined) throw new Error(`no note at position ${write.position}`)
     if (write.type === 'deleted') {
-      const sequence = this.#remove(entry)
+      const sequence = this.#remove(entry, write.trashed)
       this.#emit('deleted', sequence, `{"id":${JSON.stringify(write.id)}}`)
       return
     }
     const { json, modified } = write
     const { id } = JSON.parse(json) as { id?: unknown }
     const bytes = Buffer.byteLength(json)
+    keepPast(entry, this.#rules, modified)
     this.#byChange.remove(entry)
     this.#byId.move(entry, id)
     const sequence = this.#advance()
@@ -301,6 +490,7 @@ export class MemoryNoteStore implements NoteStore {
     entry.bytes = bytes
     entry.etag = etagOf(this.#version)
     entry.modified = modified
+    entry.change = 'updated'
     this.#byChange.add(entry)
     this.#emit('updated', sequence, json)
   }
@@ -311,6 +501,9 @@ export class MemoryNoteStore implements NoteStore {
    */
   release(): void {
     this.#capacity.add(-this.#capacity.notes, -this.#capacity.bytes)
+    const { budget } = this.#rules
+    for (const entry of this.#entries) if (entry.alive) dropPast(entry, budget)
+    for (const item of this.#trash.takeAll()) this.#forget(item)
     this.#entries = []
     this.#byChange.fill([])
   }
@@ -324,6 +517,11 @@ export class MemoryNoteStore implements NoteStore {
       notes: imageNotes(this.#entries),
       history: this.#history.changes,
       keys: this.#keys.entries(),
+      trash: this.#trash.items.map(({ entry, deleted, sequence }) => ({
+        note: imageNote(entry),
+        deleted,
+        sequence,
+      })),
     }
   }
 
@@ -342,9 +540,17 @@ export class MemoryNoteStore implements NoteStore {
       }
       previous = note.position
       const entry = entryOf(note)
+      loadPast(entry, note.past ?? [], this.#rules.budget)
       this.#entries.push(entry)
       this.#byId.add(entry)
       this.#capacity.add(1, entry.bytes)
+    }
+    for (const { note, deleted, sequence } of image.trash ?? []) {
+      const entry = entryOf(note)
+      entry.alive = false
+      loadPast(entry, note.past ?? [], this.#rules.budget)
+      this.#trash.add({ entry, deleted, sequence })
+      this.#capacity.trash(1, entry.bytes)
     }
     this.#byChange.fill(this.#entries)
     this.#sequence = image.sequence
@@ -378,6 +584,7 @@ export class MemoryNoteStore implements NoteStore {
       undo: [],
       changes: [],
       writes: [],
+      archive: [],
     }
     this.#batch = batch
     let body: string | undefined
@@ -398,6 +605,7 @@ export class MemoryNoteStore implements NoteStore {
       this.#undo(batch)
       return undefined
     }
+    for (const keep of batch.archive) keep()
     for (const write of batch.writes) this.#onWrite?.(write)
     for (const change of batch.changes) this.#history.publish(change)
     if (once !== undefined) {
@@ -429,7 +637,7 @@ export class MemoryNoteStore implements NoteStore {
 
   /** What puts an entry's content and id back as they are now (an update in a batch). */
   #restorer(entry: Entry): () => void {
-    const { id, json, bytes, etag, modified } = entry
+    const { id, json, bytes, etag, modified, change } = entry
     return () => {
       this.#byChange.remove(entry)
       this.#byId.move(entry, id)
@@ -438,6 +646,7 @@ export class MemoryNoteStore implements NoteStore {
       entry.bytes = bytes
       entry.etag = etag
       entry.modified = modified
+      entry.change = change
       this.#byChange.add(entry)
     }
   }

@@ -1,6 +1,8 @@
+import type { ArchiveLimits } from '../archive.js'
 import type { Capacity } from '../kernel/capacity.js'
 import type { IdSpace } from '../kernel/id-space.js'
 import type { RecordedWrite } from './records.js'
+import type { HistoryBudget } from './revisions.js'
 
 /**
  * How a memory store is made: its caps, clock, history and key bounds, its epoch, and, for a
@@ -30,6 +32,8 @@ export interface MemoryStoreOptions {
    * it the store has its own id space and caps alone.
    */
   shared?: SharedParts
+  /** How much history and trash it keeps; ARCHIVE_DEFAULTS where not given. */
+  archive?: Partial<ArchiveLimits> | undefined
   /** Who holds the notes, in a refusal's words; 'The store', or 'This notebook' with `shared`. */
   holder?: string
   /**
@@ -44,4 +48,6 @@ export interface SharedParts {
   readonly ids: IdSpace
   /** The whole service's notes, bytes and caps. */
   readonly capacity: Capacity
+  /** The bytes of past revisions over every notebook (MAX_HISTORY_BYTES). */
+  readonly history?: HistoryBudget
 }

@@ -1,3 +1,4 @@
+import type { Revision } from '../archive.js'
 import type { Change, NoteRecord } from '../types.js'
 
 /**
@@ -9,7 +10,18 @@ import type { Change, NoteRecord } from '../types.js'
 export type RecordedWrite =
   | { type: 'created'; sequence: number; id: number; json: string; modified: number }
   | { type: 'updated'; sequence: number; position: number; json: string; modified: number }
-  | { type: 'deleted'; sequence: number; position: number; id: number }
+  | {
+      type: 'deleted'
+      sequence: number
+      position: number
+      id: number
+      /** When the note went to the trash (ms); absent when it was removed for good. */
+      trashed?: number
+    }
+  /** A note put back from the trash (the one deleted at `trashed`, a sequence) at the list's end. */
+  | { type: 'untrashed'; sequence: number; trashed: number; modified: number }
+  /** Notes removed from the trash for good, by the sequences of their deletes. */
+  | { type: 'purged'; trashed: readonly number[] }
 
 /** An idempotency key as the store remembers it. */
 export interface RememberedKey {
@@ -30,10 +42,23 @@ export interface StoreImage {
   readonly history: readonly Change[]
   /** Oldest first. */
   readonly keys: readonly (readonly [string, RememberedKey])[]
+  /** The trash, oldest delete first; absent in an image made before the trash. */
+  readonly trash?: readonly ImageTrashed[]
 }
 
 export interface ImageNote extends NoteRecord {
   readonly position: number
+  /** What made the current state; 'created' when absent. */
+  change?: 'updated'
+  /** Past states, oldest first; absent when none. */
+  past?: readonly Revision[]
+}
+
+/** A deleted note in an image's trash: the note as it was, when and by which change it went. */
+export interface ImageTrashed {
+  readonly note: ImageNote
+  readonly deleted: number
+  readonly sequence: number
 }
 
 /** The entry's current values, apart from the entry that later writes change in place. */

@@ -345,7 +345,15 @@ describe('JournaledStore: compaction', () => {
   it('compacts a journal past twice the live data; the file shrinks and reopens the same', async () => {
     const path = freshPath()
     const t = { now: 1_700_000_000_000 }
-    const store = open({ path, now: () => t.now, compactMinBytes: 16 * 1024, historyLimit: 50 })
+    // Without revisions and trash, which an image keeps too (journal-archive.test.ts).
+    const archive = { noteHistory: 0, trashMs: 0 }
+    const store = open({
+      path,
+      now: () => t.now,
+      compactMinBytes: 16 * 1024,
+      historyLimit: 50,
+      archive,
+    })
     await store.createOnce('kept', 'fp', { keyed: true })
     const note = JSON.parse((await store.create({ text: 'x'.repeat(100) })).json) as { id: number }
     let largest = 0
@@ -376,7 +384,7 @@ describe('JournaledStore: compaction', () => {
     assert.equal(before.history?.length, 40)
     assert.equal(before.again.replayed, true)
     await store.close()
-    const again = open({ path, now: () => t.now, historyLimit: 50 })
+    const again = open({ path, now: () => t.now, historyLimit: 50, archive })
     assert.deepEqual(await observe(again), before)
   })
 })

@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, describe, it } from 'node:test'
+import type { ArchiveLimits } from '../../../src/store/archive.js'
+import {
+  type JournaledStoreOptions,
+  openJournaledStore,
+} from '../../../src/store/journal/journaled-notebooks.js'
+import type { JournaledStore } from '../../../src/store/journal/journaled-store.js'
+import { StoreFullError } from '../../../src/store/types.js'
+import { runArchiveContract } from '../../support/archive.contract.js'
+
+const root = mkdtempSync(join(tmpdir(), 'notes-journal-archive-'))
+const opened: JournaledStore[] = []
+after(async () => {
+  await Promise.allSettled(opened.map((store) => store.close()))
+  rmSync(root, { recursive: true, force: true })
+})
+let files = 0
+const freshPath = () => join(root, `notes-${++files}.journal`)
+
+function open(options: Partial<JournaledStoreOptions> & { path: string }): JournaledStore {
+  const store = openJournaledStore({ maxNotes: 1_000_000, maxBytes: 1 << 28, ...options })
+  opened.push(store)
+  return store
+}
+
+runArchiveContract('JournaledStore', ({ maxNotes, maxBytes, now, archive }) =>
+  open({
+    path: freshPath(),
+    ...(maxNotes === undefined ? {} : { maxNotes }),
+    ...(maxBytes === undefined ? {} : { maxBytes }),
+    ...(now === undefined ? {} : { now }),
+    ...(archive === undefined ? {} : { archive }),
+  }),
+)
+
+/** Everything a client can see of a store's history and trash, and its notes. */
+async function observe(store: JournaledStore, ids: readonly number[]) {
+  const revisions: unknown[] = []
+  for (const id of ids) revisions.push(store.revisions(id, 1000, undefined))
+  return {
+    list: store.list().json,
+    version: store.version(),
+    revisions,
+    trash: store.trash(1000, undefined),
+    stats: store.stats(),
+  }
+}
+
+/**
+ * Writes of every kind that history and trash keep: updates past the count bound, deletes into
+ * the trash, a note put back, purges, a batch; answers the ids it made.
+ */
+async function writeHistory(store: JournaledStore, t: { now: number }): Promise<number[]> {
+  const ids: number[] = []
+  for (let n = 0; n < 12; n++) {
+    t.now += 1
+    ids.push(
+      (JSON.parse((await store.create({ n, text: 'x'.repeat(200) })).json) as { id: number }).id,
+    )
+  }
+  for (let round = 0; round < 8; round++) {
+    for (const id of ids.slice(0, 6)) {
+      t.now += 1
+      await store.update(id, { round })
+    }
+  }
+  for (const id of ids.slice(6)) {
+    t.now += 1
+    await store.delete(id)
+  }
+  t.now += 1
+  await store.untrash(ids[6] as number)
+  await store.purge(ids[7] as number)
+  await store.batch((writer) => {
+    writer.update(ids[0] as number, { batch: true }, 'replace')
+    writer.delete(ids[1] as number)
+    return 'ok'
+  })
+  return ids
+}
+
+describe('DATA_FILE: history and trash survive a restart', () => {
+  const archive: Partial<ArchiveLimits> = { noteHistory: 5 }
+
+  it('replays revisions, the trash, restores and purges as they were', async () => {
+    const path = freshPath()
+    const t = { now: 1_700_000_000_000 }
+    const store = open({ path, now: () => t.now, archive })
+    const ids = await writeHistory(store, t)
+    const before = await observe(store, ids)
+    assert.equal((before.revisions[2] as { revisions: unknown[] }).revisions.length, 5)
+    assert.equal(before.trash.total, 5)
+    await store.close()
+    const again = open({ path, now: () => t.now, archive })
+    assert.deepEqual(await observe(again, ids), before)
+    // The bounds go on as they were: one more write drops the oldest of five.
+    t.now += 1
+    await again.update(ids[2] as number, { after: true })
+    const revisions = again.revisions(ids[2] as number, 1000, undefined)?.revisions ?? []
+    assert.equal(revisions.length, 5)
+  })
+
+  it('keeps them through a compaction, and the trash still counts toward the caps', async () => {
+    const path = freshPath()
+    const t = { now: 1_700_000_000_000 }
+    const options = {
+      path,
+      now: () => t.now,
+      archive,
+      compactMinBytes: 4096,
+      maxNotes: 12,
+      historyLimit: 10,
+    }
+    const store = open(options)
+    const ids = await writeHistory(store, t)
+    // Enough writes to compact a few times over.
+    for (let i = 0; i < 200; i++) {
+      t.now += 1
+      await store.update(ids[3] as number, { i, pad: 'y'.repeat(100) })
+    }
+    const before = await observe(store, ids)
+    await store.close()
+    // A compacted journal starts with an image; one never compacted, with the first create.
+    const head = readFileSync(path).subarray(0, 4096).toString('latin1')
+    assert.ok(
+      head.includes('"t":"image"') && head.includes('"t":"pv"'),
+      'the journal was compacted',
+    )
+    const again = open(options)
+    assert.deepEqual(await observe(again, ids), before)
+    // 6 live notes and 5 in the trash: room for one more of 12 until the trash is emptied.
+    assert.equal(again.stats().notes, 6)
+    await again.create({})
+    await assert.rejects(async () => again.create({}), StoreFullError)
+    assert.equal(await again.emptyTrash(), 5)
+    await again.create({})
+  })
+})
