@@ -14,6 +14,7 @@ export type TargetId =
   | 'fastify-pg'
   | 'service-logged'
   | 'service-metrics'
+  | 'service-no-history'
 
 export interface Target {
   /** A TargetId, or the name of an ad-hoc target given as name=path/to/server.js. */
@@ -95,6 +96,12 @@ export const TARGETS: Readonly<Record<TargetId, Target>> = {
     script: here('../src/server.js'),
     env: { METRICS: 'true' },
     scrapeMetrics: true,
+  },
+  'service-no-history': {
+    id: 'service-no-history',
+    description: 'the service with NOTE_HISTORY=0: no past revisions kept (the current state alone)',
+    script: here('../src/server.js'),
+    env: { NOTE_HISTORY: '0' },
   },
 }
 

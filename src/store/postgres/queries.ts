@@ -1,6 +1,6 @@
 import type pg from 'pg'
 import type { ArchiveLimits } from '../archive.js'
-import { SHARED_ROOM_ADVICE } from '../kernel/capacity.js'
+import { SHARED_ROOM_ADVICE, TRASH_ROOM_ADVICE } from '../kernel/capacity.js'
 import { type ChangeType, StoreFullError } from '../types.js'
 import type { Database } from './database.js'
 import type { NotebookDb } from './notebook-db.js'
@@ -86,14 +86,12 @@ export function storeFull(message: string): StoreFullError {
   if (message.startsWith('The service ')) return new StoreFullError(message, SHARED_ROOM_ADVICE)
   // The notebook's own caps, while its trash holds notes (notes_no_room): the trash holds room.
   if (message.endsWith(TRASH_MARK)) {
-    return new StoreFullError(message.slice(0, -TRASH_MARK.length), TRASH_ADVICE)
+    return new StoreFullError(message.slice(0, -TRASH_MARK.length), TRASH_ROOM_ADVICE)
   }
   return new StoreFullError(message)
 }
 
 const TRASH_MARK = ' [trash]'
-const TRASH_ADVICE =
-  'Delete notes, or empty the trash, to make room: deleted notes count until they leave it.'
 
 export async function findNote(db: NotebookDb, id: number): Promise<NoteRow | undefined> {
   const { rows } = await db.read<NoteRow>(

@@ -38,7 +38,7 @@ export interface PostgresStoreOptions {
    * What the notes' history and the trash keep (NOTE_HISTORY, HISTORY_DAYS, MAX_HISTORY_BYTES,
    * TRASH_DAYS); ARCHIVE_DEFAULTS for what is not given.
    */
-  archive?: Partial<ArchiveLimits>
+  archive?: Partial<ArchiveLimits> | undefined
 }
 
 /** A notebook of PostgresNotebooks: the service's connections, and what is the notebook's own. */
