@@ -99,7 +99,8 @@ export const TARGETS: Readonly<Record<TargetId, Target>> = {
   },
   'service-no-history': {
     id: 'service-no-history',
-    description: 'the service with NOTE_HISTORY=0: no past revisions kept (the current state alone)',
+    description:
+      'the service with NOTE_HISTORY=0: no past revisions kept (the current state alone)',
     script: here('../src/server.js'),
     env: { NOTE_HISTORY: '0' },
   },
