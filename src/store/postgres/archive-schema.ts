@@ -6,7 +6,9 @@
  *   position, which only a create, a restore from the trash or an import leaves). An update moves
  *   the state it replaces there, in the same call of notes_update, so a PATCH stays one round trip
  *   and a create costs nothing more. Revisions are keyed by the note's list position, which a
- *   restore from the trash renumbers (the note goes to the end of the list).
+ *   restore from the trash renumbers (the note goes to the end of the list). notes.revisions
+ *   (and notes_trash.revisions) counts them, at least as many as there are, so that a write
+ *   knows when to trim without a scan.
  * - notes_trash holds deleted notes (with their search text, so that a restore puts back the very
  *   row), numbered by the delete's change sequence. They count toward the caps: trash_notes and
  *   trash_bytes on the notebook's clock row and on the service's, beside the live counts that
