@@ -7,12 +7,16 @@
  * the client within 5% of the bare fetch. Then the client's own cost per call, with fetch stubbed
  * by a canned Response (no network): what it adds to a fetch, whatever the machine's load.
  *
+ * Last, the replica's sync of 1,000 writes that each meet a newer version with no true conflict
+ * (bench/replica-merge.ts): requests per write (target: at most 2) and time.
+ *
  *   npm run compile && node dist/bench/client.js [--rounds 5] [--seconds 3] [--concurrency 16]
  */
 import { randomUUID } from 'node:crypto'
 import { parseArgs } from 'node:util'
 import { NotesClient } from '../src/client/index.js'
 import { median, thousands } from './numbers.js'
+import { replicaMergeFigure } from './replica-merge.js'
 import { startServer, TARGETS } from './server-process.js'
 
 const { values } = parseArgs({
@@ -115,6 +119,13 @@ try {
   )
   console.log(
     `client CPU per request, create / bare: ${cpuRatio('W4 client.create', 'W4 bare POST + key')}`,
+  )
+  const merges = []
+  for (let round = 0; round < rounds; round++) merges.push(await replicaMergeFigure(baseUrl, 1_000))
+  const perWrite = merges.map((figure) => figure.requests / figure.writes)
+  const times = merges.map((figure) => figure.ms)
+  console.log(
+    `replica sync of 1,000 merged writes (no true conflict): ${median(perWrite).toFixed(3)} requests per write (max ${Math.max(...perWrite).toFixed(3)}), ${median(times).toFixed(0)} ms (rounds: ${times.map((ms) => ms.toFixed(0)).join(', ')})`,
   )
 } finally {
   await server.stop()

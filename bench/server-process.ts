@@ -99,10 +99,9 @@ export const TARGETS: Readonly<Record<TargetId, Target>> = {
   },
   'service-no-history': {
     id: 'service-no-history',
-    description:
-      'the service with NOTE_HISTORY=0: no past revisions kept (the current state alone)',
+    description: 'the service with history and trash off (NOTE_HISTORY=0, TRASH_DAYS=0)',
     script: here('../src/server.js'),
-    env: { NOTE_HISTORY: '0' },
+    env: { NOTE_HISTORY: '0', TRASH_DAYS: '0' },
   },
 }
 

@@ -1,4 +1,4 @@
-import type { MaybePromise, NoteRecord } from './types.js'
+import type { MaybePromise, NoteRecord } from './note-record.js'
 
 /**
  * What a store keeps of notes beyond their current state: every state each note has had (its

@@ -1,5 +1,8 @@
 import type { NoteArchive } from './archive.js'
 import type { Directory, Role } from './directory.js'
+import type { MaybePromise, NoteRecord } from './note-record.js'
+
+export type { MaybePromise, NoteRecord } from './note-record.js'
 
 /** The fields of a note as parsed from a JSON object: any names, any JSON values. */
 export type NoteFields = Record<string, unknown>
@@ -11,8 +14,6 @@ export type NoteFields = Record<string, unknown>
  */
 export type PatchKind = 'merge' | 'merge-patch' | 'replace'
 
-export type MaybePromise<T> = T | Promise<T>
-
 /** What a store holds and how much room it has left. */
 export interface StoreStats {
   /** Notes stored. */
@@ -23,23 +24,6 @@ export interface StoreStats {
   maxNotes: number
   /** Most bytes of JSON the store accepts. */
   maxBytes: number
-}
-
-/**
- * A note as the store holds it. `etag` and `modified` are set when the note is written, next to its
- * JSON, so a conditional read costs nothing more than a plain one.
- */
-export interface NoteRecord {
-  /** The note serialized, exactly as GET answers it inside `data`. */
-  readonly json: string
-  /**
-   * The strong validator of this content, quoted: '"k2x9q1.5t"'. It is the version token of the
-   * write that produced this content, so the same ETag means the same bytes on every
-   * instance of the store, and a restarted memory store (a new epoch) never repeats one.
-   */
-  readonly etag: string
-  /** When the note was last written, in ms since the epoch (Last-Modified). */
-  readonly modified: number
 }
 
 /** The whole list at one version. The same object is returned until a write. */

@@ -1,7 +1,10 @@
 /**
- * The changes that clashed: a change made on this device that the service refused because the
- * note changed (or was deleted) elsewhere meanwhile. Each is shown with both versions and the
- * three choices: keep mine, keep theirs, or edit a merged note (the replica resolves it).
+ * The changes that clashed: what the replica could not merge with a change made elsewhere (the
+ * same word or value changed both ways), or a change the service refused because the note was
+ * deleted (or changed, against a delete) elsewhere meanwhile. A merged note shows only the
+ * disputed fields, each with both values (every other change is merged and sent already); a
+ * clash of the whole note shows both versions. Then the three choices: keep mine, keep theirs, or
+ * edit a merged note (the replica resolves it).
  */
 import { parseJson, type Replica, type ReplicaConflict } from './client-parts.js'
 import { h, replaceChildren, uniqueId } from './dom.js'
@@ -17,6 +20,44 @@ function version(note: Record<string, unknown> | null): HTMLElement {
   return note === null
     ? h('p', { class: 'gone' }, 'Deleted.')
     : h('pre', { class: 'code' }, JSON.stringify(note, null, 2))
+}
+
+/** '/meta/a~1b' -> ['meta', 'a/b'] (a JSON Pointer's keys) */
+function keysOf(path: string): string[] {
+  return path
+    .split('/')
+    .slice(1)
+    .map((key) => key.replaceAll('~1', '/').replaceAll('~0', '~'))
+}
+
+/** The value at `keys` in `note`, or undefined where it has none. */
+function valueAt(note: unknown, keys: readonly string[]): unknown {
+  let value = note
+  for (const key of keys) {
+    if (!isObject(value) || !Object.hasOwn(value, key)) return undefined
+    value = value[key]
+  }
+  return value
+}
+
+/** One side's values at the disputed paths, each under its field's name. */
+function values(note: Record<string, unknown> | null, paths: readonly string[]): HTMLElement {
+  if (note === null || paths.includes('')) return version(note)
+  const rows = paths.flatMap((path) => {
+    const keys = keysOf(path)
+    const value = valueAt(note, keys)
+    return [
+      h('dt', {}, keys.join(' › ')),
+      h(
+        'dd',
+        {},
+        value === undefined
+          ? h('p', { class: 'gone' }, 'Removed.')
+          : h('pre', { class: 'code' }, JSON.stringify(value, null, 2)),
+      ),
+    ]
+  })
+  return h('dl', { class: 'paths' }, ...rows)
 }
 
 /** 'Groceries' for {title:'Groceries'}, else the id, else 'a new note'. */
@@ -60,8 +101,11 @@ export class ConflictList {
 
   #item(conflict: ReplicaConflict): HTMLElement {
     const headingId = uniqueId('conflict-')
-    const why =
-      conflict.theirs === null
+    const merged =
+      conflict.mine !== null && conflict.theirs !== null && !conflict.paths.includes('')
+    const why = merged
+      ? 'It was changed elsewhere too: every other change is merged, but not these.'
+      : conflict.theirs === null
         ? 'It was deleted elsewhere before your change was sent.'
         : conflict.mine === null
           ? 'You deleted it, but it was changed elsewhere meanwhile.'
@@ -134,7 +178,7 @@ export class ConflictList {
         'article',
         { 'aria-labelledby': headingId },
         h('h3', { id: headingId }, `Your change to ${nameOf(conflict)} clashed`),
-        h('p', {}, why, ' Choose which version to keep.'),
+        h('p', {}, why, merged ? ' Choose which to keep.' : ' Choose which version to keep.'),
         h(
           'div',
           { class: 'versions' },
@@ -142,13 +186,13 @@ export class ConflictList {
             'section',
             { 'aria-label': 'Your version' },
             h('h4', {}, 'Yours'),
-            version(conflict.mine),
+            values(conflict.mine, conflict.paths),
           ),
           h(
             'section',
             { 'aria-label': 'Their version' },
             h('h4', {}, 'Theirs'),
-            version(conflict.theirs),
+            values(conflict.theirs, conflict.paths),
           ),
         ),
         actions,

@@ -143,6 +143,7 @@ describe(DOC, () => {
         'Retries and aborts',
         'Replica (offline)',
         'Replica (offline)',
+        'Replica (offline)',
         'Every notebook offline',
       ],
     )

@@ -18,6 +18,12 @@ export type Expectation =
       condition?: Condition
     }
   | { type: 'delete'; segment: string; condition?: Condition }
+  /** GET /api/trash (its X-Total-Count), or DELETE /api/trash (how many it purged). */
+  | { type: 'trash'; empty: boolean }
+  /** GET /api/note/:id/revisions: every state the model knows, newest first. */
+  | { type: 'revisions'; segment: string }
+  /** POST /api/trash/:id/restore. */
+  | { type: 'untrash'; id: number }
   /**
    * POST /api/batch: `body` is the batch document; the model applies `items` to a
    * copy of itself and keeps the copy only when every one succeeds.
@@ -208,6 +214,9 @@ export function nextCase(rng: Random, model: NoteModel, limits: CaseLimits): Fuz
     [10, () => getCase(rng, model)],
     [10, () => patchCase(rng, model, limits)],
     [12, () => deleteCase(rng, model)],
+    [2, () => trashCase(rng)],
+    [3, () => revisionsCase(rng, model)],
+    [2, () => untrashCase(rng, model)],
     [2, () => optionsCase(rng, model)],
     [3, () => notAllowedCase(rng, model)],
     [3, () => unknownPathCase(rng)],
@@ -381,6 +390,41 @@ function deleteCase(rng: Random, model: NoteModel): FuzzCase {
   return request(rng, 'delete', 'DELETE', notePath(rng, raw), {
     headers,
     expect: { type: 'delete', segment, ...(condition === undefined ? {} : { condition }) },
+  })
+}
+
+/** The trash: deleted notes count toward the caps until it is emptied, now and then. */
+function trashCase(rng: Random): FuzzCase {
+  const empty = rng.chance(0.5)
+  return request(
+    rng,
+    empty ? 'empty-trash' : 'trash',
+    empty ? 'DELETE' : 'GET',
+    '/api/trash?limit=1',
+    {
+      expect: { type: 'trash', empty },
+    },
+  )
+}
+
+function revisionsCase(rng: Random, model: NoteModel): FuzzCase {
+  const { raw, segment } = idSegment(rng, model)
+  return request(rng, 'revisions', 'GET', `/api/note/${raw}/revisions`, {
+    expect: { type: 'revisions', segment },
+  })
+}
+
+/** A deleted note put back: one the trash holds, mostly, or an id it may not. */
+function untrashCase(rng: Random, model: NoteModel): FuzzCase {
+  const trashed = model.trash
+    .map((note) => note.value.id)
+    .filter((id): id is number => Number.isSafeInteger(id))
+  const id =
+    trashed.length > 0 && rng.chance(0.8)
+      ? rng.pick(trashed)
+      : rng.pick([...model.ids(), model.lastId + 1, 7])
+  return request(rng, 'untrash', 'POST', `/api/trash/${id}/restore`, {
+    expect: { type: 'untrash', id },
   })
 }
 

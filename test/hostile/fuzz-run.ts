@@ -77,6 +77,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzStats> {
   const { host, port, seed, limits } = options
   const timeoutMs = options.timeoutMs ?? 10_000
   const model = new NoteModel(limits)
+  // The service keeps deleted notes in its trash (TRASH_DAYS), counted toward the caps.
+  model.keepsTrash = true
   const stats: FuzzStats = {
     seed,
     requests: 0,
@@ -279,6 +281,32 @@ function check(
       const mismatch = dataMismatch(response, method, JSON.stringify(expect.segment))
       if (mismatch === undefined) model.remove(at)
       return mismatch
+    }
+    case 'revisions': {
+      const at = model.find(expect.segment)
+      if (at === -1) return emptyNotFoundMismatch(response)
+      return revisionsMismatch(response, model, at)
+    }
+    case 'untrash': {
+      const outcome = model.untrash(expect.id)
+      if (outcome === 'none') return emptyNotFoundMismatch(response)
+      if (outcome === 'taken') return problemMismatch(response, 409, method)
+      return (
+        dataMismatch(response, method, outcome) ??
+        etagMismatch(response, model.etagOf(model.notes.length - 1))
+      )
+    }
+    case 'trash': {
+      if (response.status !== 200) return `expected 200, got ${response.status}`
+      if (expect.empty) {
+        const mismatch = dataMismatch(response, method, `{"purged":${model.trashNotes}}`)
+        if (mismatch === undefined) model.emptyTrash()
+        return mismatch
+      }
+      const total = header(response, 'x-total-count')
+      return total === String(model.trashNotes)
+        ? undefined
+        : `X-Total-Count ${total}, the model has ${model.trashNotes} notes in the trash`
     }
     case 'create': {
       const outcome = model.bodyOutcome(expect.media, expect.body)
@@ -512,7 +540,38 @@ function settleId(model: NoteModel, at: number, id: number): void {
   const note = model.notes[at] as (typeof model.notes)[number]
   // The spread keeps the keys' order: `id` stays where the create put it.
   const value = { ...note.value, id }
-  model.notes[at] = { value, json: JSON.stringify(value), version: note.version }
+  model.notes[at] = { ...note, value, json: JSON.stringify(value) }
+}
+
+/** A note's revisions as the model has them: versions, changes and notes, newest first. */
+function revisionsMismatch(
+  response: WireResponse,
+  model: NoteModel,
+  at: number,
+): string | undefined {
+  if (response.status !== 200) return `expected 200, got ${response.status}`
+  const { data } = parseJson(response.body.toString('utf8')) as {
+    data: { version: string; at: string; change: string; note: unknown }[]
+  }
+  const expected = model.revisions(at)
+  const seen = data.map(({ version, change, note }) => [version, change, JSON.stringify(note)])
+  const wanted = expected.map(({ version, change, json }) => [
+    model.epoch === undefined ? (seen[0]?.[0] ?? '') : `${model.epoch}.${version.toString(36)}`,
+    change,
+    JSON.stringify(parseJson(json)),
+  ])
+  if (model.epoch === undefined) {
+    // Before the epoch is known the versions cannot be checked, only the states.
+    for (const row of seen) row[0] = ''
+    for (const row of wanted) row[0] = ''
+  }
+  if (JSON.stringify(seen) !== JSON.stringify(wanted)) {
+    return `revisions ${excerpt(JSON.stringify(seen))}, the model has ${excerpt(JSON.stringify(wanted))}`
+  }
+  const badTime = data.find(
+    (revision) => !/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/.test(revision.at),
+  )
+  return badTime === undefined ? undefined : `a revision's time ${badTime.at} is not RFC 3339`
 }
 
 /** One written note's answer inside a batch: {"status":200,"headers":{"etag":...},"body":...}. */

@@ -31,7 +31,21 @@ interface ModelNote {
   json: string
   /** The store's change sequence at the note's last write: its ETag's number. */
   version: number
+  /** What made this state: a create (or a restore from the trash), or an update. */
+  change: 'created' | 'updated'
+  /** Its earlier states, oldest first, as the history keeps them (never changed in place). */
+  past: readonly ModelRevision[]
 }
+
+/** A state a note has had: its version, JSON and change. */
+export interface ModelRevision {
+  readonly version: number
+  readonly json: string
+  readonly change: 'created' | 'updated'
+}
+
+/** Revisions a note keeps, its current state included: the service's NOTE_HISTORY default. */
+export const MODEL_NOTE_HISTORY = 100
 
 /**
  * What GET /api/note?<query> should answer: the page's JSON and total, or a 400. For sort=updated
@@ -119,9 +133,55 @@ export class NoteModel {
    * default) until it is purged; off, a delete frees its room at once.
    */
   keepsTrash = false
-  /** Notes in the trash, and their bytes. */
-  trashNotes = 0
-  trashBytes = 0
+  /** The deleted notes, oldest delete first. */
+  trash: ModelNote[] = []
+
+  get trashNotes(): number {
+    return this.trash.length
+  }
+
+  get trashBytes(): number {
+    let total = 0
+    for (const note of this.trash) total += Buffer.byteLength(note.json)
+    return total
+  }
+
+  /** DELETE /api/trash: every deleted note gone for good; answers how many. */
+  emptyTrash(): number {
+    const count = this.trash.length
+    this.trash = []
+    return count
+  }
+
+  /**
+   * POST /api/trash/:id/restore: the most recently deleted note with this id back at the end of
+   * the list, as a new write; 'none' without one, 'taken' when a live note holds the id.
+   */
+  untrash(id: number): string | 'none' | 'taken' {
+    let at = -1
+    for (let i = this.trash.length - 1; i >= 0 && at === -1; i--) {
+      if (this.trash[i]?.value.id === id) at = i
+    }
+    if (at === -1) return 'none'
+    if (this.holds(id)) return 'taken'
+    const [old] = this.trash.splice(at, 1) as [ModelNote]
+    this.version++
+    this.notes.push({
+      value: old.value,
+      json: old.json,
+      version: this.version,
+      change: 'created',
+      past: kept([...old.past, stateOf(old)]),
+    })
+    this.#listBody = undefined
+    return old.json
+  }
+
+  /** The revisions of the note at `index`, newest first: its state now, then its past ones. */
+  revisions(index: number): ModelRevision[] {
+    const note = this.notes[index] as ModelNote
+    return [stateOf(note), ...[...note.past].reverse()]
+  }
 
   /** Notes and bytes counted toward the caps: the live ones and the trash. */
   get heldNotes(): number {
@@ -187,7 +247,13 @@ export class NoteModel {
     const json = JSON.stringify(note)
     // The note is what the store serves back: 1e400 became Infinity and is stored as null.
     this.version++
-    this.notes.push({ value: parseJson(json) as Fields, json, version: this.version })
+    this.notes.push({
+      value: parseJson(json) as Fields,
+      json,
+      version: this.version,
+      change: 'created',
+      past: [],
+    })
     this.#listBody = undefined
     this.lastId = id
     return json
@@ -275,17 +341,21 @@ export class NoteModel {
 
   replace(index: number, json: string): void {
     this.version++
-    this.notes[index] = { value: parseJson(json) as Fields, json, version: this.version }
+    const old = this.notes[index] as ModelNote
+    this.notes[index] = {
+      value: parseJson(json) as Fields,
+      json,
+      version: this.version,
+      change: 'updated',
+      past: kept([...old.past, stateOf(old)]),
+    }
     this.#listBody = undefined
   }
 
   remove(index: number): void {
     this.version++
     const [gone] = this.notes.splice(index, 1)
-    if (this.keepsTrash && gone !== undefined) {
-      this.trashNotes++
-      this.trashBytes += Buffer.byteLength(gone.json)
-    }
+    if (this.keepsTrash && gone !== undefined) this.trash.push(gone)
     this.#listBody = undefined
   }
 
@@ -300,8 +370,7 @@ export class NoteModel {
     copy.version = this.version
     copy.epoch = this.epoch
     copy.keepsTrash = this.keepsTrash
-    copy.trashNotes = this.trashNotes
-    copy.trashBytes = this.trashBytes
+    copy.trash = [...this.trash]
     return copy
   }
 
@@ -310,8 +379,7 @@ export class NoteModel {
     this.notes.splice(0, this.notes.length, ...copy.notes)
     this.lastId = copy.lastId
     this.version = copy.version
-    this.trashNotes = copy.trashNotes
-    this.trashBytes = copy.trashBytes
+    this.trash = copy.trash
     this.epoch ??= copy.epoch
     this.#listBody = undefined
   }
@@ -387,4 +455,13 @@ function withId(fields: Fields, id: number): Fields {
   const note = parseJson(JSON.stringify(fields)) as Fields
   note.id = id
   return note
+}
+
+function stateOf({ version, json, change }: ModelNote): ModelRevision {
+  return { version, json, change }
+}
+
+/** The past states a note keeps: MODEL_NOTE_HISTORY - 1 of them, the newest. */
+function kept(past: ModelRevision[]): ModelRevision[] {
+  return past.length > MODEL_NOTE_HISTORY - 1 ? past.slice(-(MODEL_NOTE_HISTORY - 1)) : past
 }

@@ -3,8 +3,8 @@
  * conflict with both versions, and its resolution into new queued writes.
  */
 import type { NoteFields, NoteResult } from '../types.js'
-import { stateOf, withoutId } from './local-view.js'
-import { type JsonObject, mergePatch } from './note-json.js'
+import { applied, stateOf, withoutId } from './local-view.js'
+import { copyJson, type JsonObject } from './note-json.js'
 import {
   conflictKey,
   META_SEQ,
@@ -16,7 +16,10 @@ import {
 import { changed, type ReplicaState, sweepLinks, unlink } from './replica-state.js'
 import type { ReplicaWrite } from './storage.js'
 
-/** Stops the write: it and every later write to its note become one conflict. */
+/**
+ * Stops the write: it and every later write to its note become one conflict, on the whole note
+ * (a delete against an edit, an edit of a note deleted there, a refusal).
+ */
 export async function recordConflict(
   state: ReplicaState,
   entry: OutboxEntry,
@@ -24,25 +27,40 @@ export async function recordConflict(
   current: NoteResult | undefined,
 ): Promise<void> {
   if (!state.outbox.includes(entry)) return
-  const key = entry.entry
-  const mine = stateOf(state, key)
   const changes: ReplicaWrite[] = []
-  for (const other of state.outbox.filter((queued) => queued.entry === key)) {
-    changes.push({ table: 'outbox', key: outboxKey(other.seq), delete: true })
-  }
-  state.outbox = state.outbox.filter((queued) => queued.entry !== key)
-  const conflict: StoredConflict = {
-    key: conflictKey(entry.seq),
-    entry: key,
-    mine,
+  const found = {
     theirs: current === undefined ? null : (current.note as JsonObject),
     etag: current?.etag ?? null,
     status,
+    paths: [''],
   }
-  state.conflicts.set(conflict.key, conflict)
-  changes.push({ table: 'conflicts', key: conflict.key, value: conflict })
+  foldIntoConflict(state, entry, found, changes)
   changed(state, 'change', 'conflict', 'waiting')
   await state.writes.write(changes)
+}
+
+/**
+ * Makes `entry` (in the outbox or just acknowledged) a conflict with `found`, folding the later
+ * queued writes to its note into its `mine`; the storage's changes go to `changes`.
+ */
+export function foldIntoConflict(
+  state: ReplicaState,
+  entry: OutboxEntry,
+  found: Pick<StoredConflict, 'theirs' | 'etag' | 'status' | 'paths'>,
+  changes: ReplicaWrite[],
+): void {
+  const key = entry.entry
+  // A merged write's own version (mine at the disputed paths), then the writes after it.
+  const queued = state.outbox.includes(entry)
+  let mine = queued ? stateOf(state, key) : copyJson(entry.after)
+  for (const other of state.outbox.filter((write) => write.entry === key)) {
+    if (!queued) mine = applied(mine, other)
+    changes.push({ table: 'outbox', key: outboxKey(other.seq), delete: true })
+  }
+  state.outbox = state.outbox.filter((queued) => queued.entry !== key)
+  const conflict: StoredConflict = { key: conflictKey(entry.seq), entry: key, mine, ...found }
+  state.conflicts.set(conflict.key, conflict)
+  changes.push({ table: 'conflicts', key: conflict.key, value: conflict })
 }
 
 /**
@@ -80,45 +98,17 @@ function writesFor(
   target: JsonObject | null,
   changes: ReplicaWrite[],
 ): OutboxEntry[] {
-  const writes: OutboxEntry[] = []
   const key = conflict.entry
-  const basis = conflict.theirs === null ? null : { etag: conflict.etag, note: conflict.theirs }
-  if (conflict.theirs === null && target !== null) {
+  if (conflict.theirs === null) {
+    if (target === null) return []
     // Deleted there: written again as a new note, under the same entry key.
-    const note = withoutId(target)
     const id = state.links.get(key)
     if (id !== undefined) unlink(state, key, id, changes)
-    writes.push(queuedCreate(key, note))
-  } else if (conflict.theirs !== null && target === null) {
-    writes.push({ seq: 0, entry: key, op: 'delete', basis, after: null })
-  } else if (conflict.theirs !== null && target !== null) {
-    const fields = withoutId(target)
-    const after = { ...fields, id: conflict.theirs.id }
-    const gone = Object.keys(conflict.theirs).filter(
-      (field) => field !== 'id' && !Object.hasOwn(fields, field),
-    )
-    if (gone.length > 0) {
-      // A merge patch removes the fields the target lacks; the plain patch then sets the
-      // rest whole (a merge patch could not set a field to null).
-      const removal = Object.fromEntries(gone.map((field) => [field, null]))
-      writes.push({
-        seq: 0,
-        entry: key,
-        op: 'update',
-        fields: removal,
-        mergePatch: true,
-        basis,
-        after: mergePatch(conflict.theirs, removal),
-      })
-    }
-    writes.push({
-      seq: 0,
-      entry: key,
-      op: 'update',
-      fields,
-      basis: gone.length > 0 ? null : basis,
-      after,
-    })
+    return [queuedCreate(key, withoutId(target))]
   }
-  return writes
+  const basis = { etag: conflict.etag, note: conflict.theirs }
+  if (target === null) return [{ seq: 0, entry: key, op: 'delete', basis, after: null }]
+  // The whole note, with PUT; its id where the target has it (a PUT keeps the body's order).
+  const fields = { ...copyJson(target), id: conflict.theirs.id }
+  return [{ seq: 0, entry: key, op: 'update', fields, replace: true, basis, after: fields }]
 }

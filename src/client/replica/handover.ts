@@ -20,6 +20,8 @@ export interface UnsentWrite {
   fields: Record<string, unknown> | undefined
   /** The patch is an RFC 7396 merge patch. */
   mergePatch: boolean
+  /** The update replaces the whole note with `fields` (PUT): a merged note or a resolution. */
+  replace: boolean
   /** The note as the write left it in the local view (null: deleted). */
   note: Record<string, unknown> | null
 }
@@ -48,6 +50,7 @@ export function unsentWrites(state: ReplicaState): UnsentWrite[] {
     op: entry.op,
     fields: entry.fields === undefined ? undefined : copyJson(entry.fields),
     mergePatch: entry.mergePatch === true,
+    replace: entry.replace === true,
     note: copyJson(entry.after),
   }))
 }
@@ -60,6 +63,7 @@ export function openConflicts(state: ReplicaState): ReplicaConflict[] {
     mine: copyJson(conflict.mine),
     theirs: copyJson(conflict.theirs),
     status: conflict.status,
+    paths: [...(conflict.paths ?? [''])],
   }))
 }
 

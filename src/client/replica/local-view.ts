@@ -106,6 +106,17 @@ export function serviceEtag(state: ReplicaState, key: string): string | null {
   return state.base.get(id)?.etag ?? null
 }
 
+/**
+ * Whether the service's version, as the feed last told it, is no longer the one the update was
+ * made on: sent as it is, it would meet a 412. A merged update is left to its 412 (the feed may
+ * still be bringing versions older than the one it was merged with).
+ */
+export function staleByFeed(state: ReplicaState, entry: OutboxEntry): boolean {
+  if (entry.op !== 'update' || entry.basis === null || entry.merged !== undefined) return false
+  const seen = serviceState(state, entry.entry)
+  return seen !== null && !sameJson(seen, entry.basis.note)
+}
+
 /** An entry's note after one queued write (`after` where the note is gone under an update). */
 export function applied(note: JsonObject | null, entry: OutboxEntry): JsonObject | null {
   switch (entry.op) {
@@ -114,7 +125,9 @@ export function applied(note: JsonObject | null, entry: OutboxEntry): JsonObject
     case 'delete':
       return null
     case 'update': {
-      if (note === null) return entry.after
+      // A merged update shows as it was merged (mine at the conflicting paths, if any).
+      if (note === null || entry.merged !== undefined) return copyJson(entry.after)
+      if (entry.replace === true) return { ...copyJson(entry.fields ?? {}), id: note.id }
       const patch = entry.fields ?? {}
       return entry.mergePatch === true ? mergePatch(note, patch) : shallowPatch(note, patch)
     }

@@ -25,9 +25,16 @@ export interface OutboxEntry {
   /** The entry key: `n:<id>` or `local:<uuid>`. */
   entry: string
   op: 'create' | 'update' | 'delete'
-  /** A create's note or an update's patch. */
+  /** A create's note, an update's patch, or (with `replace`) the whole note an update sends. */
   fields?: JsonObject
   mergePatch?: boolean
+  /** Sent as PUT: `fields` is the whole note (a merged note, or a conflict's resolution). */
+  replace?: true
+  /**
+   * Set once the update met a newer version of the note and was merged with it (merge-write.ts):
+   * `fields` is then the merged note, sent with PUT on `basis`, the version it was merged with.
+   */
+  merged?: MergedWrite
   /** A create's Idempotency-Key, fixed when it was queued: a resend after a crash applies once. */
   idempotencyKey?: string
   /**
@@ -52,6 +59,21 @@ export interface OutboxEntry {
   single?: true
 }
 
+/** What a merged update keeps to merge again when the service moves on before it lands. */
+interface MergedWrite {
+  /** The version the local edit was made on: the merge's base. */
+  base: JsonObject
+  /** The note the local edit made of it: the merge's mine. */
+  mine: JsonObject
+  /**
+   * JSON Pointers both sides changed differently: the merged note holds theirs there; once it is
+   * written, they are handed to the application as a conflict.
+   */
+  paths: string[]
+  /** Merges in a row without the write landing (bounded; see merge-write.ts). */
+  rounds: number
+}
+
 /** A run of queued writes sent as one batch: `seqs[i]` is the entry of `requests[i]`. */
 interface SentBatch {
   idempotencyKey: string
@@ -71,6 +93,14 @@ export interface StoredConflict {
   etag: string | null
   /** The status the service answered (412, 404, or another refusal such as 400 or 507). */
   status: number
+  /**
+   * Where mine and theirs differ and the merge could not decide (JSON Pointers, RFC 6901): for a
+   * merged update, the conflicting paths (theirs is the merged note, as written on the service;
+   * mine is that note with my values at these paths); [''] (the whole note) for a delete against
+   * an edit, an edit of a note deleted there, or a refusal. Absent in conflicts stored before
+   * merging existed: read as [''].
+   */
+  paths?: string[]
 }
 
 /** An acknowledged write whose change the feed has not brought back yet (meta `echo:<id>`). */

@@ -7,8 +7,9 @@ import { ConflictError, NoteNotFoundError, NotesProblem } from '../errors.js'
 import { newIdempotencyKey } from '../idempotency-key.js'
 import { backoffMs, refused, sleep, transient } from '../retry-policy.js'
 import type { BatchRequest, BatchResult, NoteResult } from '../types.js'
-import { recordConflict } from './conflicts.js'
-import { applied } from './local-view.js'
+import { foldIntoConflict, recordConflict } from './conflicts.js'
+import { staleByFeed } from './local-view.js'
+import { mergeWrite } from './merge-write.js'
 import { type JsonObject, sameJson } from './note-json.js'
 import { ECHO_PREFIX, type Echo, LINK_PREFIX, type OutboxEntry, outboxKey } from './outbox.js'
 import { currentVersion } from './pull.js'
@@ -106,6 +107,8 @@ async function sendNext(
   signal: AbortSignal,
 ): Promise<void> {
   if (first.batch === undefined && state.batchLimit > 1 && first.single !== true) {
+    // Versions read (and merges made) first: the head may have changed, so the loop comes again.
+    if (await prepareRun(state, signal)) return
     const run = batchRun(state)
     if (run.length > 1) {
       first.batch = {
@@ -136,8 +139,16 @@ async function sendNext(
       })
     } catch (err) {
       if (!refused(err) || notebookRefusal(state, err)) throw err
-      // Nothing was applied: the first write goes alone, and meets its conflict if it has one.
       delete first.batch
+      // Nothing was applied. An update that met a newer version is merged with it, and the run
+      // goes again; any other refusal: the first write goes alone, and meets its conflict.
+      if (err instanceof ConflictError && (await mergeRefused(state, batch, err, signal))) {
+        // Unless the merge found it done (then it left the outbox): stored without its batch.
+        if (state.outbox.includes(first)) {
+          await state.writes.write([{ table: 'outbox', key: outboxKey(first.seq), value: first }])
+        }
+        return
+      }
       first.single = true
       await state.writes.write([{ table: 'outbox', key: outboxKey(first.seq), value: first }])
       return
@@ -189,7 +200,8 @@ function batchRun(state: ReplicaState): [OutboxEntry, BatchRequest][] {
       else {
         headers['content-type'] =
           entry.mergePatch === true ? 'application/merge-patch+json' : 'application/json'
-        request = { method: 'PATCH', url: `/api/note/${id}`, headers, body: entry.fields ?? {} }
+        const method = entry.replace === true ? 'PUT' : 'PATCH'
+        request = { method, url: `/api/note/${id}`, headers, body: entry.fields ?? {} }
       }
     }
     notes.add(entry.entry)
@@ -238,53 +250,145 @@ async function attempt(
     const current = await state.client.get(id, { signal })
     return { conflict: true, status: current === undefined ? 404 : 412, current }
   }
+  if (entry.op === 'update') return sendUpdate(state, entry, id, signal)
   let etag = basis.etag
   if (etag === null) {
     // The basis came from the feed, which carries no ETag: the service's version is the basis
     // if its content is.
     const current = await state.client.get(id, { signal })
-    if (current === undefined) {
-      return entry.op === 'delete'
-        ? { id, note: null, etag: null, again: true }
-        : { conflict: true, status: 404, current }
-    }
-    if (!sameJson(current.note, basis.note)) {
-      const mine = entry.op === 'update' ? applied(basis.note, entry) : null
-      if (mine !== null && sameJson(current.note, mine)) return acknowledged(current, true)
-      return { conflict: true, status: 412, current }
-    }
+    if (current === undefined) return { id, note: null, etag: null, again: true }
+    if (!sameJson(current.note, basis.note)) return { conflict: true, status: 412, current }
     etag = current.etag ?? '*'
   }
   try {
-    if (entry.op === 'delete') {
-      await state.client.delete(id, { ifMatch: etag, signal })
-      return { id, note: null, etag: null, again: false }
-    }
-    const result = await state.client.update(id, entry.fields ?? {}, {
-      ifMatch: etag,
-      mergePatch: entry.mergePatch === true,
-      signal,
-    })
-    return acknowledged(result, false)
+    await state.client.delete(id, { ifMatch: etag, signal })
+    return { id, note: null, etag: null, again: false }
   } catch (err) {
-    if (entry.op === 'delete' && err instanceof NoteNotFoundError) {
-      // Deleted there too: what this write wanted.
-      return { id, note: null, etag: null, again: true }
-    }
-    const kept = err instanceof ConflictError || err instanceof NoteNotFoundError || refused(err)
-    if (!kept || notebookRefusal(state, err)) throw err
+    // Deleted there too: what this write wanted.
+    if (err instanceof NoteNotFoundError) return { id, note: null, etag: null, again: true }
+    if (!(err instanceof ConflictError || refused(err)) || notebookRefusal(state, err)) throw err
     const current = await state.client.get(id, { signal })
-    // A resend whose first try was applied (an answer lost, a crash) meets its own write.
-    if (
-      entry.op === 'update' &&
-      current !== undefined &&
-      sameJson(current.note, applied(basis.note, entry))
-    ) {
-      return acknowledged(current, true)
-    }
     const status = err instanceof NotesProblem ? err.status : 412
     return { conflict: true, status, current }
   }
+}
+
+/**
+ * Sends an update on its basis; when the note changed there (a 412, or the feed shows it), reads
+ * the service's version, merges with it (merge-write.ts) and sends the merged note with PUT on
+ * that version, again while it keeps changing (bounded by mergeWrite).
+ */
+async function sendUpdate(
+  state: ReplicaState,
+  entry: OutboxEntry,
+  id: number,
+  signal: AbortSignal,
+): Promise<Acknowledged | { conflict: true; status: number; current: NoteResult | undefined }> {
+  for (;;) {
+    const basis = entry.basis as { etag: string | null; note: JsonObject }
+    let etag = basis.etag
+    if (etag === null || staleByFeed(state, entry)) {
+      // No ETag (the basis came from the feed), or the feed shows it would meet a 412.
+      const current = await state.client.get(id, { signal })
+      if (current === undefined) return { conflict: true, status: 404, current }
+      if (!sameJson(current.note, basis.note)) {
+        if (await mergeWrite(state, entry, current, signal)) return acknowledged(current, true)
+        continue
+      }
+      etag = current.etag ?? '*'
+    }
+    try {
+      const fields = entry.fields ?? {}
+      const result =
+        entry.replace === true
+          ? await state.client.replace(id, fields, { ifMatch: etag, signal })
+          : await state.client.update(id, fields, {
+              ifMatch: etag,
+              mergePatch: entry.mergePatch === true,
+              signal,
+            })
+      return acknowledged(result, false)
+    } catch (err) {
+      const kept = err instanceof ConflictError || err instanceof NoteNotFoundError || refused(err)
+      if (!kept || notebookRefusal(state, err)) throw err
+      const current = await state.client.get(id, { signal })
+      if (err instanceof ConflictError && current !== undefined) {
+        // Changed there (or a resend whose first try was applied, which the merge finds done).
+        if (await mergeWrite(state, entry, current, signal)) return acknowledged(current, true)
+        continue
+      }
+      const status = err instanceof NotesProblem ? err.status : 412
+      return { conflict: true, status, current }
+    }
+  }
+}
+
+/**
+ * Before a batch: reads the versions of the run's updates and deletes that have no ETag (their
+ * basis came from the feed) or whose note the feed shows changed since, all at once, and merges
+ * the updates that meet a newer version: the run then goes as one batch (with PUTs of the merged
+ * notes) rather than write by write, or meeting 412s. Answers whether anything changed.
+ */
+async function prepareRun(state: ReplicaState, signal: AbortSignal): Promise<boolean> {
+  const reads: [OutboxEntry, number][] = []
+  const notes = new Set<string>()
+  for (const entry of state.outbox) {
+    if (notes.size >= state.batchLimit || notes.has(entry.entry)) break
+    notes.add(entry.entry)
+    if (entry.op === 'create') continue
+    const id = idOf(state, entry.entry)
+    if (id === undefined || entry.basis === null) break
+    if (entry.basis.etag === null || staleByFeed(state, entry)) reads.push([entry, id])
+  }
+  if (reads.length === 0) return false
+  const currents = await Promise.all(reads.map(([, id]) => state.client.get(id, { signal })))
+  let done = false
+  for (const [i, [entry, id]] of reads.entries()) {
+    const current = currents[i]
+    const basis = entry.basis as { etag: string | null; note: JsonObject }
+    if (current === undefined) {
+      // Deleted there: a delete is done; an update goes alone, and meets its conflict.
+      if (entry.op === 'delete') {
+        await acknowledge(state, entry, { id, note: null, etag: null, again: true })
+        done = true
+      }
+    } else if (sameJson(current.note, basis.note)) {
+      basis.etag = current.etag ?? '*'
+      await state.writes.write([{ table: 'outbox', key: outboxKey(entry.seq), value: entry }])
+      done = true
+    } else if (entry.op === 'update') {
+      if (await mergeWrite(state, entry, current, signal)) {
+        await acknowledge(state, entry, acknowledged(current, true))
+      }
+      done = true
+    }
+  }
+  return done
+}
+
+/**
+ * A batch refused with a 412 (nothing applied): the update it names (`requests[3]` in its
+ * detail) is merged with the service's version. Answers false when it named no update.
+ */
+async function mergeRefused(
+  state: ReplicaState,
+  batch: NonNullable<OutboxEntry['batch']>,
+  err: ConflictError,
+  signal: AbortSignal,
+): Promise<boolean> {
+  const index = /^requests\[(\d+)\]/.exec(err.detail)?.[1]
+  const seq = index === undefined ? undefined : batch.seqs[Number(index)]
+  const entry = state.outbox.find((queued) => queued.seq === seq)
+  const id = entry === undefined ? undefined : idOf(state, entry.entry)
+  if (entry === undefined || entry.op !== 'update' || entry.basis === null || id === undefined) {
+    return false
+  }
+  const current = await state.client.get(id, { signal })
+  if (current === undefined) return false
+  if (await mergeWrite(state, entry, current, signal)) {
+    await acknowledge(state, entry, acknowledged(current, true))
+  }
+  return true
 }
 
 async function acknowledge(
@@ -297,6 +401,11 @@ async function acknowledge(
   state.outbox.splice(index, 1)
   const changes: ReplicaWrite[] = [{ table: 'outbox', key: outboxKey(entry.seq), delete: true }]
   const { id, note, etag } = answer
+  const paths = entry.merged?.paths ?? []
+  if (paths.length > 0 && note !== null) {
+    // The merged note is written; the paths it could not decide go to the application.
+    foldIntoConflict(state, entry, { theirs: note, etag, status: 412, paths }, changes)
+  }
   if (entry.op === 'create') {
     link(state, entry.entry, id)
     changes.push({ table: 'meta', key: `${LINK_PREFIX}${entry.entry}`, value: id })
@@ -324,7 +433,8 @@ async function acknowledge(
   }
   // The feed may have brought its note's deletion already.
   dropLinkIfUnused(state, id, changes)
-  changed(state, 'change', 'waiting')
+  if (paths.length > 0 && note !== null) changed(state, 'change', 'conflict', 'waiting')
+  else changed(state, 'change', 'waiting')
   await state.writes.write(changes)
 }
 

@@ -37,12 +37,25 @@ export interface ReplicaConflict {
   key: string
   /** The entry key. */
   entry: string
-  /** The local version (null: a local delete). */
+  /**
+   * The local version (null: a local delete). After a merge, the merged note with my values at
+   * `paths`: it differs from `theirs` only there (and by later local writes to the note).
+   */
   mine: Record<string, unknown> | null
-  /** The service's current version (null: deleted there). */
+  /**
+   * The service's current version (null: deleted there). After a merge, the merged note as the
+   * service now holds it: both sides' edits, and theirs at `paths`.
+   */
   theirs: Record<string, unknown> | null
   /** What the service answered: 412 (changed there), 404 (deleted there), or another refusal. */
   status: number
+  /**
+   * The JSON Pointers (RFC 6901) in dispute: for a 412 of an update, the paths both sides
+   * changed differently (every other change was merged and written without asking);
+   * `['']` (the whole note) for a delete against an edit, an edit of a note deleted there, or
+   * a refusal.
+   */
+  paths: string[]
 }
 
 export type ReplicaEvent = { type: 'change' | 'waiting' | 'conflict' | 'online' | 'reset' }

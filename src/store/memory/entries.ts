@@ -1,8 +1,9 @@
 import { isIndexable } from '../kernel/id-placement.js'
 import type { IdSpace } from '../kernel/id-space.js'
 import type { NoteRecord, PageQuery } from '../types.js'
-import type { ImageNote } from './records.js'
-import { type PastStates, pastOf } from './revisions.js'
+
+/** The past states of an entry (revisions.ts): [etag, at, change, json, etag, at, ...]. */
+export type PastStates = (string | number)[]
 
 /**
  * How a memory store holds its notes: entries in an array in list order (positions increase
@@ -24,48 +25,6 @@ export interface Entry extends NoteRecord {
   change: 'created' | 'updated'
   /** The note's past states, oldest first (revisions.ts); undefined when it has none. */
   past: PastStates | undefined
-}
-
-/** A live entry holding an image's note (a load). */
-export function entryOf(note: ImageNote): Entry {
-  const { id } = JSON.parse(note.json) as { id?: unknown }
-  const { json, etag, modified, position } = note
-  return {
-    id,
-    json,
-    etag,
-    modified,
-    bytes: Buffer.byteLength(json),
-    position,
-    alive: true,
-    change: note.change ?? 'created',
-    past: undefined,
-  }
-}
-
-/** The live notes of `entries` (in list order) as an image holds them. */
-export function imageNotes(entries: readonly Entry[]): ImageNote[] {
-  const notes: ImageNote[] = []
-  for (const entry of entries) {
-    if (entry.alive) {
-      notes.push(imageNote(entry))
-    }
-  }
-  return notes
-}
-
-/** An entry as an image holds it: its state, place, change and past states. */
-export function imageNote(entry: Entry): ImageNote {
-  const note: ImageNote = {
-    json: entry.json,
-    etag: entry.etag,
-    modified: entry.modified,
-    position: entry.position,
-  }
-  const past = pastOf(entry)
-  if (entry.change === 'updated') note.change = 'updated'
-  if (past !== undefined) note.past = past
-  return note
 }
 
 /** The index of the first entry whose position is above `after` (binary search). */

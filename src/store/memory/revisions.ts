@@ -1,5 +1,5 @@
 import type { Revision, RevisionPage } from '../archive.js'
-import type { Entry } from './entries.js'
+import type { Entry, PastStates } from './entries.js'
 
 /**
  * A memory store's revisions. A note's current state is its entry; its past states are kept in
@@ -9,9 +9,6 @@ import type { Entry } from './entries.js'
  * the array of the entry it was, so that the budget's queue still finds its states.
  */
 const STRIDE = 4
-
-/** The past states of an entry: [etag, at, change, json, etag, at, change, json, ...]. */
-export type PastStates = (string | number)[]
 
 /**
  * The bytes of past revisions over a whole service, and the order they were kept in, so that

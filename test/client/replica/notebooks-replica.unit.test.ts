@@ -176,6 +176,7 @@ describe('NotebooksReplica', () => {
             op: 'create',
             fields: { title: 'draft' },
             mergePatch: false,
+            replace: false,
             note: { title: 'draft' },
           },
         ],
@@ -210,6 +211,7 @@ describe('NotebooksReplica', () => {
           op: 'create',
           fields: { title: 'offline note' },
           mergePatch: false,
+          replace: false,
           note: { title: 'offline note' },
         },
         {
@@ -218,6 +220,7 @@ describe('NotebooksReplica', () => {
           op: 'update',
           fields: { title: 'agenda, edited offline' },
           mergePatch: false,
+          replace: false,
           note: { title: 'agenda, edited offline', id: agenda.id },
         },
       ],

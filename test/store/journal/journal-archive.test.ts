@@ -10,6 +10,7 @@ import {
 } from '../../../src/store/journal/journaled-notebooks.js'
 import type { JournaledStore } from '../../../src/store/journal/journaled-store.js'
 import { StoreFullError } from '../../../src/store/types.js'
+import { startServer } from '../../hostile/server-process.js'
 import { runArchiveContract } from '../../support/archive.contract.js'
 
 const root = mkdtempSync(join(tmpdir(), 'notes-journal-archive-'))
@@ -138,5 +139,66 @@ describe('DATA_FILE: history and trash survive a restart', () => {
     await assert.rejects(async () => again.create({}), StoreFullError)
     assert.equal(await again.emptyTrash(), 5)
     await again.create({})
+  })
+})
+
+describe('DATA_FILE: the service keeps history and trash across kill -9', () => {
+  it('keeps every acknowledged revision, delete into the trash and restore', async () => {
+    const path = freshPath()
+    const server = await startServer({ env: { DATA_FILE: path } })
+    const base = `http://127.0.0.1:${server.port}`
+    const call = async (method: string, url: string, body?: unknown) => {
+      const response = await fetch(`${base}${url}`, {
+        method,
+        ...(body === undefined
+          ? {}
+          : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+      })
+      return { status: response.status, text: await response.text() }
+    }
+    const ids: number[] = []
+    for (let n = 0; n < 6; n++) {
+      const created = await call('POST', '/api/note', { n })
+      ids.push((JSON.parse(created.text) as { data: { id: number } }).data.id)
+    }
+    // Acknowledged: each note's revisions as its answers said, three in the trash, one back.
+    await Promise.all(
+      ids.map(async (id) => {
+        for (let round = 1; round <= 3; round++) await call('PATCH', `/api/note/${id}`, { round })
+      }),
+    )
+    for (const id of ids.slice(3))
+      assert.equal((await call('DELETE', `/api/note/${id}`)).status, 200)
+    assert.equal((await call('POST', `/api/trash/${ids[5]}/restore`)).status, 200)
+    const before = await Promise.all(ids.map((id) => call('GET', `/api/note/${id}/revisions`)))
+    const trashBefore = await call('GET', '/api/trash')
+    // Writes in flight when it dies: acknowledged or not, never half there.
+    const inFlight = ids.map((id) =>
+      call('PATCH', `/api/note/${id}`, { late: true }).catch(() => undefined),
+    )
+    server.child.kill('SIGKILL')
+    await server.exited
+    await Promise.all(inFlight)
+    const again = await startServer({ env: { DATA_FILE: path } })
+    try {
+      const url = `http://127.0.0.1:${again.port}`
+      for (const [i, id] of ids.entries()) {
+        const response = await fetch(`${url}/api/note/${id}/revisions`)
+        if (i === 3 || i === 4) {
+          assert.equal(response.status, 404, `note ${id} is in the trash`)
+          continue
+        }
+        const revisions = (JSON.parse(await response.text()) as { data: { note: unknown }[] }).data
+        const earlier = (JSON.parse((before[i] as { text: string }).text) as { data: unknown[] })
+          .data
+        // The ones acknowledged before the kill, and perhaps one in flight on top of them.
+        assert.deepEqual(revisions.slice(revisions.length - earlier.length), earlier, `note ${id}`)
+        assert.ok(revisions.length - earlier.length <= 1)
+      }
+      const trash = await (await fetch(`${url}/api/trash`)).text()
+      assert.equal(trash, trashBefore.text)
+    } finally {
+      await again.stop()
+    }
   })
 })
