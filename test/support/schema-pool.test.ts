@@ -64,7 +64,7 @@ if (postgresAvailable('the schema pool of the PostgreSQL tests')) {
       const shared = notebooks.notebook('shared')
       const user = notebooks.notebook('user:bob')
       // Every table the store writes: notes, their changes, idempotency keys (of a create and of
-      // a batch), the clocks of two notebooks.
+      // a batch), the clocks of two notebooks, revisions and the trash.
       await shared.create({ a: 1 })
       const second = await shared.create({ b: 2 })
       await shared.update(JSON.parse(second.json).id as number, { b: 3 })
@@ -113,6 +113,9 @@ if (postgresAvailable('the schema pool of the PostgreSQL tests')) {
         notes_clock: 1,
         notes_idempotency: 2,
         notes_notebooks: 2,
+        // The past states of the two notes updated, and the note deleted, in the trash.
+        notes_revisions: 2,
+        notes_trash: 1,
       })
 
       await pool.give(schema)

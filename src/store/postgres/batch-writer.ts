@@ -72,7 +72,7 @@ export class BatchWriter implements NoteWriter {
   }
 
   delete(id: number, conditions?: Preconditions): Promise<boolean | PreconditionFailed> {
-    return this.#queue(() => this.#write(id, conditions, deleteNote(id, this.#limits)))
+    return this.#queue(() => this.#write(id, conditions, deleteNote(id, this.#limits, this.#now)))
   }
 
   /**

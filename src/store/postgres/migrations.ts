@@ -1,3 +1,4 @@
+import { ARCHIVE_MIGRATION } from './archive-schema.js'
 import { CHANGE_ORDER_MIGRATION } from './change-schema.js'
 import { DIRECTORY_MIGRATION } from './directory-schema.js'
 
@@ -452,4 +453,5 @@ END $$;
   },
   DIRECTORY_MIGRATION,
   CHANGE_ORDER_MIGRATION,
+  ARCHIVE_MIGRATION,
 ]

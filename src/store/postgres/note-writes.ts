@@ -107,12 +107,19 @@ export function updateNote(
   }
 }
 
-/** A DELETE of note `id`; its change-feed record holds the id alone: 5 -> '{"id":5}'. */
-export function deleteNote(id: number, limits: WriteLimits): FoundWrite<true, false> {
+/**
+ * A DELETE of note `id` at `now()` (into the trash when it is on); its change-feed record holds
+ * the id alone: 5 -> '{"id":5}'.
+ */
+export function deleteNote(
+  id: number,
+  limits: WriteLimits,
+  now: () => number,
+): FoundWrite<true, false> {
   return {
     absent: false,
     async run(db, row) {
-      const seq = await callDelete(db, row, `{"id":${JSON.stringify(id)}}`, limits)
+      const seq = await callDelete(db, row, `{"id":${JSON.stringify(id)}}`, now(), limits)
       return seq === null ? LOST : { answer: true, sequence: Number(seq) }
     },
   }

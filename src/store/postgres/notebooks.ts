@@ -9,7 +9,8 @@ import { ChangeListener } from './change-delivery.js'
 import type { Database } from './database.js'
 import { PostgresDirectory, writerRole } from './directory.js'
 import { readServiceStats } from './queries.js'
-import { openDatabase, PostgresNoteStore, type PostgresStoreOptions, statsOf } from './store.js'
+import { PostgresNoteStore } from './store.js'
+import { openDatabase, type PostgresStoreOptions, statsOf } from './store-options.js'
 
 export interface PostgresNotebooksOptions extends Omit<PostgresStoreOptions, 'epoch'> {
   /** Most notes one notebook holds (MAX_NOTES_PER_USER); default maxNotes. */

@@ -24,7 +24,7 @@ export interface PostgresImportOptions extends ImportCaps {
  * Imports `source` (an export) into the database in one transaction: all of it or nothing.
  * It locks the notebooks' table (so no write of a running instance interleaves; they wait) and
  * the service's clock row, refuses a database that holds notes unless `replace` (which then
- * empties every notebook, its change history and idempotency keys), and writes each notebook's
+ * empties every notebook, its change history, idempotency keys, revisions and trash), and writes each notebook's
  * notes in file order at the positions after its last sequence, each note written at its own
  * position. Every notebook gets a new epoch, so no version token or ETag given before matches the
  * new contents; the sequences only grow, so an instance still running with the old epoch gives
@@ -67,6 +67,13 @@ export async function importIntoPostgres(
       await client.query('DELETE FROM notes')
       await client.query('DELETE FROM notes_changes')
       await client.query('DELETE FROM notes_idempotency')
+      // An export holds no history or trash: the notes they were of are replaced.
+      await client.query('DELETE FROM notes_revisions')
+      await client.query('DELETE FROM notes_trash')
+      await client.query('UPDATE notes_notebooks SET trash_notes = 0, trash_bytes = 0')
+      await client.query(
+        'UPDATE notes_clock SET trash_notes = 0, trash_bytes = 0, history_bytes = 0',
+      )
     }
     await insertDirectory(client, source.directory)
     // Running instances check the memberships they keep against this head: moved on with no

@@ -1,5 +1,6 @@
 import type pg from 'pg'
-import { SHARED_ROOM_ADVICE } from '../kernel/capacity.js'
+import type { ArchiveLimits } from '../archive.js'
+import { SHARED_ROOM_ADVICE, TRASH_ROOM_ADVICE } from '../kernel/capacity.js'
 import { type ChangeType, StoreFullError } from '../types.js'
 import type { Database } from './database.js'
 import type { NotebookDb } from './notebook-db.js'
@@ -50,8 +51,8 @@ export interface UpdatedNote {
   modified: number
 }
 
-/** What every write is bounded by: the caps and the history kept. */
-export interface WriteLimits {
+/** What every write is bounded by: the caps, the change history, the revisions and the trash. */
+export interface WriteLimits extends ArchiveLimits {
   /** The service's caps, over every notebook. */
   maxNotes: number
   maxBytes: number
@@ -63,18 +64,34 @@ export interface WriteLimits {
   holder: string
 }
 
-/** The limits as the write functions take them (p_limits, p_holder). */
-function limitValues(limits: WriteLimits): [number[], string] {
+/**
+ * The limits as the write functions take them (p_limits, p_holder; archive-schema.ts says the
+ * order), each a whole number that a bigint holds (Infinity: the largest safe integer).
+ */
+export function limitValues(limits: WriteLimits): [number[], string] {
   const { maxNotes, maxBytes, notebookMaxNotes, notebookMaxBytes, historyLimit } = limits
-  return [[maxNotes, maxBytes, notebookMaxNotes, notebookMaxBytes, historyLimit], limits.holder]
+  const { noteHistory, historyMs, maxHistoryBytes, trashMs } = limits
+  const values = [maxNotes, maxBytes, notebookMaxNotes, notebookMaxBytes, historyLimit]
+  values.push(noteHistory, historyMs, maxHistoryBytes, trashMs)
+  return [values.map(bigintOf), limits.holder]
+}
+
+/** 1.5 -> 1, Infinity -> 2^53 - 1, -3 -> 0 */
+export function bigintOf(value: number): number {
+  return Math.max(0, Math.min(Math.trunc(value), Number.MAX_SAFE_INTEGER))
 }
 
 /** The refusal of a write past a cap; the service's caps come with the advice that fits them. */
 export function storeFull(message: string): StoreFullError {
-  return message.startsWith('The service ')
-    ? new StoreFullError(message, SHARED_ROOM_ADVICE)
-    : new StoreFullError(message)
+  if (message.startsWith('The service ')) return new StoreFullError(message, SHARED_ROOM_ADVICE)
+  // The notebook's own caps, while its trash holds notes (notes_no_room): the trash holds room.
+  if (message.endsWith(TRASH_MARK)) {
+    return new StoreFullError(message.slice(0, -TRASH_MARK.length), TRASH_ROOM_ADVICE)
+  }
+  return new StoreFullError(message)
 }
+
+const TRASH_MARK = ' [trash]'
 
 export async function findNote(db: NotebookDb, id: number): Promise<NoteRow | undefined> {
   const { rows } = await db.read<NoteRow>(
@@ -311,19 +328,24 @@ export function callUpdate(
   ])
 }
 
-/** Deletes a note found as `row` if it is still as found; as callUpdate answers. */
+/**
+ * Deletes a note found as `row` if it is still as found, at `now` (into the trash when it is on);
+ * as callUpdate answers.
+ */
 export function callDelete(
   db: NotebookDb,
   row: NoteRow,
   data: string,
+  now: number,
   limits: WriteLimits,
 ): Promise<string | null> {
-  return writeIfUnchanged(db, 'SELECT notes_delete($1, $2, $3, $4, $5) AS seq', [
+  return writeIfUnchanged(db, 'SELECT notes_delete($1, $2, $3, $4, $5, $6) AS seq', [
     db.name,
     row.position,
     row.written,
     data,
-    limits.historyLimit,
+    Math.trunc(now),
+    limitValues(limits)[0],
   ])
 }
 

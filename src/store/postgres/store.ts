@@ -1,4 +1,11 @@
-import type pg from 'pg'
+import {
+  ARCHIVE_DEFAULTS,
+  type ID_TAKEN,
+  type NoteArchive,
+  type Revision,
+  type RevisionPage,
+  type TrashPage,
+} from '../archive.js'
 import { keyReused, STORE_DEFAULTS } from '../kernel/defaults.js'
 import { tokenSequence } from '../kernel/version-token.js'
 import type {
@@ -24,8 +31,9 @@ import { BatchWriter } from './batch-writer.js'
 import { ChangeDelivery, ChangeListener, changeOf } from './change-delivery.js'
 import { byPosition, ChangePages } from './change-pages.js'
 import { CreateBatcher } from './create-batcher.js'
-import { Database } from './database.js'
+import type { Database } from './database.js'
 import { ExportSnapshot } from './export-snapshot.js'
+import { purgeTrash, readRevision, readRevisions, readTrash, untrashNote } from './note-archive.js'
 import {
   createNotes,
   deleteNote,
@@ -57,53 +65,13 @@ import {
 } from './queries.js'
 import { pageOfSearch, SearchCache, searchAmong } from './search-cache.js'
 import { likePattern } from './search-text.js'
-
-export interface PostgresStoreOptions {
-  /** postgres://user:password@host:port/database */
-  url: string
-  /** Most notes held at once, across every instance on the database. */
-  maxNotes: number
-  /** Most UTF-8 bytes of note JSON held at once, across every instance. */
-  maxBytes: number
-  /** Connections this instance opens at most (DATABASE_POOL_SIZE); default 10. */
-  poolSize?: number
-  /** Longest a statement may run, in ms (DATABASE_STATEMENT_TIMEOUT_MS); default 5,000. */
-  statementTimeoutMs?: number
-  /** The PostgreSQL schema of the tables; default public. Tests give each store its own. */
-  schema?: string
-  /** Clock for ids and Last-Modified, in ms since the epoch; tests pass a fake one. */
-  now?: () => number
-  /**
-   * The first part of every version token when this store creates its schema; default random.
-   * Used only then: an existing schema keeps the epoch it was created with. Tests pass a fixed one.
-   */
-  epoch?: string
-  /** Changes kept for the change feed (CHANGE_HISTORY); default 10,000. */
-  historyLimit?: number
-  /** Idempotency keys remembered; default 100,000. */
-  maxIdempotencyKeys?: number
-  /** How long an idempotency key is remembered, in ms; default 24 h. */
-  idempotencyTtlMs?: number
-  /** How often subscribers look for changes when no notification came, in ms; default 1,000. */
-  pollMs?: number
-}
-
-/** A notebook of PostgresNotebooks: the service's connections, and what is the notebook's own. */
-export interface NotebookParts {
-  db: Database
-  listener: ChangeListener
-  /** The notebook's name, its epoch when it is new, and its caps. */
-  name: string
-  epoch: string | undefined
-  maxNotes: number
-  maxBytes: number
-}
-
-/**
- * What a guarded write runs first in its transaction (PostgresNoteStore.guardedBy): it throws to
- * refuse the write, which then changes nothing.
- */
-export type WriteGuard = (client: pg.ClientBase) => Promise<void>
+import {
+  type NotebookParts,
+  openDatabase,
+  type PostgresStoreOptions,
+  statsOf,
+  type WriteGuard,
+} from './store-options.js'
 
 /**
  * The notes of one notebook in PostgreSQL, shared by every instance that opens the same database
@@ -122,7 +90,7 @@ export type WriteGuard = (client: pg.ClientBase) => Promise<void>
  * single request's retries when another write came first), search-cache.ts (`q`),
  * change-delivery.ts (subscribers, across instances).
  */
-export class PostgresNoteStore implements NoteStore {
+export class PostgresNoteStore implements NoteStore, NoteArchive {
   readonly #db: NotebookDb
   /** The connections and listener, when this store made them (and closes them). */
   readonly #owned: { db: Database; listener: ChangeListener } | undefined
@@ -157,6 +125,8 @@ export class PostgresNoteStore implements NoteStore {
       notebookMaxNotes: parts?.maxNotes ?? options.maxNotes,
       notebookMaxBytes: parts?.maxBytes ?? options.maxBytes,
       historyLimit: options.historyLimit ?? STORE_DEFAULTS.historyLimit,
+      ...ARCHIVE_DEFAULTS,
+      ...options.archive,
       holder: parts === undefined ? 'The store' : 'This notebook',
     }
     const db = new NotebookDb(
@@ -221,7 +191,7 @@ export class PostgresNoteStore implements NoteStore {
    * the notebook locked, so it never loses to another write and is not retried. Reads are the
    * store's.
    */
-  guardedBy(guard: WriteGuard): NoteStore {
+  guardedBy(guard: WriteGuard): NoteStore & NoteArchive {
     const limits = this.#limits
     const found = <T, A>(id: number, conditions: Preconditions | undefined, w: FoundWrite<T, A>) =>
       this.#guarded<T | A | PreconditionFailed>(guard, async (db) => {
@@ -241,8 +211,23 @@ export class PostgresNoteStore implements NoteStore {
         this.#guarded(guard, (db) => this.#createOnce(db, key, fingerprint, fields)),
       update: (id, fields, kind = 'merge', conditions) =>
         found(id, conditions, updateNote(fields, kind, limits, this.#now)),
-      delete: (id, conditions) => found(id, conditions, deleteNote(id, limits)),
+      delete: (id, conditions) => found(id, conditions, deleteNote(id, limits, this.#now)),
       batch: (work, once) => this.#batch(work, once, guard),
+      untrash: (id) =>
+        this.#guarded<NoteRecord | undefined | typeof ID_TAKEN>(guard, (db) =>
+          untrashNote(db, id, this.#now(), limits),
+        ),
+      purge: (id) =>
+        this.#guarded(guard, async (db) => ({
+          answer: (await purgeTrash(db, id, this.#now(), limits)) > 0,
+        })),
+      emptyTrash: () =>
+        this.#guarded(guard, async (db) => ({
+          answer: await purgeTrash(db, null, this.#now(), limits),
+        })),
+      revisions: (id, limit, after) => this.revisions(id, limit, after),
+      revision: (id, version) => this.revision(id, version),
+      trash: (limit, after) => this.trash(limit, after),
       list: () => this.list(),
       page: (query) => this.page(query),
       get: (id) => this.get(id),
@@ -337,7 +322,38 @@ export class PostgresNoteStore implements NoteStore {
   }
 
   delete(id: number, conditions?: Preconditions): Promise<boolean | PreconditionFailed> {
-    return this.#noteWrites.write(id, conditions, deleteNote(id, this.#limits))
+    return this.#noteWrites.write(id, conditions, deleteNote(id, this.#limits, this.#now))
+  }
+
+  revisions(
+    id: number,
+    limit: number,
+    after: string | undefined,
+  ): Promise<RevisionPage | undefined> {
+    return readRevisions(this.#db, id, limit, after, this.#now(), this.#limits)
+  }
+
+  revision(id: number, version: string): Promise<Revision | undefined> {
+    return readRevision(this.#db, id, version, this.#now(), this.#limits)
+  }
+
+  trash(limit: number, after: number | undefined): Promise<TrashPage> {
+    return readTrash(this.#db, limit, after, this.#now(), this.#limits)
+  }
+
+  /** NoteArchive.untrash: one call of notes_untrash, heard by subscribers as a create is. */
+  async untrash(id: number): Promise<NoteRecord | undefined | typeof ID_TAKEN> {
+    const { answer, sequence } = await untrashNote(this.#db, id, this.#now(), this.#limits)
+    if (sequence !== undefined) this.#written(sequence)
+    return answer
+  }
+
+  async purge(id: number): Promise<boolean> {
+    return (await purgeTrash(this.#db, id, this.#now(), this.#limits)) > 0
+  }
+
+  emptyTrash(): Promise<number> {
+    return purgeTrash(this.#db, null, this.#now(), this.#limits)
   }
 
   /**
@@ -477,24 +493,4 @@ export class PostgresNoteStore implements NoteStore {
     this.#db.see(sequence)
     this.#delivery.pump()
   }
-}
-
-/** The counts of a notebook (readStats) or of the service (readServiceStats), with its caps. */
-export function statsOf(
-  counts: { notes: string; bytes: string },
-  maxNotes: number,
-  maxBytes: number,
-): StoreStats {
-  return { notes: Number(counts.notes), bytes: Number(counts.bytes), maxNotes, maxBytes }
-}
-
-/** The connections of a service (or of a store of its own) to its database. */
-export function openDatabase(options: PostgresStoreOptions): Database {
-  return new Database({
-    url: options.url,
-    poolSize: options.poolSize ?? 10,
-    statementTimeoutMs: options.statementTimeoutMs ?? 5000,
-    schema: options.schema ?? 'public',
-    epoch: options.epoch,
-  })
 }

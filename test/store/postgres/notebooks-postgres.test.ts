@@ -5,6 +5,7 @@ import { PostgresNotebooks } from '../../../src/store/postgres/notebooks.js'
 import { migrate } from '../../../src/store/postgres/schema.js'
 import { PostgresNoteStore } from '../../../src/store/postgres/store.js'
 import { type NoteStore, StoreFullError } from '../../../src/store/types.js'
+import { type ArchiveStoreOptions, runArchiveContract } from '../../support/archive.contract.js'
 import { runNotebooksContract } from '../../support/notebooks.contract.js'
 import { runNotebooksModelProperty } from '../../support/notebooks-model.property.js'
 import { postgresAvailable, testDatabase } from '../../support/postgres-cluster.js'
@@ -73,6 +74,30 @@ if (url !== '') {
         filling = false
       })
       return afterwards(filled, notebooks.notebook('a'))
+    },
+  )
+
+  // A notebook beside another that holds notes and history: the bounds are its own, the history's
+  // bytes the service's.
+  runArchiveContract(
+    'a notebook of PostgresNotebooks, while another notebook holds notes and history',
+    async (o: ArchiveStoreOptions) => {
+      const maxNotes = o.maxNotes ?? 1_000_000
+      const maxBytes = o.maxBytes ?? 1 << 28
+      const notebooks = make({
+        maxNotes: 2 * maxNotes,
+        maxBytes: 2 * maxBytes,
+        maxNotesPerNotebook: maxNotes,
+        maxBytesPerNotebook: maxBytes,
+        ...(o.now === undefined ? {} : { now: o.now }),
+        archive: o.archive,
+      })
+      const other = notebooks.notebook('other')
+      const note = await other.create({ other: true })
+      if (o.archive?.maxHistoryBytes === undefined) {
+        await other.update((JSON.parse(note.json) as { id: number }).id, { edited: 1 })
+      }
+      return notebooks.notebook('mine')
     },
   )
 
@@ -219,6 +244,12 @@ function afterwards(ready: Promise<void>, store: NoteStore): NoteStore {
     version: wait(store.version),
     changesSince: wait(store.changesSince),
     stats: wait(store.stats),
+    revisions: wait(store.revisions),
+    revision: wait(store.revision),
+    trash: wait(store.trash),
+    untrash: wait(store.untrash),
+    purge: wait(store.purge),
+    emptyTrash: wait(store.emptyTrash),
     subscribe: (listener) => store.subscribe(listener),
   }
 }

@@ -1,5 +1,6 @@
 import { after, afterEach } from 'node:test'
 import { PostgresNoteStore } from '../../../src/store/postgres/store.js'
+import { type ArchiveStoreOptions, runArchiveContract } from '../../support/archive.contract.js'
 import { postgresAvailable, testDatabase } from '../../support/postgres-cluster.js'
 import { pooledStore } from '../../support/schema-pool.js'
 import { type ContractStoreOptions, runStoreContract } from '../../support/store.contract.js'
@@ -30,6 +31,27 @@ if (postgresAvailable('PostgresNoteStore contract')) {
             poolSize: 2,
             ...(now === undefined ? {} : { now }),
             ...(historyLimit === undefined ? {} : { historyLimit }),
+          }),
+      )
+      stores.push(store)
+      return store
+    },
+  )
+  runArchiveContract(
+    'PostgresNoteStore',
+    ({ maxNotes = 1_000_000, maxBytes = 1 << 28, now, archive }: ArchiveStoreOptions) => {
+      const store = pooledStore(
+        url,
+        undefined,
+        (schema) =>
+          new PostgresNoteStore({
+            url,
+            schema,
+            maxNotes,
+            maxBytes,
+            poolSize: 2,
+            ...(now === undefined ? {} : { now }),
+            archive,
           }),
       )
       stores.push(store)
