@@ -45,7 +45,7 @@ export interface ModelRevision {
 }
 
 /** Revisions a note keeps, its current state included: the service's NOTE_HISTORY default. */
-export const MODEL_NOTE_HISTORY = 100
+const MODEL_NOTE_HISTORY = 100
 
 /**
  * What GET /api/note?<query> should answer: the page's JSON and total, or a 400. For sort=updated
