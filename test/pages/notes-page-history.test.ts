@@ -201,6 +201,33 @@ describe("the notes page's history, trash and order by last change", {
     await watched.context.close()
   })
 
+  it('says so when the note changed since its history was read (412), and reads it again', async () => {
+    const origin = await serve()
+    const note = await create(origin, { title: 'Draft', body: 'one' })
+    await patch(origin, note.id, { body: 'two' })
+    const watched = await open(origin)
+    const { page } = watched
+    // No feed (its connection refused, as a proxy that drops it would): the page does not hear
+    // of the next change, so its history is one version behind when the person restores.
+    await page.route(`${origin}/api/events`, (route) => route.abort())
+    await page.reload()
+    await page.locator('#list-status:not(:text("Loading"))').waitFor()
+    await item(page, 'Draft').getByRole('button', { name: 'History' }).click()
+    const history = item(page, 'Draft').locator('section.history')
+    await history.getByText('2 versions, newest first.').waitFor()
+    await patch(origin, note.id, { body: 'three' })
+    await history.locator('.revisions button').nth(1).click()
+    await history.getByRole('button', { name: 'Restore this version' }).click()
+    await history
+      .getByText('The note changed since its history was shown: here is its history again.')
+      .waitFor()
+    assert.equal(await history.locator('.revisions li').count(), 3)
+    const now = await api(origin, 'GET', `/api/note/${note.id}`)
+    assert.deepEqual(now.json?.data, { title: 'Draft', body: 'three', id: note.id })
+    assert.deepEqual(watched.errors, [])
+    await watched.context.close()
+  })
+
   it('shows the deleted notes in the trash, restores one to the list, and empties the trash after asking; axe-clean', async () => {
     const origin = await serve()
     await create(origin, { title: 'Keep me' })
