@@ -737,7 +737,7 @@ describe('the notes page in Chromium', { skip: SKIP, concurrency: false }, () =>
     await watched.context.close()
   })
 
-  it('loads in under 88 KB compressed, everything counted, and makes no request elsewhere', async (t) => {
+  it('loads in under 80 KB compressed, everything counted, and makes no request elsewhere', async (t) => {
     const origin = await serve()
     const watched = await open(origin)
     const { page } = watched
@@ -782,8 +782,7 @@ describe('the notes page in Chromium', { skip: SKIP, concurrency: false }, () =>
         '/api/note?sort=updated&order=desc&limit=1000',
       ].sort(),
     )
-    // 80 KB until a note's history, the trash and the order by last change came (about 6 KB).
-    assert.ok(total < 88 * 1024, `${total} bytes`)
+    assert.ok(total < 80 * 1024, `${total} bytes`)
     clean(watched)
     await watched.context.close()
   })

@@ -207,7 +207,7 @@ describe('GET / (the notes page) and its files under /ui/', () => {
     assert.match(PAGE_CSP, /require-trusted-types-for 'script'/)
   })
 
-  it('weighs under 88 KB in brotli, everything it loads counted (HTML, CSS, JS, manifest, icons, worker)', async (t) => {
+  it('weighs under 80 KB in brotli, everything it loads counted (HTML, CSS, JS, manifest, icons, worker)', async (t) => {
     const { app } = buildOpsApp()
     const br = { 'accept-encoding': 'br' }
     const page = await app.inject({ method: 'GET', url: '/', headers: br })
@@ -222,9 +222,7 @@ describe('GET / (the notes page) and its files under /ui/', () => {
     }
     t.diagnostic(`the page's files in brotli: ${total} bytes in all; ${JSON.stringify(sizes)}`)
     assert.ok(names.includes(SERVICE_WORKER) && names.includes('manifest.webmanifest'))
-    // 80 KB until a note's history, the trash and the order by last change came (about 6 KB in
-    // brotli: four modules, and the page's code that uses them).
-    assert.ok(total < 88 * 1024, `${total} bytes`)
+    assert.ok(total < 80 * 1024, `${total} bytes`)
   })
 
   it('serves neither the page nor its files with UI=false: a 404 that says how to turn it on', async () => {
