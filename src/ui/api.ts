@@ -202,6 +202,42 @@ const pageFetch: typeof fetch = async (input, init) => {
   })
 }
 
+/**
+ * A request the client library has no call for (a note's history, the trash): this origin, the
+ * tab's key, no HTTP cache. A 401 asks for a key as the client's do; the caller says any other
+ * refusal itself. Throws a Failure with status 0 when no answer came.
+ */
+export async function send(path: string, init: RequestInit = {}): Promise<Response> {
+  const headers = new Headers(init.headers)
+  const key = accessKey() ?? memoryKey ?? ''
+  if (key !== '') headers.set('authorization', `Bearer ${key}`)
+  let response: Response
+  try {
+    response = await fetch(path, { ...init, headers, cache: 'no-store', credentials: 'omit' })
+  } catch {
+    answerWatcher?.reached(false)
+    throw { status: 0, detail: undefined } satisfies Failure
+  }
+  answerWatcher?.reached(!UNREACHABLE.has(response.status))
+  if (response.status === 401) answerWatcher?.unauthorized(await failureFrom(response))
+  return response
+}
+
+/** The answer's JSON `data`, or its Failure thrown: what a refused or unanswered call says. */
+export async function dataOf(response: Response): Promise<unknown> {
+  if (!response.ok) throw await failureFrom(response)
+  return response.status === 204 ? undefined : ((await response.json()) as { data?: unknown }).data
+}
+
+/** What went wrong with a call of `send`, in words: a Failure's, or an Error's message. */
+export function explain(err: unknown): string {
+  return isFailure(err) ? describeFailure(err) : (err as Error).message
+}
+
+function isFailure(err: unknown): err is Failure {
+  return typeof err === 'object' && err !== null && typeof (err as Failure).status === 'number'
+}
+
 /** The client of this origin's API, with this tab's key. */
 export const client = new NotesClient({
   baseUrl: location.origin,

@@ -25,12 +25,14 @@ import {
 import { ConflictList } from './conflicts.js'
 import { byId } from './dom.js'
 import { LinkStatus } from './link-status.js'
+import { ListOrder } from './list-order.js'
 import { type ItemContext, NoteItem } from './note-item.js'
 import { isObject, sameJson } from './note-patch.js'
 import { NotebookSwitcher, type OpenedNotebook } from './notebooks.js'
 import { registerServiceWorker } from './service-worker.js'
 import { ShareDialog } from './share-dialog.js'
 import { OidcSignIn, signInSettings } from './sign-in.js'
+import { TrashView } from './trash.js'
 
 /** Notes shown at first, and added by each "Load more notes". */
 const PAGE_SIZE = 50
@@ -54,6 +56,7 @@ const createError = byId('create-error', HTMLElement)
 const createButton = byId('create-button', HTMLButtonElement)
 
 const searchInput = byId('search', HTMLInputElement)
+const orderSelect = byId('order', HTMLSelectElement)
 const waitingText = byId('waiting', HTMLElement)
 const syncError = byId('sync-error', HTMLElement)
 const conflicts = new ConflictList(byId('conflicts', HTMLElement), {
@@ -63,6 +66,10 @@ const conflicts = new ConflictList(byId('conflicts', HTMLElement), {
 
 /** The notebook on this device, while one is open. */
 let replica: Replica | undefined
+/** Its API path: '/api' for the default notebook, '/api/notebooks/<id>' for another. */
+let base = '/api'
+const order = new ListOrder()
+const trash = new TrashView(() => base, announce)
 let unsubscribe: () => void = () => {}
 /** Notes shown, by entry key. */
 const items = new Map<string, NoteItem>()
@@ -84,6 +91,7 @@ const count = (n: number, one: string, many: string): string =>
 
 const context: ItemContext = {
   announce,
+  base: () => base,
   replica: () => replica,
   deleted() {
     announce('Note deleted.')
@@ -95,7 +103,10 @@ function announce(text: string): void {
   announcer.textContent = text
 }
 
-/** The notes to show, newest first: all, or those matching the search (the service's q rule). */
+/**
+ * The notes to show, the last changed (or the newest) first: all, or those matching the search
+ * (the service's q rule).
+ */
 function matching(open: Replica): ReplicaEntry[] {
   const entries = query === '' ? open.notes() : open.search(query)
   // A create on its way: the feed may bring the service's note before the replica has linked
@@ -109,7 +120,7 @@ function matching(open: Replica): ReplicaEntry[] {
             entry.id === undefined ||
             !sending.some((local) => sameJson(local.note, withoutId(entry.note))),
         )
-  return [...shown].reverse()
+  return orderSelect.value === 'created' ? [...shown].reverse() : order.sort(shown)
 }
 
 function withoutId(note: Record<string, unknown>): Record<string, unknown> {
@@ -205,6 +216,12 @@ async function openNotebook(notebook: OpenedNotebook | undefined): Promise<void>
   await old?.close()
   items.clear()
   list.replaceChildren()
+  order.reset()
+  trash.close()
+  base =
+    notebook === undefined || notebook.default
+      ? '/api'
+      : `/api/notebooks/${encodeURIComponent(notebook.id)}`
   loaded = false
   loadFailure = undefined
   waitingForKey = false
@@ -242,6 +259,7 @@ async function openNotebook(notebook: OpenedNotebook | undefined): Promise<void>
       loaded = true
       loadFailure = undefined
       render()
+      void order.read(base, render)
     }
     if (event.type === 'change' || event.type === 'reset') render()
     if (event.type === 'waiting' || event.type === 'online') showWaiting()
@@ -394,6 +412,7 @@ searchInput.addEventListener('input', () => {
   shown = PAGE_SIZE
   render()
 })
+orderSelect.addEventListener('change', () => render())
 
 // More notes as the end of the list comes into view, or on the button.
 function showMore(): void {

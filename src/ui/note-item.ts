@@ -1,28 +1,21 @@
 import { hasPath, type Note } from './api.js'
 import { parseJson, type Replica, type ReplicaEntry } from './client-parts.js'
 import { h, replaceChildren, uniqueId } from './dom.js'
+import { type HistoryContext, NoteHistory } from './note-history.js'
 import { type Fields, isObject, planPatch, sameJson } from './note-patch.js'
+import { DATE_TIME, firstText, TITLE_FIELDS } from './note-text.js'
 
-/** Fields shown as the note's heading, the first one present holding a string. */
-const TITLE_FIELDS = ['title', 'name', 'subject', 'heading', 'summary']
 /** Fields shown as its text, likewise. */
 const BODY_FIELDS = ['body', 'text', 'content', 'description', 'note', 'message']
 /** Longest JSON of the other fields shown before "Show all". */
 const SHOWN_JSON = 2_000
 
 /** What a note item needs from the list around it. */
-export interface ItemContext {
-  /** Says something to screen readers (and shows it) about the list as a whole. */
-  announce(text: string): void
+export interface ItemContext extends HistoryContext {
   /** The notebook the note is in, while it is open. */
   replica(): Replica | undefined
   /** The person deleted the note (on this device; the replica sends it). */
   deleted(item: NoteItem): void
-}
-
-/** 'title' of {title:'a'}; undefined for {title: 7} or {}. */
-function firstText(note: Note, names: readonly string[]): string | undefined {
-  return names.find((name) => typeof note[name] === 'string')
 }
 
 /** The note without its id, for showing and editing as JSON. */
@@ -30,9 +23,6 @@ function withoutId(note: Note): Fields {
   const { id: _id, ...fields } = note
   return fields
 }
-
-/** One formatter for every note: toLocaleString() would build one per call. */
-const DATE_TIME = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' })
 
 /** 1795531269679 -> a <time> for 2026-11-24T14:41:09.679Z, when the id looks like a creation time. */
 function createdAt(id: unknown): HTMLTimeElement | undefined {
@@ -63,6 +53,8 @@ export class NoteItem {
   /** "Delete this note?" is open: a newer version shown meanwhile keeps it open. */
   #confirming = false
   #message: HTMLElement
+  /** The note's history, while it is open. */
+  #history: NoteHistory | undefined
 
   constructor(entry: ReplicaEntry, context: ItemContext) {
     this.#note = entry.note as Note
@@ -107,6 +99,7 @@ export class NoteItem {
     }
     const confirming = this.#confirming
     this.#show()
+    void this.#history?.load()
     if (confirming) {
       // Closing the question under the person's pointer would look as if it had been answered.
       this.#confirmDelete('keep')
@@ -133,6 +126,8 @@ export class NoteItem {
     this.#editor = undefined
     this.#confirming = false
     this.#say('')
+    const active = document.activeElement
+    const focused = this.#history?.element.contains(active) === true ? active : null
     const note = this.#note
     const titleKey = firstText(note, TITLE_FIELDS)
     const bodyKey = firstText(note, BODY_FIELDS)
@@ -145,6 +140,17 @@ export class NoteItem {
       { type: 'button', class: 'danger', 'aria-describedby': this.#headingId },
       'Delete',
     )
+    const historyButton = h(
+      'button',
+      {
+        type: 'button',
+        class: 'history-toggle',
+        'aria-describedby': this.#headingId,
+        'aria-expanded': String(this.#history !== undefined),
+      },
+      'History',
+    )
+    historyButton.addEventListener('click', () => this.#toggleHistory())
     editButton.addEventListener('click', () => this.#openEditor())
     deleteButton.addEventListener('click', () => this.#confirmDelete('yes'))
     const actions = h(
@@ -152,7 +158,7 @@ export class NoteItem {
       { class: 'actions' },
       ...(note.id !== undefined && !hasPath(note.id)
         ? [h('span', { class: 'hint' }, 'Its id is not a number, so it cannot be changed here.')]
-        : [editButton, deleteButton]),
+        : [editButton, historyButton, deleteButton]),
     )
     const heading = h(
       'h3',
@@ -179,8 +185,26 @@ export class NoteItem {
         h('p', { class: 'meta' }, where, time && ' · ', time),
         actions,
         this.#message,
+        this.#history?.element,
       ),
     )
+    // Shown anew (the note changed): the person stays where they were in its history.
+    if (focused instanceof HTMLElement) focused.focus()
+  }
+
+  /** Opens the note's history under it, or closes it. */
+  #toggleHistory(): void {
+    if (this.#history !== undefined) {
+      this.#history = undefined
+      this.#show()
+      this.#focusButton('History')
+      return
+    }
+    if (!hasPath(this.#note.id)) return
+    this.#history = new NoteHistory(this.#note.id, this.#context, () => this.#toggleHistory())
+    this.#show()
+    void this.#history.load()
+    this.#focusButton('History')
   }
 
   /** Opens the editor on the version shown (this device's copy is the latest it knows). */

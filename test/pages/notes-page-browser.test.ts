@@ -531,9 +531,14 @@ describe('the notes page in Chromium', { skip: SKIP, concurrency: false }, () =>
     )
     // The notebook was loaded once, into this device's copy, 1,000 notes a request; the pages
     // shown as the person scrolls come from that copy.
-    const pages = watched.requested.filter((r) => r.startsWith('GET /api/note?limit=1000'))
+    const pages = watched.requested.filter(
+      (r) => r.startsWith('GET /api/note?limit=1000') && !r.includes('sort=updated'),
+    )
     assert.equal(pages.length, count / 1000)
     assert.ok(pages.slice(1).every((r) => /^GET \/api\/note\?limit=1000&after=/.test(r)))
+    // And the order of last change, read once, as many pages (the list's order needs it).
+    const order = watched.requested.filter((r) => r.includes('sort=updated'))
+    assert.equal(order.length, count / 1000)
     clean(watched)
     await watched.context.close()
   })
@@ -767,10 +772,15 @@ describe('the notes page in Chromium', { skip: SKIP, concurrency: false }, () =>
       names.filter((name) => name === '/api/note?limit=1000'),
       ['/api/note?limit=1000'],
     )
-    // Besides: which notebooks there are (none without user tokens), once.
+    // Besides: which notebooks there are (none without user tokens), and the order of last
+    // change, once each.
     assert.deepEqual(
-      names.filter((name) => name.startsWith('/api/') && name !== '/api/note?limit=1000'),
-      ['/api/notebooks', ...names.filter((name) => name === '/api/note?limit=1')],
+      names.filter((name) => name.startsWith('/api/') && name !== '/api/note?limit=1000').sort(),
+      [
+        '/api/notebooks',
+        ...names.filter((name) => name === '/api/note?limit=1'),
+        '/api/note?sort=updated&order=desc&limit=1000',
+      ].sort(),
     )
     assert.ok(total < 80 * 1024, `${total} bytes`)
     clean(watched)
