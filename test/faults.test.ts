@@ -35,7 +35,7 @@ describe('faults (short form)', () => {
     assert.deepEqual(checkDeadline(result, 1000, 3000), [])
   })
 
-  it('the note-count cap under load: 507s, nothing stored lost or changed, reads served, delete frees room', async () => {
+  it('the note-count cap under load: 507s, nothing stored lost or changed, reads served, a delete purged from the trash frees room', async () => {
     const result = await capacityUnderLoad({
       env: { MAX_NOTES: '300' },
       connections: 10,

@@ -304,7 +304,7 @@ describeEachLane('methods and paths', (suite) => {
 })
 
 describeEachStore('capacity', (suite) => {
-  it('answers 507 past the note cap, keeps every note, serves reads and frees room on delete', async () => {
+  it('answers 507 past the note cap, keeps every note, serves reads and frees room once a deleted note leaves the trash', async () => {
     const { app } = suite.buildApp({ maxNotes: 2 }, { now: fakeClock(1) })
     await postNote(app, { n: 1 })
     await postNote(app, { n: 2 })
@@ -315,6 +315,13 @@ describeEachStore('capacity', (suite) => {
     )
     assert.equal((await app.inject('/api/note')).body, '{"data":[{"n":1,"id":1},{"n":2,"id":2}]}')
     assert.equal((await app.inject({ method: 'DELETE', url: '/api/note/1' })).statusCode, 200)
+    // The deleted note is in the trash, which counts toward the cap: the refusal says so.
+    assertProblem(
+      await postNote(app, { n: 3 }),
+      507,
+      `${suite.full} holds its maximum of 2 notes. Delete notes, or empty the trash, to make room: deleted notes count until they leave it.`,
+    )
+    assert.equal((await app.inject({ method: 'DELETE', url: '/api/trash/1' })).statusCode, 204)
     assert.equal((await postNote(app, { n: 3 })).body, '{"data":{"n":3,"id":3}}')
   })
 

@@ -307,7 +307,7 @@ export interface CapacityResult {
 
 /**
  * Creates under load until the cap answers 507s: nothing confirmed may be lost or changed, reads
- * keep working, and a delete makes room again. `cap` is MAX_NOTES or MAX_STORE_BYTES.
+ * keep working, and a delete (with the note purged from the trash) makes room again. `cap` is MAX_NOTES or MAX_STORE_BYTES.
  */
 export async function capacityUnderLoad(options: {
   env: Record<string, string>
@@ -371,6 +371,8 @@ export async function capacityUnderLoad(options: {
   let createAfterDelete = 0
   if (first !== undefined) {
     await fetch(`${base}/api/note/${first.id}`, { method: 'DELETE', headers: close })
+    // A deleted note counts toward the cap until it leaves the trash.
+    await fetch(`${base}/api/trash/${first.id}`, { method: 'DELETE', headers: close })
     const again = await fetch(`${base}/api/note`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...close },

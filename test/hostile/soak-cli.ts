@@ -66,7 +66,8 @@ async function soakAndFaults(): Promise<void> {
     probe: true,
     // The change history is bounded, and filled during the warm-up, so the heap check sees leaks
     // rather than the history growing to its bound (10,000 changes by default).
-    env: { ...store.env, CHANGE_HISTORY: '1000' },
+    // Bounded history, revisions and trash, filled in the warm-up (see test/soak.test.ts).
+    env: { ...store.env, CHANGE_HISTORY: '1000', NOTE_HISTORY: '4', TRASH_DAYS: '0.00002' },
   })
   const soak = await runSoak({
     server,

@@ -15,10 +15,14 @@ import type { Entry, PastStates } from './entries.js'
  * The bytes of past revisions over a whole service, and the order they were kept in, so that
  * past MAX_HISTORY_BYTES the oldest go first wherever they are. The queue holds, per revision,
  * its note's past states and its ETag: a pair whose revision went another way (a count or age
- * bound, a purge) no longer matches the oldest one there and is passed over.
+ * bound, a purge) no longer matches the oldest one there and is passed over, and once such pairs
+ * outnumber the live ones they are swept out, so that the queue stays within twice the revisions
+ * kept.
  */
 export class HistoryBudget {
   bytes = 0
+  /** Past revisions kept now, over the service. */
+  live = 0
   readonly #max: number
   #queue: (PastStates | string)[] = []
   #head = 0
@@ -27,9 +31,15 @@ export class HistoryBudget {
     this.#max = maxBytes
   }
 
+  /** Pairs in the queue, live and passed over (for tests). */
+  get queued(): number {
+    return (this.#queue.length - this.#head) / 2
+  }
+
   /** A revision of `bytes` kept for `entry`; the oldest ones go while the budget is passed. */
   kept(past: PastStates, etag: string, bytes: number): void {
     this.bytes += bytes
+    this.live++
     this.#queue.push(past, etag)
     while (this.bytes > this.#max && this.#head < this.#queue.length) {
       const oldest = this.#queue[this.#head] as PastStates
@@ -37,10 +47,27 @@ export class HistoryBudget {
       this.#head += 2
       if (oldest.refs[0] === oldestEtag) dropOldest(oldest, this)
     }
-    if (this.#head > 1024 && this.#head * 2 > this.#queue.length) {
-      this.#queue = this.#queue.slice(this.#head)
-      this.#head = 0
+    const pairs = (this.#queue.length - this.#head) / 2
+    if (pairs > 2 * this.live + 1024) this.#sweep()
+  }
+
+  /**
+   * Keeps only the pairs of revisions still kept: for each note's past states, the newest pairs,
+   * as many as it holds (its states go oldest first, so the ones kept are the last pushed).
+   */
+  #sweep(): void {
+    const queue = this.#queue
+    const seen = new Map<PastStates, number>()
+    const kept: (PastStates | string)[] = []
+    for (let i = queue.length - 2; i >= this.#head; i -= 2) {
+      const past = queue[i] as PastStates
+      const count = (seen.get(past) ?? 0) + 1
+      seen.set(past, count)
+      if (count <= past.times.length) kept.push(queue[i + 1] as string, past)
     }
+    kept.reverse()
+    this.#queue = kept
+    this.#head = 0
   }
 }
 
@@ -55,6 +82,7 @@ export interface HistoryRules {
 function dropOldest(past: PastStates, budget: HistoryBudget): void {
   const { refs, created } = past
   budget.bytes -= Buffer.byteLength(refs[1] as string)
+  budget.live--
   if (created !== undefined && created[0] === refs[0]) {
     created.shift()
     if (created.length === 0) past.created = undefined

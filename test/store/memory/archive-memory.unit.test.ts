@@ -1,5 +1,10 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { Capacity } from '../../../src/store/kernel/capacity.js'
+import { IdSpace } from '../../../src/store/kernel/id-space.js'
 import { MemoryNotebooks } from '../../../src/store/memory/memory-notebooks.js'
 import { MemoryNoteStore } from '../../../src/store/memory/memory-store.js'
+import { HistoryBudget } from '../../../src/store/memory/revisions.js'
 import { type ArchiveStoreOptions, runArchiveContract } from '../../support/archive.contract.js'
 import { PromisedNoteStore } from '../../support/promised-store.js'
 
@@ -36,4 +41,30 @@ runArchiveContract('a notebook of MemoryNotebooks', (o) => {
   if (o.archive?.maxHistoryBytes === undefined)
     other.update(JSON.parse(note.json).id, { edited: 1 })
   return notebooks.notebook('mine')
+})
+
+// The soak found it: the budget's queue of revisions by age grew with every write, though the
+// count bound had let those revisions go long before.
+test('the history budget keeps its queue within twice the revisions kept, plus a floor', () => {
+  const budget = new HistoryBudget(1 << 30)
+  const shared = {
+    ids: new IdSpace(),
+    capacity: new Capacity(1000, 1 << 24, 'The service'),
+    history: budget,
+  }
+  const store = new MemoryNoteStore({
+    maxNotes: 1000,
+    maxBytes: 1 << 24,
+    archive: { noteHistory: 3 },
+    shared,
+  })
+  const ids = Array.from(
+    { length: 10 },
+    (_, i) => JSON.parse(store.create({ i }).json).id as number,
+  )
+  for (let round = 0; round < 2000; round++) for (const id of ids) store.update(id, { round })
+  // 10 notes keep 2 past states each: 20 live, and the pairs passed over stay under 2 x 20 + 1024.
+  assert.equal(budget.live, 20)
+  assert.ok(budget.queued <= 2 * 20 + 1024 + 1, `queued ${budget.queued}`)
+  assert.equal(store.revisions(ids[0] as number, 10, undefined)?.revisions.length, 3)
 })
