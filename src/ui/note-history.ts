@@ -173,7 +173,8 @@ export class NoteHistory {
     this.#chosen = undefined
     await this.load()
     const text = `Restored the version of ${timeOf(revision.at).textContent ?? revision.at}.`
-    this.#say(text)
+    // The count stays said: a reload the change feed started may have said it first.
+    this.#say(`${text} ${this.#revisions.length} versions, newest first.`)
     this.#context.announce(text)
     this.#list.querySelector('button')?.focus()
   }
