@@ -1,7 +1,8 @@
 import { ID_TAKEN, type Revision, type RevisionPage, type TrashPage } from '../store/archive.js'
 import type { MaybePromise, NoteFields, NoteRecord, NoteStore } from '../store/types.js'
 import { Answer, JSON_CONTENT_TYPE, NOT_FOUND, type RequestHeaders } from './answer.js'
-import { DEFAULT_LIMIT, MAX_LIMIT } from './page-query.js'
+import { noneMatch } from './conditional.js'
+import { clip, DEFAULT_LIMIT, readLimit } from './page-query.js'
 import { problemAnswer } from './problem.js'
 import { updateAnswer, writtenAnswer } from './write-answers.js'
 
@@ -24,25 +25,14 @@ function pagingOf<T>(search: string, readAfter: (text: string) => T | undefined)
   const params = new URLSearchParams(search)
   const limitText = params.get('limit')
   const afterText = params.get('after')
-  let limit = DEFAULT_LIMIT
-  if (limitText !== null) {
-    limit = /^[0-9]{1,4}$/.test(limitText) ? Number(limitText) : 0
-    if (limit < 1 || limit > MAX_LIMIT) {
-      return {
-        bad: `limit must be a whole number from 1 to ${MAX_LIMIT}; got "${clip(limitText)}".`,
-      }
-    }
-  }
+  const limit = limitText === null ? DEFAULT_LIMIT : readLimit(limitText)
+  if (typeof limit === 'string') return { bad: limit }
   if (afterText === null) return { limit, after: undefined }
   const after = readAfter(afterText)
   if (after === undefined) {
     return { bad: `after must be the cursor of a page's Link; got "${clip(afterText)}".` }
   }
   return { limit, after }
-}
-
-function clip(text: string): string {
-  return text.length > 40 ? `${text.slice(0, 40)}...` : text
 }
 
 const readVersion = (text: string): string | undefined => (VERSION.test(text) ? text : undefined)
@@ -114,7 +104,7 @@ export function revisionAnswer(
     if (revision === undefined) return NOT_FOUND
     const etag = JSON.stringify(revision.version)
     // A revision never changes: its ETag names it for good.
-    if (headers['if-none-match']?.split(/\s*,\s*/).includes(etag) === true) {
+    if (noneMatch(headers['if-none-match'], etag)) {
       return new Answer(304, undefined, undefined, ['etag', etag])
     }
     return new Answer(200, JSON_CONTENT_TYPE, `{"data":${revisionJson(revision)}}`, ['etag', etag])

@@ -1,8 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Directory } from '../store/directory.js'
-import type { MaybePromise, NoteFields, NoteStore } from '../store/types.js'
+import type { MaybePromise, NoteStore } from '../store/types.js'
 import type { Answer } from './answer.js'
-import { sendAnswer } from './answer-head.js'
 import {
   emptyTrashAnswer,
   purgeAnswer,
@@ -13,6 +12,7 @@ import {
   untrashAnswer,
 } from './archive-operations.js'
 import { parseNoteId } from './note-id.js'
+import { bodyFields, send } from './note-routes.js'
 import { isRefused, targetOf } from './notebook-access.js'
 import type { NotebookServices } from './notebook-services.js'
 import { sendProblem } from './problem.js'
@@ -123,16 +123,4 @@ export function registerArchiveRoutes(
       scoped(true, ({ store }, request) => purgeAnswer(store, idOf(request))),
     )
   }
-}
-
-/** The body parser only lets JSON objects through; no body at all means `{}`. */
-function bodyFields(request: FastifyRequest): NoteFields {
-  const { body } = request
-  return typeof body === 'object' && body !== null ? (body as NoteFields) : {}
-}
-
-function send(reply: FastifyReply, answer: MaybePromise<Answer>): undefined | Promise<unknown> {
-  if (answer instanceof Promise) return answer.then((settled) => sendAnswer(reply, settled))
-  sendAnswer(reply, answer)
-  return undefined
 }

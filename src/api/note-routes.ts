@@ -213,7 +213,7 @@ async function sendExport(
 }
 
 /** The body parser only lets JSON objects through; a request with no body at all means `{}`. */
-function bodyFields(request: FastifyRequest): NoteFields {
+export function bodyFields(request: FastifyRequest): NoteFields {
   const { body } = request
   return typeof body === 'object' && body !== null ? (body as NoteFields) : {}
 }
@@ -237,7 +237,7 @@ export function patchKind(contentType: string | undefined): PatchKind {
  * Sends the answer now, or when it settles (a rejection reaches Fastify's error handler); an
  * export has sent itself.
  */
-function send(
+export function send(
   reply: FastifyReply,
   answer: MaybePromise<Answer> | Promise<FastifyReply>,
 ): undefined | Promise<unknown> {

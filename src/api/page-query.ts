@@ -39,10 +39,9 @@ export function parseListQuery(search: string): ListRequest {
   }
   let limit = Number.MAX_SAFE_INTEGER
   if (limitText !== null) {
-    limit = /^[0-9]{1,4}$/.test(limitText) ? Number(limitText) : 0
-    if (limit < 1 || limit > MAX_LIMIT) {
-      return bad(`limit must be a whole number from 1 to ${MAX_LIMIT}; got "${clip(limitText)}".`)
-    }
+    const read = readLimit(limitText)
+    if (typeof read === 'string') return bad(read)
+    limit = read
   } else if (afterText !== null) {
     limit = DEFAULT_LIMIT
   }
@@ -192,11 +191,19 @@ function check(body: string): string {
   return (hash >>> 0).toString(36)
 }
 
+/** A `limit` parameter: a whole number from 1 to MAX_LIMIT, or the detail of its 400. */
+export function readLimit(text: string): number | string {
+  const limit = /^[0-9]{1,4}$/.test(text) ? Number(text) : 0
+  return limit >= 1 && limit <= MAX_LIMIT
+    ? limit
+    : `limit must be a whole number from 1 to ${MAX_LIMIT}; got "${clip(text)}".`
+}
+
 function bad(detail: string): ListRequest {
   return { kind: 'bad', detail }
 }
 
 /** A parameter as quoted in a detail: at most 40 characters of it. */
-function clip(text: string): string {
+export function clip(text: string): string {
   return text.length > 40 ? `${text.slice(0, 40)}...` : text
 }

@@ -216,7 +216,8 @@ export abstract class MemoryStoreCore {
     this.archive.sweep(now)
     this.capacity.roomForBytes(growth)
     const batch = this.pending
-    this.archive.keep(entry, now, batch, batch === undefined ? noop : this.restorer(entry))
+    if (batch !== undefined) batch.undo.push(this.restorer(entry))
+    this.archive.keep(entry, now, batch)
     this.byChange.remove(entry)
     this.byId.move(entry, note.id)
     const sequence = this.advance()
@@ -368,6 +369,3 @@ export abstract class MemoryStoreCore {
     return entry?.position === position && entry.alive ? entry : undefined
   }
 }
-
-/** Nothing to undo. */
-export function noop(): void {}

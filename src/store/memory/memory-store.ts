@@ -16,7 +16,7 @@ import type {
   NoteWriter,
 } from '../types.js'
 import { entryOf, imageNotes } from './image-notes.js'
-import { type Batch, MemoryStoreCore, noop } from './memory-store-core.js'
+import { type Batch, MemoryStoreCore } from './memory-store-core.js'
 import type { RecordedWrite, RememberedKey, StoreImage } from './records.js'
 
 /**
@@ -103,7 +103,7 @@ export class MemoryNoteStore extends MemoryStoreCore implements NoteStore, NoteA
     const { json, modified } = write
     const { id } = JSON.parse(json) as { id?: unknown }
     const bytes = Buffer.byteLength(json)
-    this.archive.keep(entry, modified, undefined, noop)
+    this.archive.keep(entry, modified, undefined)
     this.byChange.remove(entry)
     this.byId.move(entry, id)
     const sequence = this.advance()

@@ -23,9 +23,8 @@ import {
 } from './revisions.js'
 import { MemoryTrash, type TrashedEntry } from './trash.js'
 
-/** What a batch under way holds back: the undos of its writes, and what they keep once it is kept. */
+/** What a batch under way holds back: what its writes keep of past states once it is kept. */
 export interface PendingArchive {
-  readonly undo: (() => void)[]
   readonly archive: (() => void)[]
 }
 
@@ -66,14 +65,13 @@ export class MemoryArchive {
 
   /**
    * Keeps the entry's current state as a past one before a write at `now` replaces it; in a batch,
-   * once the batch is kept (`restore` puts the entry back if it is not).
+   * once the batch is kept.
    */
-  keep(entry: Entry, now: number, batch: PendingArchive | undefined, restore: () => void): void {
+  keep(entry: Entry, now: number, batch: PendingArchive | undefined): void {
     if (batch === undefined) {
       keepPast(entry, this.#rules, now)
       return
     }
-    batch.undo.push(restore)
     const { etag, modified, change, json, bytes } = entry
     batch.archive.push(() =>
       keepState(entry, etag, modified, change, json, bytes, this.#rules, now),
@@ -97,8 +95,7 @@ export class MemoryArchive {
       else batch.archive.push(drop)
       return undefined
     }
-    this.#trash.add({ entry, deleted: trashed, sequence })
-    this.#capacity.trash(1, entry.bytes)
+    this.#add({ entry, deleted: trashed, sequence })
     return () => {
       this.#trash.undoAdd()
       this.#capacity.trash(-1, -entry.bytes)
@@ -111,9 +108,23 @@ export class MemoryArchive {
     for (const item of this.#trash.expire(now - this.#trashMs)) this.#forget(item)
   }
 
-  #forget({ entry }: TrashedEntry): void {
-    this.#capacity.trash(-1, -entry.bytes)
-    dropPast(entry, this.#rules.budget)
+  /** A note into the trash, its room counted there. */
+  #add(item: TrashedEntry): void {
+    this.#trash.add(item)
+    this.#capacity.trash(1, item.entry.bytes)
+  }
+
+  /** The note at `at` out of the trash, its room no longer counted there. */
+  #takeAt(at: number): TrashedEntry {
+    const item = this.#trash.take(at)
+    this.#capacity.trash(-1, -item.entry.bytes)
+    return item
+  }
+
+  /** A note taken out of the trash, gone for good: its room given back, its revisions dropped. */
+  #forget(item: TrashedEntry): void {
+    this.#capacity.trash(-1, -item.entry.bytes)
+    dropPast(item.entry, this.#rules.budget)
   }
 
   revisions(entry: Entry, limit: number, after: string | undefined, now: number): RevisionPage {
@@ -139,19 +150,13 @@ export class MemoryArchive {
     this.sweep(now)
     const at = this.#trash.findId(id)
     if (at === -1) return undefined
-    if (live) return ID_TAKEN
-    const item = this.#trash.take(at)
-    this.#capacity.trash(-1, -item.entry.bytes)
-    return item
+    return live ? ID_TAKEN : this.#takeAt(at)
   }
 
   /** take() of the note deleted by change `sequence` (a replay). */
   takeDeletedBy(sequence: number): TrashedEntry | undefined {
     const at = this.#trash.findSequence(sequence)
-    if (at === -1) return undefined
-    const item = this.#trash.take(at)
-    this.#capacity.trash(-1, -item.entry.bytes)
-    return item
+    return at === -1 ? undefined : this.#takeAt(at)
   }
 
   /** `entry`, put back from the trash at `modified`, keeps `old`'s state at the delete as past. */
@@ -214,7 +219,6 @@ export class MemoryArchive {
   ): void {
     entry.alive = false
     this.loadPast(entry, past)
-    this.#trash.add({ entry, deleted, sequence })
-    this.#capacity.trash(1, entry.bytes)
+    this.#add({ entry, deleted, sequence })
   }
 }

@@ -50,16 +50,10 @@ export class MemoryTrash {
     return -1
   }
 
-  /** The index of the item deleted by change `sequence`, or -1 (binary search). */
+  /** The index of the item deleted by change `sequence`, or -1. */
   findSequence(sequence: number): number {
-    let low = 0
-    let high = this.#items.length
-    while (low < high) {
-      const middle = (low + high) >>> 1
-      if ((this.#items[middle] as TrashedEntry).sequence < sequence) low = middle + 1
-      else high = middle
-    }
-    return this.#items[low]?.sequence === sequence ? low : -1
+    const at = this.#below(sequence) + 1
+    return this.#items[at]?.sequence === sequence ? at : -1
   }
 
   take(index: number): TrashedEntry {
@@ -75,7 +69,7 @@ export class MemoryTrash {
   /** Most recently deleted first, `limit` at most, deleted before the change `after`. */
   page(limit: number, after: number | undefined): TrashPage {
     const notes: TrashedNote[] = []
-    let i = after === undefined ? this.#items.length - 1 : this.findBelow(after)
+    let i = after === undefined ? this.#items.length - 1 : this.#below(after)
     for (; i >= 0 && notes.length < limit; i--) {
       const { entry, deleted, sequence } = this.#items[i] as TrashedEntry
       notes.push({ deleted, sequence, json: entry.json })
@@ -84,8 +78,8 @@ export class MemoryTrash {
     return { notes, total: this.#items.length, next }
   }
 
-  /** The index of the last item whose sequence is below `sequence`, or -1. */
-  findBelow(sequence: number): number {
+  /** The index of the last item whose sequence is below `sequence`, or -1 (binary search). */
+  #below(sequence: number): number {
     let low = 0
     let high = this.#items.length
     while (low < high) {
