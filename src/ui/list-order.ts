@@ -8,6 +8,13 @@ import { dataOf, type Note, send } from './api.js'
 import type { ReplicaEntry } from './client-parts.js'
 import { sameJson } from './note-patch.js'
 
+/** The note without its `id` field, which a local create gains when the service takes it. */
+function withoutId(note: Record<string, unknown>): Record<string, unknown> {
+  if (!Object.hasOwn(note, 'id')) return note
+  const { id: _id, ...rest } = note
+  return rest
+}
+
 /** Ranks from changes seen live start above any rank from the service's order. */
 const LIVE = 2 ** 40
 
@@ -70,7 +77,8 @@ export class ListOrder {
         // Before the service's order is read, creation order stands in for it.
         const guess = this.#service === undefined && entry.id !== undefined ? index : undefined
         this.#rank.set(entry.key, known ?? guess ?? ++this.#tick)
-      } else if (seen !== entry.note && !sameJson(seen, entry.note)) {
+      } else if (seen !== entry.note && !sameJson(withoutId(seen), withoutId(entry.note))) {
+        // (A local create that the service has just taken gains its id: that alone is no change.)
         this.#rank.set(entry.key, ++this.#tick)
       }
       this.#seen.set(entry.key, entry.note)
