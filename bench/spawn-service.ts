@@ -6,6 +6,8 @@ const PARENT_WATCH = new URL('../test/hostile/parent-watch.js', import.meta.url)
 
 export interface SpawnedService {
   port: number
+  /** The service's process id (to read its memory from /proc). */
+  pid: number
   /** Sends SIGTERM and resolves once the service has exited. */
   stop(): Promise<void>
 }
@@ -40,7 +42,7 @@ export async function spawnService(env: Record<string, string>): Promise<Spawned
       child.stdout?.on('data', onData)
       void exited.then(() => reject(new Error('the service exited before it listened')))
     })
-    return { port, stop }
+    return { port, pid: child.pid ?? 0, stop }
   } catch (error) {
     await stop()
     throw error

@@ -5,6 +5,7 @@ import { registerArchiveRoutes } from './api/archive-routes.js'
 import { frameworkErrorHandler, registerErrorHandling } from './api/error-handling.js'
 import { registerEventRoutes } from './api/event-routes.js'
 import { DEFAULT_FEED_TUNING, type FeedTuning } from './api/feed-tuning.js'
+import { registerFileRoutes } from './api/file-routes.js'
 import { registerJsonBodyParser } from './api/json-body.js'
 import { NoteOperations } from './api/note-operations.js'
 import { notebookNotesPath, registerNoteRoutes } from './api/note-routes.js'
@@ -12,6 +13,7 @@ import { isRefused, type Refused, type Target, targetOf } from './api/notebook-a
 import { registerNotebookRoutes } from './api/notebook-routes.js'
 import { NotebookServices } from './api/notebook-services.js'
 import { problemAnswer } from './api/problem.js'
+import { registerUploadRoutes } from './api/upload-routes.js'
 import { AccessKeys } from './auth/access-keys.js'
 import { Callers, registerCallers } from './auth/callers.js'
 import type { UserTokens } from './auth/user-tokens.js'
@@ -35,8 +37,12 @@ import { setUpLogging } from './ops/request-logging.js'
 import { turnedOff } from './ops/turned-off.js'
 import { registerApiDocs } from './pages/api-docs.js'
 import { registerNotesPage } from './pages/notes-page.js'
+import { FILE_LIMIT_DEFAULTS, type FileSpace } from './store/files.js'
+import { MemoryFiles } from './store/memory/memory-files.js'
+import { MemoryUploads } from './store/memory/memory-uploads.js'
 import type { Notebooks, NoteStore, StoreGauges } from './store/types.js'
 import { SHARED_NOTEBOOK } from './store/types.js'
+import type { UploadStaging } from './store/uploads.js'
 
 export type AppConfig = Pick<
   Config,
@@ -58,7 +64,17 @@ export type AppConfig = Pick<
   | 'rateLimitWindowMs'
   | 'maxEventStreams'
 > &
-  Partial<Pick<Config, 'authIssuer' | 'authPageClientId' | 'authPageScope'>>
+  Partial<
+    Pick<
+      Config,
+      | 'authIssuer'
+      | 'authPageClientId'
+      | 'authPageScope'
+      | 'maxFileBytes'
+      | 'maxFilesBytesPerUser'
+      | 'maxFilesBytes'
+    >
+  >
 
 export interface AppOptions {
   /** Where the notes live: one notebook for every request. Give this or `notebooks`. */
@@ -68,6 +84,13 @@ export interface AppOptions {
    * notebook for service keys); without it, every request acts on the shared notebook.
    */
   notebooks?: Notebooks
+  /**
+   * Where the files live, by notebook; defaults to `notebooks.files`, or files in memory beside a
+   * `store` (whose caps are then FILE_LIMIT_DEFAULTS's).
+   */
+  files?: FileSpace
+  /** Where resumable uploads keep their bytes until they are files; in memory by default. */
+  uploads?: UploadStaging
   /** User tokens: each request under /api/ then needs one, or a service key. */
   userTokens?: UserTokens
   /** The clock a remembered user token's expiry is checked against (default Date.now). */
@@ -96,6 +119,8 @@ const OPEN_CALLER = { notebook: SHARED_NOTEBOOK, user: undefined } as const
 export function buildApp({
   store,
   notebooks,
+  files,
+  uploads,
   userTokens,
   now,
   config,
@@ -273,8 +298,14 @@ export function buildApp({
     const scope = config.authPageScope ?? 'openid'
     registerNotesPage(app, clientId === '' ? undefined : { issuer, clientId, scope })
   }
+  const staging = uploads ?? new MemoryUploads()
   if (directory !== undefined) {
-    registerNotebookRoutes(app, { directory, services, ...(now === undefined ? {} : { now }) })
+    registerNotebookRoutes(app, {
+      directory,
+      services,
+      uploads: staging,
+      ...(now === undefined ? {} : { now }),
+    })
     const stop = services.watch(directory)
     app.addHook('onClose', (_instance, done) => {
       stop()
@@ -283,6 +314,20 @@ export function buildApp({
   }
   registerNoteRoutes(app, services, directory)
   registerArchiveRoutes(app, services, directory)
+  const space = files ?? notebooks?.files ?? new MemoryFiles()
+  const maxFileBytes = config.maxFileBytes ?? FILE_LIMIT_DEFAULTS.maxFileBytes
+  registerFileRoutes(app, { space, directory, maxFileBytes })
+  registerUploadRoutes(app, {
+    space,
+    staging,
+    directory,
+    limits: {
+      maxFileBytes,
+      maxNotebookBytes: config.maxFilesBytesPerUser ?? FILE_LIMIT_DEFAULTS.maxNotebookBytes,
+      maxBytes: config.maxFilesBytes ?? FILE_LIMIT_DEFAULTS.maxBytes,
+    },
+    ...(now === undefined ? {} : { now }),
+  })
   registerEventRoutes(app, services, directory)
   return app
 }

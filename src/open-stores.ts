@@ -1,16 +1,22 @@
 import { existsSync } from 'node:fs'
 import type { Config } from './config/config.js'
 import { type ArchiveLimits, daysMs } from './store/archive.js'
+import type { FileLimits, FileSpace } from './store/files.js'
 import { JournalOpenError } from './store/journal/journal-open-error.js'
 import { JournaledNotebooks } from './store/journal/journaled-notebooks.js'
+import { UploadFolder } from './store/journal/upload-folder.js'
+import { FileSweeper } from './store/kernel/file-sweep.js'
+import { MemoryFiles } from './store/memory/memory-files.js'
 import { MemoryNotebooks } from './store/memory/memory-notebooks.js'
 import { MemoryNoteStore } from './store/memory/memory-store.js'
+import { MemoryUploads } from './store/memory/memory-uploads.js'
 import { openFailure, redactUrl } from './store/postgres/connection.js'
 import { Database } from './store/postgres/database.js'
 import { PostgresNotebooks } from './store/postgres/notebooks.js'
 import { PostgresNoteStore } from './store/postgres/store.js'
 import type { Notebooks, NoteStore } from './store/types.js'
 import { SHARED_NOTEBOOK } from './store/types.js'
+import { expireUploads, type UploadStaging } from './store/uploads.js'
 
 /**
  * The one place that turns the configuration into the store that holds the notes, for the server
@@ -37,7 +43,9 @@ export class StoreOpenError extends Error {
 }
 
 /** What buildApp serves: one notebook for every request, or a notebook per user. */
-type ServedStores = { store: NoteStore } | { notebooks: Notebooks }
+type ServedStores = ({ store: NoteStore; files: FileSpace } | { notebooks: Notebooks }) & {
+  uploads: UploadStaging
+}
 
 /** What start-up says about its store, through the app's logger. */
 interface StartupLog {
@@ -68,7 +76,12 @@ export function openStores(config: Config, { perUser }: { perUser: boolean }): O
   if (config.dataFile !== '') {
     const journal = journalOf(config, notebookCaps)
     return {
-      stores: perUser ? { notebooks: journal } : { store: journal.notebook(SHARED_NOTEBOOK) },
+      stores: {
+        ...(perUser
+          ? { notebooks: journal }
+          : { store: journal.notebook(SHARED_NOTEBOOK), files: journal.files }),
+        uploads: new UploadFolder(`${config.dataFile}.uploads`),
+      },
       async ready(log) {
         const { dropped } = journal
         if (dropped !== undefined) {
@@ -88,7 +101,12 @@ export function openStores(config: Config, { perUser }: { perUser: boolean }): O
       ? new PostgresNotebooks({ ...caps, ...database, ...notebookCaps })
       : new PostgresNoteStore({ ...caps, ...database })
     return {
-      stores: postgres instanceof PostgresNotebooks ? { notebooks: postgres } : { store: postgres },
+      stores: {
+        ...(postgres instanceof PostgresNotebooks
+          ? { notebooks: postgres }
+          : { store: postgres, files: postgres.files }),
+        uploads: postgres.uploads,
+      },
       async ready(log) {
         log.info({ database: redactUrl(config.databaseUrl) }, 'opening the PostgreSQL store')
         await waitForDatabase(config, postgres)
@@ -98,8 +116,12 @@ export function openStores(config: Config, { perUser }: { perUser: boolean }): O
   }
   const memory = perUser
     ? { notebooks: new MemoryNotebooks({ ...caps, ...notebookCaps }) }
-    : { store: new MemoryNoteStore(caps) }
-  return { stores: memory, ready: async () => {}, close: async () => {} }
+    : { store: new MemoryNoteStore(caps), files: new MemoryFiles(caps.files) }
+  return {
+    stores: { ...memory, uploads: new MemoryUploads() },
+    ready: async () => {},
+    close: async () => {},
+  }
 }
 
 /**
@@ -137,6 +159,37 @@ function capsOf(config: Config) {
     maxBytes: config.maxStoreBytes,
     historyLimit: config.changeHistory,
     archive: archiveLimits(config),
+    files: fileLimits(config),
+  }
+}
+
+/**
+ * What removes the files no note refers to, once `graceMs` has passed (FILE_GRACE_HOURS), and the
+ * uploads past their lifetime: each sweep answers how many of each it removed.
+ */
+export function fileSweeper(
+  stores: ServedStores,
+  graceMs: number,
+): { sweep(): Promise<{ files: number; uploads: number }> } {
+  const files = new FileSweeper({
+    space: 'notebooks' in stores ? stores.notebooks.files : stores.files,
+    notesOf: 'notebooks' in stores ? (name) => stores.notebooks.notebook(name) : () => stores.store,
+    graceMs,
+  })
+  return {
+    sweep: async () => ({
+      files: await files.sweep(),
+      uploads: await expireUploads(stores.uploads),
+    }),
+  }
+}
+
+/** How large files may be and how much they may hold, as the configuration says. */
+export function fileLimits(config: Config): FileLimits {
+  return {
+    maxFileBytes: config.maxFileBytes,
+    maxNotebookBytes: config.maxFilesBytesPerUser,
+    maxBytes: config.maxFilesBytes,
   }
 }
 

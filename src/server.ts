@@ -6,7 +6,7 @@ import { UserTokens } from './auth/user-tokens.js'
 import { ConfigError } from './config/config.js'
 import { listenErrorMessage } from './config/listen-error.js'
 import { loadConfig, userTokensOn } from './config/load-config.js'
-import { type OpenedStores, openStores, StoreOpenError } from './open-stores.js'
+import { fileSweeper, type OpenedStores, openStores, StoreOpenError } from './open-stores.js'
 import { loggerOptions } from './ops/logger.js'
 
 let config: ReturnType<typeof loadConfig>
@@ -61,6 +61,26 @@ try {
 } catch (err) {
   exitWith(err)
 }
+
+// Files no note refers to go once their grace has passed: swept at start-up, then at least once a
+// minute (more often for a grace under 4 minutes).
+const sweeper = fileSweeper(opened.stores, config.fileGraceHours * 3_600_000)
+const sweepFiles = (): void => {
+  sweeper.sweep().then(
+    ({ files, uploads }) => {
+      if (files > 0) app.log.info({ files }, 'removed files that no note refers to')
+      if (uploads > 0) app.log.info({ uploads }, 'removed uploads past their lifetime')
+    },
+    (err: unknown) => app.log.warn({ err }, 'the sweep of files no note refers to failed'),
+  )
+}
+const sweeps = setInterval(
+  sweepFiles,
+  Math.min(60_000, Math.max(1000, config.fileGraceHours * 900_000)),
+)
+sweeps.unref()
+app.addHook('preClose', async () => clearInterval(sweeps))
+sweepFiles()
 
 /** A store that cannot be opened is told in one line; anything else is a bug, thrown. */
 function exitWith(err: unknown): never {

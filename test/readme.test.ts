@@ -27,8 +27,9 @@ import { type ServerProcess, startServer } from './hostile/server-process.js'
  *   variables.
  * - Masked: 13-digit note ids (each README id stands for the real id answered in its place, and is
  *   replaced by it in later requests), and so notebook and invitation ids, invitation tokens and
- *   their expiry times in JSON answers, the epoch of version tokens (likewise: an ETag shown can be
- *   sent back in If-Match), generated request ids (12 hex digits, '-', a counter) and the Date header.
+ *   their expiry times, and files' upload times in JSON answers, the epoch of version tokens
+ *   (likewise: an ETag shown can be sent back in If-Match), generated request ids (12 hex digits,
+ *   '-', a counter) and the Date header.
  * - ```sh blocks are instructions (npm ci, npm start), not run; no other kind of block is allowed.
  */
 
@@ -343,10 +344,11 @@ const HTTP_DATE = /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} G
 const NOTE_ID = /\b\d{13}\b/g
 /**
  * What is random or timed per run inside a JSON answer: a notebook's or an invitation's id (22
- * characters), an invitation's token (32) and its expiry. Masked as note ids are.
+ * characters), an invitation's token (32) and its expiry, a file's time of upload. Masked as note
+ * ids are.
  */
 const OPAQUE =
-  /"(?:id|token|expires)":"([A-Za-z0-9_-]{22}|[A-Za-z0-9_-]{32}|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)"/g
+  /"(?:id|token|expires|created)":"([A-Za-z0-9_-]{22}|[A-Za-z0-9_-]{32}|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)"/g
 
 /**
  * The actual output with what differs from run to run replaced by the README's values where the

@@ -1,14 +1,39 @@
 import type { ServerResponse } from 'node:http'
-import type { AccessChange, Directory, NotebookView } from '../store/directory.js'
+import {
+  type Access,
+  type AccessChange,
+  type Directory,
+  defaultStore,
+  type NotebookView,
+} from '../store/directory.js'
 import type { Change, NoteStore } from '../store/types.js'
 import { HEARTBEAT, RETRY_MS } from './event-framing.js'
 import type { FeedTuning } from './feed-tuning.js'
+import { resumeAt } from './membership-resume.js'
 
 /*
  * GET /api/events?notebooks=all: the changes of every notebook a user can read, over one
  * connection. Each notebook is followed as the single-notebook feed follows its store (register
  * for live changes, read the history after the stream's place, send what was held beyond it), and
  * the stream's place is every notebook's place at once: the event id.
+ *
+ * A notebook joined while the stream is open is followed from the moment of the join: the
+ * directory's `joined` carries the version its notes were at, read in the same step as the join,
+ * and the stream sends `joined`, then every change after that version, however late it hears of
+ * the join. Nothing from before the join is ever sent. A departure stops its notebook the moment
+ * it is heard: nothing more of it is sent, and a join whose notebook's departure is heard before
+ * the join is handled sends nothing at all (that membership is over; a later join is followed from
+ * its own moment). The history read after a place is sent only once every change of access made
+ * before the read has been heard (Directory.caughtUp), so that a departure made before a change in
+ * it stops it, as it stops a live change. A notebook listed when the stream opens, and one joined
+ * while a resumed client was away, is followed from the opening.
+ *
+ * A resumed stream goes on from each notebook's token only when the user's membership began at
+ * or before it (Access.since): a user who left a notebook and came back while away was not a
+ * member for some of the changes after their token. When the membership began after the token,
+ * the notebook is told as `joined` (the client could not know it) and followed from where the
+ * membership began; when that cannot be told (no start known, another epoch), it is reset
+ * (followed from the opening). The user's own default notebook is theirs from its making.
  *
  * An event id lists, for every notebook followed, its id and the version token of its last change
  * sent, joined by '~' (about 35 characters a notebook):
@@ -39,6 +64,8 @@ export function parsePosition(text: string): Position | undefined {
 interface Followed {
   /** As GET /api/notebooks lists it, kept current by the changes of access heard. */
   view: NotebookView
+  /** The user's membership, as it was when it began to be followed. */
+  readonly access: Access
   readonly store: NoteStore
   /** The version token of the last change sent (or the one it starts after). */
   token: string
@@ -46,10 +73,19 @@ interface Followed {
   last: number | undefined
   /** Live changes that arrived while the history was read: sent after it. */
   held: Change[]
+  /** True while the history is read, and until the stream has told of the notebook. */
   reading: boolean
   /** Changes that came while reading: read the history again once done. */
   again: boolean
   unsubscribe: () => void
+  /** The user's departures from it heard when it began to be followed: one more ends it. */
+  readonly lefts: number
+}
+
+/** A join or departure of the user, and their departures from its notebook heard by then. */
+interface Heard {
+  readonly change: AccessChange
+  readonly lefts: number
 }
 
 export interface AllNotebooksOptions {
@@ -83,7 +119,9 @@ export class AllNotebooksStream {
   #heartbeat: NodeJS.Timeout | undefined
   #stopDirectory: (() => void) | undefined
   /** Changes of access heard while the stream was opening: applied once it is open. */
-  #early: AccessChange[] | undefined = []
+  #early: Heard[] | undefined = []
+  /** How many times the user's departure from each notebook has been heard, by notebook id. */
+  readonly #lefts = new Map<string, number>()
   /** The joins and departures being handled, in order. */
   #accessQueue: Promise<void> = Promise.resolve()
 
@@ -101,24 +139,44 @@ export class AllNotebooksStream {
     this.#stopDirectory = directory.subscribe((change) => {
       const own = change.type !== 'renamed' && change.user === this.#user
       if (own && (change.type === 'joined' || change.type === 'left')) {
-        if (this.#early !== undefined) this.#early.push(change)
-        else this.#inOrder(change)
+        const id = change.notebook
+        // Counted at once: nothing more of the notebook is sent from now (#following).
+        if (change.type === 'left') this.#lefts.set(id, this.#leftsOf(id) + 1)
+        const heard = { change, lefts: this.#leftsOf(id) }
+        if (this.#early !== undefined) this.#early.push(heard)
+        else this.#inOrder(heard)
       } else {
         this.#update(change, this.#early === undefined)
       }
     })
     try {
+      // Asked for in the same step as the subscription: a departure heard from now on may be of a
+      // membership the list holds, so it ends it (and a join heard after it follows it again).
       const views = await directory.list(this.#user)
       if (this.#closed) return
       const joined: string[] = []
+      const reset: string[] = []
       for (const view of views) {
-        const followed = await this.#follow(view)
+        const followed = await this.#follow(view, 0)
         if (followed === undefined) continue
         if (this.#closed) return
         const token = position?.get(view.id)
-        if (token !== undefined) {
+        const { since, store } = followed.access
+        const resume =
+          token === undefined || store === defaultStore(this.#user)
+            ? 'token'
+            : resumeAt(token, since)
+        if (token !== undefined && resume === 'token') {
           followed.token = token
           followed.last = undefined
+        } else if (resume === 'start') {
+          // Left and joined again while the client was away: from where this membership began.
+          followed.token = since as string
+          followed.last = sequenceOf(followed.token)
+          joined.push(view.id)
+        } else if (resume === 'reset') {
+          // Cannot tell whether it was a member for the changes after its token: from now.
+          reset.push(view.id)
         } else if (position !== undefined) {
           // Joined while the client was away: it learns of it, and follows it from now.
           joined.push(view.id)
@@ -137,6 +195,9 @@ export class AllNotebooksStream {
           const followed = this.#followed.get(id) as Followed
           opening += `event: joined\nid: ${this.#id()}\ndata: ${JSON.stringify({ notebook: followed.view })}\n\n`
         }
+        for (const id of reset) {
+          opening += `event: reset\nid: ${this.#id()}\ndata: ${JSON.stringify({ notebook: id })}\n\n`
+        }
       }
       this.#write(opening)
       this.#heartbeat = setInterval(
@@ -144,7 +205,10 @@ export class AllNotebooksStream {
         this.#options.tuning.heartbeatMs,
       )
       this.#heartbeat.unref()
-      for (const followed of this.#followed.values()) void this.#catchUp(followed)
+      for (const followed of this.#followed.values()) {
+        followed.reading = false
+        void this.#catchUp(followed)
+      }
       const early = this.#early ?? []
       this.#early = undefined
       for (const change of early) this.#inOrder(change)
@@ -153,26 +217,51 @@ export class AllNotebooksStream {
     }
   }
 
-  /** Starts following a notebook from its current version (catchUp reads what follows). */
-  async #follow(view: NotebookView): Promise<Followed | undefined> {
+  /**
+   * Starts following a notebook after `since` (the version its join carried), or from its current
+   * version; catchUp reads what follows, once the caller has told of it and set `reading` false
+   * (live changes are held until then). Undefined when the user is not a member, or a departure
+   * from it was heard since `lefts`.
+   */
+  async #follow(view: NotebookView, lefts: number, since?: string): Promise<Followed | undefined> {
     const access = await this.#options.directory.access(this.#user, view.id)
-    if (access === undefined) return undefined
+    if (access === undefined || this.#closed || this.#leftsOf(view.id) !== lefts) return undefined
     const store = this.#options.storeOf(access.store)
     const followed: Followed = {
       view,
+      access,
       store,
-      token: '',
-      last: undefined,
+      token: since ?? '',
+      last: since === undefined ? undefined : sequenceOf(since),
       held: [],
-      reading: false,
+      reading: true,
       again: false,
       unsubscribe: () => {},
+      lefts,
     }
     followed.unsubscribe = store.subscribe((change) => this.#receive(followed, change))
-    followed.token = await store.version()
-    followed.last = sequenceOf(followed.token)
+    if (since === undefined) {
+      followed.token = await store.version()
+      followed.last = sequenceOf(followed.token)
+      if (this.#closed || this.#leftsOf(view.id) !== lefts) {
+        followed.unsubscribe()
+        return undefined
+      }
+    }
     this.#followed.set(view.id, followed)
     return followed
+  }
+
+  #leftsOf(id: string): number {
+    return this.#lefts.get(id) ?? 0
+  }
+
+  /** Whether the stream still sends `followed`'s changes: open, followed, no departure heard. */
+  #following(followed: Followed): boolean {
+    const { id } = followed.view
+    return (
+      !this.#closed && this.#followed.get(id) === followed && this.#leftsOf(id) === followed.lefts
+    )
   }
 
   /** The stream's place: every notebook's id and last token. */
@@ -183,7 +272,7 @@ export class AllNotebooksStream {
   }
 
   #receive(followed: Followed, change: Change): void {
-    if (this.#closed || this.#followed.get(followed.view.id) !== followed) return
+    if (!this.#following(followed)) return
     if (followed.reading || this.#early !== undefined) {
       followed.held.push(change)
       followed.again ||= followed.held.length > this.#options.tuning.historyPage
@@ -221,16 +310,23 @@ export class AllNotebooksStream {
         for (;;) {
           const page = this.#options.tuning.historyPage
           const changes = await followed.store.changesSince(followed.token, page)
-          if (this.#closed || this.#followed.get(followed.view.id) !== followed) return
+          if (!this.#following(followed)) return
           if (changes === undefined) {
             // Too old for this notebook's history (or another epoch): it is followed from now.
             followed.token = await followed.store.version()
+            if (!this.#following(followed)) return
             followed.last = sequenceOf(followed.token)
             followed.held = []
             this.#write(
               `event: reset\nid: ${this.#id()}\ndata: ${JSON.stringify({ notebook: followed.view.id })}\n\n`,
             )
             break
+          }
+          const { directory } = this.#options
+          if (changes.length > 0 && directory.caughtUp !== undefined) {
+            // A departure made before one of these changes is heard first, and stops them.
+            await directory.caughtUp()
+            if (!this.#following(followed)) return
           }
           followed.last ??= sequenceOf(followed.token)
           for (const change of changes) this.#send(followed, change)
@@ -253,9 +349,9 @@ export class AllNotebooksStream {
    * Handles the user's joins and departures one at a time, in the order they were heard: a join
    * still reading the list must not follow a notebook whose departure came meanwhile.
    */
-  #inOrder(change: AccessChange): void {
+  #inOrder(heard: Heard): void {
     this.#accessQueue = this.#accessQueue
-      .then(() => this.#access(change))
+      .then(() => this.#access(heard))
       .catch((err: unknown) => this.#fail(err))
   }
 
@@ -279,26 +375,35 @@ export class AllNotebooksStream {
   }
 
   /** The user joined or left a notebook. */
-  async #access(change: AccessChange): Promise<void> {
+  async #access({ change, lefts }: Heard): Promise<void> {
     if (this.#closed || change.type === 'renamed' || change.type === 'role') return
-    const current = this.#followed.get(change.notebook)
+    const id = change.notebook
+    const current = this.#followed.get(id)
     if (change.type === 'left') {
       if (current === undefined) return
       // Nothing more of it: no change held or arriving later is sent.
       current.unsubscribe()
-      this.#followed.delete(change.notebook)
+      this.#followed.delete(id)
       const view = { ...current.view }
       this.#write(`event: left\nid: ${this.#id()}\ndata: ${JSON.stringify({ notebook: view })}\n\n`)
       return
     }
-    if (current !== undefined) return
+    // Followed already, or a departure from it was heard since: that membership is over.
+    if (current !== undefined || this.#leftsOf(id) !== lefts) return
     const view = (await this.#options.directory.list(this.#user)).find(
-      (notebook) => notebook.id === change.notebook,
+      (notebook) => notebook.id === id,
     )
-    if (view === undefined || this.#closed || this.#followed.has(change.notebook)) return
-    const followed = await this.#follow(view)
-    if (followed === undefined || this.#closed) return
+    if (view === undefined || this.#closed || this.#followed.has(id)) return
+    const followed = await this.#follow(view, lefts, change.version)
+    if (followed === undefined) return
+    if (!this.#following(followed)) {
+      // Its departure came meanwhile: not told of, so its `left` finds nothing to end.
+      followed.unsubscribe()
+      if (this.#followed.get(id) === followed) this.#followed.delete(id)
+      return
+    }
     this.#write(`event: joined\nid: ${this.#id()}\ndata: ${JSON.stringify({ notebook: view })}\n\n`)
+    followed.reading = false
     void this.#catchUp(followed)
   }
 

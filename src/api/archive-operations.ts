@@ -18,10 +18,10 @@ const PAGE_BYTES = 8 * 1024 * 1024
 /** A version as the store makes them: an epoch, a dot, a sequence in base 36. */
 const VERSION = /^[0-9a-z]{1,16}\.[0-9a-z]{1,11}$/
 
-type Paging<T> = { limit: number; after: T | undefined } | { bad: string }
+export type Paging<T> = { limit: number; after: T | undefined } | { bad: string }
 
 /** `limit` (1-1000, default 100) and `after` from a query string, `after` read by `readAfter`. */
-function pagingOf<T>(search: string, readAfter: (text: string) => T | undefined): Paging<T> {
+export function pagingOf<T>(search: string, readAfter: (text: string) => T | undefined): Paging<T> {
   const params = new URLSearchParams(search)
   const limitText = params.get('limit')
   const afterText = params.get('after')
@@ -36,18 +36,18 @@ function pagingOf<T>(search: string, readAfter: (text: string) => T | undefined)
 }
 
 const readVersion = (text: string): string | undefined => (VERSION.test(text) ? text : undefined)
-const readSequence = (text: string): number | undefined =>
+export const readSequence = (text: string): number | undefined =>
   /^[1-9][0-9]{0,15}$/.test(text) ? Number(text) : undefined
 
 /** A time as RFC 3339, in UTC with ms: 1700000000000 -> '2023-11-14T22:13:20.000Z'. */
-const rfc3339 = (ms: number): string => new Date(ms).toISOString()
+export const rfc3339 = (ms: number): string => new Date(ms).toISOString()
 
 function revisionJson({ version, at, change, json }: Revision): string {
   return `{"version":${JSON.stringify(version)},"at":"${rfc3339(at)}","change":"${change}","note":${json}}`
 }
 
 /** The Link to the page after this one: `path` with `limit` and `after`. */
-function nextLink(path: string, limit: number, after: string | number): string[] {
+export function nextLink(path: string, limit: number, after: string | number): string[] {
   return ['link', `<${path}?limit=${limit}&after=${encodeURIComponent(String(after))}>; rel="next"`]
 }
 

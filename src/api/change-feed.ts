@@ -10,7 +10,7 @@ import {
   resetText,
   startText,
 } from './event-framing.js'
-import type { FeedTuning } from './feed-tuning.js'
+import { type FeedTuning, StreamCount } from './feed-tuning.js'
 
 /**
  * History is written in pieces of at most this many bytes: a write counts as sent only once
@@ -20,11 +20,6 @@ const SEND_PIECE_BYTES = 16 * 1024
 
 /** A stream cut off for its backlog, or ended at shutdown, with more unsent than this is destroyed. */
 const CLOSE_SLACK_BYTES = 64 * 1024
-
-/** Streams open over several feeds (one per notebook), which share MAX_EVENT_STREAMS. */
-export class StreamCount {
-  open = 0
-}
 
 /** One client's stream and where it stands in the store's sequence of changes. */
 class EventStream {
@@ -48,6 +43,8 @@ class EventStream {
     token: string,
     /** The member who opened it, when they can lose access to the notebook (revoke). */
     readonly member: string | undefined,
+    /** Its token is not to be read from: it starts with a reset. */
+    public reset: boolean,
   ) {
     this.token = token
   }
@@ -144,12 +141,13 @@ export class ChangeFeed {
   /**
    * Takes over a response whose head (status 200 and EVENT_STREAM_HEADERS) is set but not sent, and
    * streams the changes after the version token `since` to it, or those after now when it is
-   * undefined. The head goes out with the opening, once the stream's start is fixed: a client that
-   * has the head and then writes gets its own change, however late the store answers (PostgreSQL).
+   * undefined (`reset`: it starts with a reset instead). The head goes out with the opening, once
+   * the stream's start is fixed: a client that has the head and then writes gets its own change,
+   * however late the store answers (PostgreSQL).
    */
-  open(response: ServerResponse, since: string | undefined, member?: string): void {
+  open(response: ServerResponse, since: string | undefined, member?: string, reset = false): void {
     this.#start()
-    const stream = new EventStream(response, since ?? '', member)
+    const stream = new EventStream(response, since ?? '', member, reset && since !== undefined)
     this.#count.open++
     // Registered before anything is read: from here on every change is held for it.
     this.#catchingUp.add(stream)
@@ -306,7 +304,10 @@ export class ChangeFeed {
     try {
       let resets = 0
       for (;;) {
-        const page = await this.#store.changesSince(stream.token, this.#tuning.historyPage)
+        const page = stream.reset
+          ? undefined
+          : await this.#store.changesSince(stream.token, this.#tuning.historyPage)
+        stream.reset = false
         if (stream.closed) return
         if (page === undefined) {
           // Unknown, or older than the history kept: the client must reload the list. Twice in

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { FileTooLargeError } from '../store/files.js'
 import {
   AccessLostError,
   IdempotencyKeyReusedError,
@@ -80,6 +81,9 @@ export function problemForError(
     return error.role === undefined
       ? { status: 404, detail: NO_NOTEBOOK }
       : { status: 403, detail: needsRoleDetail('editor', error.role) }
+  }
+  if (error instanceof FileTooLargeError) {
+    return { status: 413, detail: `${error.message} Send a smaller file.` }
   }
   if (error instanceof StoreFullError) {
     return { status: 507, detail: `${error.message} ${error.advice}` }

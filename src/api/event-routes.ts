@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Directory } from '../store/directory.js'
 import { parsePosition } from './all-notebooks-stream.js'
 import { EVENT_STREAM_HEADERS } from './event-framing.js'
+import { resumeAt } from './membership-resume.js'
 import { isRefused, type Refused, type Target, targetOf } from './notebook-access.js'
 import type { NotebookServices } from './notebook-services.js'
 import { sendProblem } from './problem.js'
@@ -54,16 +55,23 @@ const NOTEBOOK_EVENTS_ROUTE = '/api/notebooks/:nb/events'
  * The stream of `store`'s changes, answered to `request`, for `member` when they can lose access:
  * the request is checked and the response handed to the feed, which writes everything after the
  * head. HEAD answers the head alone. Past the cap, or while shutting down, 503 with Retry-After.
+ * A member's stream resumed at a token from before their membership began (they left and came
+ * back), or where that cannot be told, starts with a reset: some changes after the token may be
+ * of a time they were not a member.
  */
 function serveStream(
   request: FastifyRequest,
   reply: FastifyReply,
   services: NotebookServices,
   store: string,
-  member?: { id: string; user: string },
+  member?: { id: string; user: string; since: string | undefined },
 ): FastifyReply {
   const start = startOf(request)
   if ('problem' in start) return sendProblem(reply, 400, start.problem)
+  const reset =
+    member !== undefined &&
+    start.since !== undefined &&
+    resumeAt(start.since, member.since) !== 'token'
   const feed = services.feed(store)
   if (request.method !== 'HEAD' && services.closing) {
     return sendProblem(reply, 503, 'The service is shutting down. Reconnect in a moment.', {
@@ -98,7 +106,7 @@ function serveStream(
     reply.raw.end()
   } else {
     // The feed sends the head with the stream's opening, then writes on the socket itself.
-    services.openStream(store, reply.raw, start.since, member)
+    services.openStream(store, reply.raw, start.since, member, reset)
   }
   return reply
 }
@@ -179,13 +187,13 @@ export function registerEventRoutes(
     const { nb } = request.params
     const streamOn = (target: Target | Refused) => {
       if (isRefused(target)) return sendProblem(reply, target.status, target.detail)
-      const { guardedFor } = target
+      const { guardedFor, since } = target
       return serveStream(
         request,
         reply,
         services,
         target.store,
-        guardedFor === undefined ? undefined : { id: nb, user: guardedFor },
+        guardedFor === undefined ? undefined : { id: nb, user: guardedFor, since },
       )
     }
     const target = targetOf(request, nb, directory, false)

@@ -21,6 +21,11 @@ export interface FeedTuning {
   historyPage: number
 }
 
+/** Streams open over several feeds (one per notebook), which share MAX_EVENT_STREAMS. */
+export class StreamCount {
+  open = 0
+}
+
 export const DEFAULT_FEED_TUNING: Readonly<FeedTuning> = Object.freeze({
   maxStreams: 1000,
   heartbeatMs: 15_000,

@@ -209,13 +209,15 @@ export class NoteOperations {
     const cached = this.#cache.page(search)
     if (cached !== undefined) {
       // A page is cached with its version: it stands while the store is still at that version.
+      // Its own, taken now: while the store's version is read, another page may be kept at another.
+      const kept = this.#cache.pagesVersion
       const version = this.#store.version()
       if (version instanceof Promise) {
         return version.then((settled) =>
-          settled === this.#cache.pagesVersion ? cached : this.#page(request.query, search),
+          settled === kept ? cached : this.#page(request.query, search),
         )
       }
-      if (version === this.#cache.pagesVersion) return cached
+      if (version === kept) return cached
     }
     return this.#page(request.query, search)
   }

@@ -27,6 +27,8 @@ export interface Target {
    * cannot lose access (the caller's own default notebook, a service key's shared one).
    */
   readonly guardedFor: string | undefined
+  /** Where the caller's membership began (Access.since), when it is known. */
+  readonly since?: string | undefined
 }
 
 export interface Refused {
@@ -56,7 +58,8 @@ export function targetOf(
       return { status: 403, detail: needsRoleDetail('editor', access.role) }
     }
     const own = access.store === request.notebook
-    return { id: nb, store: access.store, role: access.role, guardedFor: own ? undefined : user }
+    const { store, role, since } = access
+    return { id: nb, store, role, guardedFor: own ? undefined : user, since }
   }
   const access = directory.access(user, nb)
   return access instanceof Promise ? access.then(decide) : decide(access)

@@ -10,6 +10,7 @@ import {
   type Role,
 } from '../store/directory.js'
 import { isNotebookName, type MaybePromise } from '../store/types.js'
+import type { UploadStaging } from '../store/uploads.js'
 import { MY_NOTEBOOK, NO_NOTEBOOK } from './notebook-access.js'
 import type { NotebookServices } from './notebook-services.js'
 import { sendProblem } from './problem.js'
@@ -36,6 +37,8 @@ export const SERVICE_KEY_DETAIL =
 export interface NotebookRoutesOptions {
   directory: Directory
   services: Pick<NotebookServices, 'forget'>
+  /** Where unfinished uploads are kept: a removed notebook's go with it. */
+  uploads?: Pick<UploadStaging, 'drop'> | undefined
   /** The clock invitations are made and checked by, in ms (Date.now). */
   now?: () => number
 }
@@ -124,8 +127,13 @@ export function registerNotebookRoutes(app: FastifyInstance, options: NotebookRo
       reply,
       request.params.nb,
       (actor, id) => directory.remove(actor, id),
-      ({ store }: { store: string }) => {
+      async ({ store }: { store: string }) => {
         services.forget(store)
+        // The notebook is gone whatever happens here: an upload left behind (the database away a
+        // moment) can no longer be reached, and goes with the expiry sweep.
+        await options.uploads?.drop(store).catch((err: unknown) => {
+          request.log.warn({ err }, 'the uploads of a removed notebook were not removed')
+        })
         return reply.code(204).send()
       },
     ),

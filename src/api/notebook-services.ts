@@ -4,9 +4,9 @@ import type { Directory } from '../store/directory.js'
 import type { NoteStore } from '../store/types.js'
 import { AllNotebooksStream, type Position } from './all-notebooks-stream.js'
 import { NOTES_PATH } from './answer.js'
-import { ChangeFeed, StreamCount } from './change-feed.js'
+import { ChangeFeed } from './change-feed.js'
 import { revokedText } from './event-framing.js'
-import type { FeedTuning } from './feed-tuning.js'
+import { type FeedTuning, StreamCount } from './feed-tuning.js'
 import { OpenExports } from './note-export.js'
 import { NoteOperations } from './note-operations.js'
 
@@ -146,15 +146,17 @@ export class NotebookServices {
   /**
    * Opens a stream of `store`'s feed for `member` of notebook `id`: when they leave it (or it is
    * removed), the stream gets `revoked` and ends (watch). undefined `member`: they cannot leave.
+   * `reset`: `since` is not read from, the stream starts with a reset (as for a token too old).
    */
   openStream(
     store: string,
     response: ServerResponse,
     since: string | undefined,
     member?: { id: string; user: string },
+    reset = false,
   ): void {
     if (member !== undefined) this.#storeOf.set(member.id, store)
-    this.feed(store).open(response, since, member?.user)
+    this.feed(store).open(response, since, member?.user, reset)
   }
 
   /**

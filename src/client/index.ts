@@ -11,6 +11,13 @@ export {
   type ProblemDocument,
 } from './errors.js'
 export { EventStreamParser, type StreamEvent } from './event-stream.js'
+export {
+  type DownloadOptions,
+  type FilePage,
+  FilesClient,
+  type StoredFile,
+  type UploadOptions,
+} from './files-client.js'
 export { mergeNotes, type NoteMerge } from './merge-notes.js'
 export type { NotebooksEvent } from './notebooks-feed.js'
 export { NotesClient, type NotesClientOptions } from './notes-client.js'
@@ -70,6 +77,13 @@ export type {
   NoteResult,
   PagesOptions,
   ReplaceOptions,
+  RestoreOptions,
+  Revision,
+  RevisionPage,
+  RevisionsOptions,
   Role,
+  TrashedNote,
+  TrashOptions,
+  TrashPage,
   UpdateOptions,
 } from './types.js'

@@ -6,15 +6,25 @@
  * methods act on one notebook: the caller's default one (`/api/note`), or the one it was made
  * for (`notebook(id)`: `/api/notebooks/<id>/note`), with an ETag memory of its own.
  */
+
 import { ChangeFeed, type EventsOptions } from './change-feed.js'
 import { problemOf } from './errors.js'
-import { EtagMemory } from './etag-memory.js'
+import { conditional, EtagMemory, learn } from './etag-memory.js'
+import { FilesClient } from './files-client.js'
 import { newIdempotencyKey } from './idempotency-key.js'
-import { nextLink } from './link-header.js'
 import { NOTEBOOKS_DECODER, NOTEBOOKS_EVENTS_PATH, type NotebooksEvent } from './notebooks-feed.js'
-import { dataOf, listOf, memberPath, NOTEBOOKS_PATH, notebookPath } from './replies.js'
-import type { RetryOptions } from './retry-policy.js'
-import { type Reply, type TokenSource, Transport } from './transport.js'
+import {
+  dataOf,
+  listOf,
+  memberPath,
+  NOTEBOOKS_PATH,
+  nextPage,
+  notebookPath,
+  pageQuery,
+  revisionPageOf,
+  trashPageOf,
+} from './replies.js'
+import { type Reply, Transport } from './transport.js'
 import type {
   BatchAnswer,
   BatchOptions,
@@ -35,39 +45,26 @@ import type {
   NoteList,
   NotePage,
   NoteResult,
+  NotesClientOptions,
   PagesOptions,
   ReplaceOptions,
+  RestoreOptions,
+  Revision,
+  RevisionPage,
+  RevisionsOptions,
   Role,
+  TrashOptions,
+  TrashPage,
   UpdateOptions,
 } from './types.js'
 
-export interface NotesClientOptions {
-  /** Where the service is: 'http://127.0.0.1:3000' (a path prefix is kept). */
-  baseUrl: string | URL
-  /**
-   * A service key or a user token (JWT), sent as `Authorization: Bearer`; or a function that
-   * gives one, called before every request (so that a token can be renewed).
-   */
-  token?: TokenSource | undefined
-  /** The fetch to call (default: the global one). */
-  fetch?: typeof fetch | undefined
-  /** Retries of network failures, 503 and 429 (default: 3, waiting at most 10 s each). */
-  retries?: RetryOptions | undefined
-  /** Aborts every request of this client, and ends its feeds. */
-  signal?: AbortSignal | undefined
-  /** How many notes' ETags the client remembers for If-Match (default 10,000; 0: none). */
-  rememberEtags?: number | undefined
-  /**
-   * The notebook the note methods act on, by id ('me': the caller's default); left out, the
-   * caller's default notebook at `/api/note`. `client.notebook(id)` makes such a client.
-   */
-  notebook?: string | undefined
-}
+export type { NotesClientOptions } from './types.js'
+
+/** A note's id as a method takes it: its number, or the text of it. */
+type Id = number | string
 
 const JSON_TYPE = 'application/json'
 const MERGE_PATCH_TYPE = 'application/merge-patch+json'
-/** A batch's note urls: inside a notebook's batch, '/api/note' means that notebook. */
-const NOTE_PATH = /^\/api\/note\/(-?[0-9]+)$/
 
 export class NotesClient {
   readonly #options: NotesClientOptions
@@ -81,6 +78,11 @@ export class NotesClient {
     this.#transport = new Transport(options)
     this.#etags = new EtagMemory(options.rememberEtags ?? 10_000)
     this.#root = options.notebook === undefined ? '/api' : notebookPath(options.notebook)
+  }
+
+  /** The files of this client's notebook: upload, list, download, delete. */
+  get files(): FilesClient {
+    return new FilesClient(this.#transport, this.#root)
   }
 
   /** The notebook this client's note methods act on, or undefined for the caller's default. */
@@ -123,12 +125,7 @@ export class NotesClient {
     id: number | string,
     options: { signal?: AbortSignal | undefined } = {},
   ): Promise<NoteResult | undefined> {
-    const reply = await this.#transport.send({
-      method: 'GET',
-      path: this.#notePath(id),
-      repeatable: true,
-      signal: options.signal,
-    })
+    const reply = await this.#read(this.#notePath(id), options.signal)
     if (reply.status === 404 && reply.body === undefined) {
       this.#etags.forget(id)
       return undefined
@@ -236,7 +233,7 @@ export class NotesClient {
     let path: string | undefined = `${this.#root}/note?${query}`
     while (path !== undefined) {
       const reply = await this.#read(path, options.signal)
-      const next = this.#nextPage(nextLink(reply.headers.get('link')))
+      const next = nextPage(this.#root, reply)
       yield { ...listOf(reply), next }
       path = next
     }
@@ -249,7 +246,7 @@ export class NotesClient {
    * names its index), and then nothing was applied.
    */
   async batch(requests: readonly BatchRequest[], options: BatchOptions = {}): Promise<BatchResult> {
-    const sent = requests.map((request) => this.#conditional(request, options.ifMatch))
+    const sent = requests.map((request) => conditional(this.#etags, request, options.ifMatch))
     const reply = await this.#transport.send({
       method: 'POST',
       path: `${this.#root}/batch`,
@@ -262,8 +259,75 @@ export class NotesClient {
       signal: options.signal,
     })
     const answers = dataOf(reply) as BatchAnswer[]
-    for (const [i, answer] of answers.entries()) this.#learn(sent[i], answer)
+    for (const [i, answer] of answers.entries()) learn(this.#etags, sent[i], answer)
     return { answers, replayed: reply.headers.get('idempotent-replayed') === 'true' }
+  }
+
+  /**
+   * GET /api/note/:id/revisions: a page of the note's revisions, newest first (the note as it is
+   * now the first), and the `after` of the next; undefined when no live note has this id.
+   */
+  async revisions(id: Id, options: RevisionsOptions = {}): Promise<RevisionPage | undefined> {
+    const path = `${this.#notePath(id)}/revisions${pageQuery(options)}`
+    return revisionPageOf(await this.#read(path, options.signal))
+  }
+
+  /** GET /api/note/:id/revisions/:version: one revision, or undefined (no such note or version). */
+  async revision(
+    id: Id,
+    version: string,
+    options: CallOptions = {},
+  ): Promise<Revision | undefined> {
+    const path = `${this.#notePath(id)}/revisions/${encodeURIComponent(version)}`
+    const reply = await this.#read(path, options.signal)
+    return reply.status === 404 && reply.body === undefined
+      ? undefined
+      : (dataOf(reply) as Revision)
+  }
+
+  /**
+   * POST /api/note/:id/restore: the note made that revision's content again, as a PUT of it (a
+   * new write), conditional like update. Throws ConflictError (412) when the note changed, a 404
+   * NotesProblem when the history holds no such version.
+   */
+  async restore(id: Id, version: string, options: RestoreOptions = {}): Promise<NoteResult> {
+    const ifMatch = this.#ifMatch(id, options.ifMatch)
+    const path = `${this.#notePath(id)}/restore`
+    // As a PUT: a repeat after a lost answer makes the same note (or meets a 412 under If-Match).
+    const reply = await this.#sendJson('POST', path, { version }, true, options.signal, ifMatch)
+    return this.#noteResult(reply)
+  }
+
+  /** GET /api/trash: a page of the deleted notes, most recently deleted first. */
+  async trash(options: TrashOptions = {}): Promise<TrashPage> {
+    return trashPageOf(await this.#read(`${this.#root}/trash${pageQuery(options)}`, options.signal))
+  }
+
+  /**
+   * POST /api/trash/:id/restore: the most recently deleted note with this id back at the end of
+   * the list. Throws NoteNotFoundError when the trash has none, a 409 NotesProblem when a live
+   * note holds the id. Not sent again after a lost answer: a repeat could restore an older one.
+   */
+  async restoreFromTrash(id: Id, options: CallOptions = {}): Promise<NoteResult> {
+    const path = `${this.#trashPath(id)}/restore`
+    return this.#noteResult(await this.#send('POST', path, false, options.signal))
+  }
+
+  /**
+   * DELETE /api/trash/:id: the most recently deleted note with this id gone for good, with its
+   * revisions; false when the trash has none. Not sent again after a lost answer, as above.
+   */
+  async purge(id: Id, options: CallOptions = {}): Promise<boolean> {
+    const reply = await this.#send('DELETE', this.#trashPath(id), false, options.signal)
+    if (reply.status === 204) return true
+    if (reply.status === 404 && reply.body === undefined) return false
+    throw problemOf(reply.status, reply.headers, reply.body)
+  }
+
+  /** DELETE /api/trash: every deleted note gone for good; answers how many went. */
+  async emptyTrash(options: CallOptions = {}): Promise<number> {
+    const reply = await this.#send('DELETE', `${this.#root}/trash`, true, options.signal)
+    return (dataOf(reply) as { purged: number }).purged
   }
 
   /**
@@ -376,29 +440,16 @@ export class NotesClient {
    * the invitation twice.
    */
   async redeemInvite(token: string, options: CallOptions = {}): Promise<Notebook> {
-    const reply = await this.#transport.send({
-      method: 'POST',
-      path: `/api/invites/${encodeURIComponent(token)}`,
-      repeatable: false,
-      signal: options.signal,
-    })
-    return dataOf(reply) as Notebook
+    const path = `/api/invites/${encodeURIComponent(token)}`
+    return dataOf(await this.#send('POST', path, false, options.signal)) as Notebook
   }
 
   #notePath(id: number | string): string {
     return `${this.#root}/note/${encodeURIComponent(String(id))}`
   }
 
-  /**
-   * The next page's path on this client's notebook: the link's query on this client's note path,
-   * '/api/note?limit=2&after=a1.x' -> '/api/notebooks/n4Q/note?limit=2&after=a1.x'. The service
-   * names the path the list was read at; a service of an earlier version named '/api/note' in a
-   * notebook too, which would walk on in the default notebook.
-   */
-  #nextPage(link: string | undefined): string | undefined {
-    if (link === undefined) return undefined
-    const query = link.indexOf('?')
-    return query === -1 ? link : `${this.#root}/note${link.slice(query)}`
+  #trashPath(id: number | string): string {
+    return `${this.#root}/trash/${encodeURIComponent(String(id))}`
   }
 
   #sendJson(
@@ -407,15 +458,12 @@ export class NotesClient {
     body: unknown,
     repeatable: boolean,
     signal: AbortSignal | undefined,
+    ifMatch?: string,
   ): Promise<Reply> {
-    return this.#transport.send({
-      method,
-      path,
-      headers: { 'content-type': JSON_TYPE },
-      body: JSON.stringify(body),
-      repeatable,
-      signal,
-    })
+    const headers: Record<string, string> = { 'content-type': JSON_TYPE }
+    if (ifMatch !== undefined) headers['if-match'] = ifMatch
+    const text = JSON.stringify(body)
+    return this.#transport.send({ method, path, headers, body: text, repeatable, signal })
   }
 
   /**
@@ -423,13 +471,18 @@ export class NotesClient {
    * means the first one was done.
    */
   async #remove(path: string, signal: AbortSignal | undefined): Promise<void> {
-    const reply = await this.#transport.send({ method: 'DELETE', path, repeatable: true, signal })
+    const reply = await this.#send('DELETE', path, true, signal)
     if (reply.status === 204 || (reply.status === 404 && reply.lostAnswer)) return
     throw problemOf(reply.status, reply.headers, reply.body)
   }
 
   #read(path: string, signal: AbortSignal | undefined): Promise<Reply> {
-    return this.#transport.send({ method: 'GET', path, repeatable: true, signal })
+    return this.#send('GET', path, true, signal)
+  }
+
+  /** A request without a body. */
+  #send(method: string, path: string, repeatable: boolean, signal?: AbortSignal): Promise<Reply> {
+    return this.#transport.send({ method, path, repeatable, signal })
   }
 
   #ifMatch(id: number | string, given: IfMatch | undefined): string | undefined {
@@ -442,32 +495,5 @@ export class NotesClient {
     const etag = reply.headers.get('etag') ?? undefined
     this.#etags.remember(note.id, etag)
     return { note, etag, replayed: reply.headers.get('idempotent-replayed') === 'true' }
-  }
-
-  /** A PUT, PATCH or DELETE of a batch with the If-Match of its note added, unless it has one. */
-  #conditional(request: BatchRequest, ifMatch: false | undefined): BatchRequest {
-    if (ifMatch === false || request.method === 'POST') return request
-    const id = NOTE_PATH.exec(request.url)?.[1]
-    const headers = request.headers ?? {}
-    if (
-      id === undefined ||
-      Object.keys(headers).some((name) => name.toLowerCase() === 'if-match')
-    ) {
-      return request
-    }
-    const etag = this.#etags.get(Number(id))
-    return etag === undefined ? request : { ...request, headers: { ...headers, 'if-match': etag } }
-  }
-
-  /** What a batch's answer tells of its note's ETag. */
-  #learn(request: BatchRequest | undefined, answer: BatchAnswer): void {
-    if (request === undefined || answer.status !== 200) return
-    if (request.method === 'DELETE') {
-      const id = NOTE_PATH.exec(request.url)?.[1]
-      if (id !== undefined) this.#etags.forget(Number(id))
-      return
-    }
-    const note = (answer.body as { data?: Note } | null)?.data
-    if (note !== undefined) this.#etags.remember(note.id, answer.headers.etag)
   }
 }

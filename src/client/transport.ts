@@ -33,8 +33,8 @@ export interface Call {
   /** A path on the service ('/api/note?limit=5'), or an absolute URL. */
   path: string
   headers?: Record<string, string>
-  /** The body, already serialized: it is sent again as it is on a retry. */
-  body?: string
+  /** The body, already serialized (or a file's bytes): it is sent again as it is on a retry. */
+  body?: string | Blob | Uint8Array<ArrayBuffer>
   /**
    * Whether a request whose answer was lost may be sent again: true for reads, creates and
    * batches with an Idempotency-Key, and writes with If-Match (a repeat is then refused, not

@@ -1,5 +1,32 @@
 /** The shapes the client's methods take and answer. */
 
+import type { RetryOptions } from './retry-policy.js'
+import type { TokenSource } from './transport.js'
+
+/** What `new NotesClient(options)` takes. */
+export interface NotesClientOptions {
+  /** Where the service is: 'http://127.0.0.1:3000' (a path prefix is kept). */
+  baseUrl: string | URL
+  /**
+   * A service key or a user token (JWT), sent as `Authorization: Bearer`; or a function that
+   * gives one, called before every request (so that a token can be renewed).
+   */
+  token?: TokenSource | undefined
+  /** The fetch to call (default: the global one). */
+  fetch?: typeof fetch | undefined
+  /** Retries of network failures, 503 and 429 (default: 3, waiting at most 10 s each). */
+  retries?: RetryOptions | undefined
+  /** Aborts every request of this client, and ends its feeds. */
+  signal?: AbortSignal | undefined
+  /** How many notes' ETags the client remembers for If-Match (default 10,000; 0: none). */
+  rememberEtags?: number | undefined
+  /**
+   * The notebook the note methods act on, by id ('me': the caller's default); left out, the
+   * caller's default notebook at `/api/note`. `client.notebook(id)` makes such a client.
+   */
+  notebook?: string | undefined
+}
+
 /**
  * A note as the service answers it: the fields it was given, and its `id` (a number the service
  * set, unless a PATCH changed it).
@@ -176,5 +203,63 @@ export interface InviteOptions {
 
 /** The options of a call that only takes a signal. */
 export interface CallOptions {
+  signal?: AbortSignal | undefined
+}
+
+/** One state a note has had, as `revisions` and `revision` answer it. */
+export interface Revision {
+  /** The ETag the note had in this state, without its quotes: what `restore` takes. */
+  version: string
+  /** When the write that made it was made, an RFC 3339 time: '2027-01-15T08:00:00.000Z'. */
+  at: string
+  /** 'created' for a create (or a restore from the trash), else 'updated'. */
+  change: 'created' | 'updated'
+  /** The note as it was then. */
+  note: Note
+}
+
+/** One page of a note's revisions, newest first (the note as it is now is the first). */
+export interface RevisionPage {
+  revisions: Revision[]
+  /** What `after` takes for the next page (older revisions), or undefined on the last page. */
+  next: string | undefined
+}
+
+export interface RevisionsOptions {
+  /** Revisions per page, 1-1000 (default 100). */
+  limit?: number | undefined
+  /** The `next` of the page before: the revisions older than it. */
+  after?: string | undefined
+  signal?: AbortSignal | undefined
+}
+
+export interface RestoreOptions {
+  /** As an update's: left out, the ETag the client last saw of the note, if any. */
+  ifMatch?: IfMatch | undefined
+  signal?: AbortSignal | undefined
+}
+
+/** A deleted note in the trash. */
+export interface TrashedNote {
+  /** When it was deleted, an RFC 3339 time. */
+  deleted_at: string
+  /** The note as it was when deleted. */
+  note: Note
+}
+
+/** One page of the trash, most recently deleted first. */
+export interface TrashPage {
+  notes: TrashedNote[]
+  /** `X-Total-Count`: the notes in the trash. */
+  total: number | undefined
+  /** What `after` takes for the next page, or undefined on the last page. */
+  next: string | undefined
+}
+
+export interface TrashOptions {
+  /** Notes per page, 1-1000 (default 100). */
+  limit?: number | undefined
+  /** The `next` of the page before. */
+  after?: string | undefined
   signal?: AbortSignal | undefined
 }

@@ -1,8 +1,12 @@
 import type { Config } from '../config/config.js'
 import { asksForHelp } from '../config/help.js'
-import { openDatabase, openJournal } from '../open-stores.js'
+import { archiveLimits, openDatabase, openJournal } from '../open-stores.js'
 import type { DirectoryRecord } from '../store/directory.js'
+import { ArchiveRules, type NotebookArchive } from '../store/kernel/import-archive.js'
+import { memoryArchive } from '../store/memory/export-archive.js'
+import { notebookArchive } from '../store/postgres/export-archive.js'
 import { ExportSnapshot } from '../store/postgres/export-snapshot.js'
+import { PostgresFiles } from '../store/postgres/files.js'
 import {
   CommandError,
   type CommandStreams,
@@ -14,11 +18,13 @@ import {
 } from './command-io.js'
 import { directoryLine } from './export-directory.js'
 import { HEADER_LINE, notebookLine } from './export-file.js'
+import { writeFiles } from './export-files.js'
+import { writeHistory } from './export-history.js'
 
 /**
  * `notes-service export [--out FILE]`: every notebook of the configured store
- * (DATA_FILE or DATABASE_URL), as one consistent snapshot, in the export file format
- * (export-file.ts), to FILE or stdout, without the HTTP server.
+ * (DATA_FILE or DATABASE_URL), its notes as one consistent snapshot and then its files, in the
+ * export file format (export-file.ts), to FILE or stdout, without the HTTP server.
  */
 
 const EXPORT_USAGE = 'notes-service export [--out FILE]'
@@ -28,8 +34,10 @@ export const EXPORT_HELP = `Usage: ${EXPORT_USAGE}
 
 Writes every notebook of the store that DATA_FILE or DATABASE_URL names, as one consistent
 snapshot, in the export format (a first line {"notes-service-export":1}, then per notebook a line
-naming it and its notes, one per line), without starting the HTTP server. A DATA_FILE in use by a
-running service is refused: export that over HTTP (GET /api/note, Accept: application/x-ndjson).
+naming it and its notes, one per line, then every note's history and every notebook's trash, then
+every notebook's files, their bytes in base64),
+without starting the HTTP server. A DATA_FILE in use by a running service is refused: export that
+over HTTP (GET /api/note, Accept: application/x-ndjson).
 
   --out FILE, --out=FILE
       the file to write, made whole or not at all (written to FILE.partial, then renamed);
@@ -89,41 +97,75 @@ export async function runExportCommand(
   }
 }
 
-/** The directory's line and records, when the store has any (user tokens were on). */
+/**
+ * The directory's line and records, when the store has any (user tokens were on). A membership's
+ * start is a version token of this store, which an import's new epochs make meaningless: not
+ * written.
+ */
 async function writeDirectory(output: Output, records: readonly DirectoryRecord[]): Promise<void> {
   if (records.length === 0) return
-  const lines = [directoryLine(records.length), ...records.map((record) => JSON.stringify(record))]
+  const lines = [
+    directoryLine(records.length),
+    ...records.map((record) => {
+      if (record.t !== 'role') return JSON.stringify(record)
+      const { t, id, user, role } = record
+      return JSON.stringify({ t, id, user, role })
+    }),
+  ]
   await output.write(`${lines.join('\n')}\n`)
 }
 
-/** Every notebook that holds notes, in name order: the journal is locked, so nothing writes meanwhile. */
+/** What an export keeps of the store's history and trash: what its limits show now. */
+function exportRules(config: Config): ArchiveRules {
+  return new ArchiveRules(archiveLimits(config), Date.now())
+}
+
+/**
+ * Every notebook that holds notes or a trash, in name order, then their history and trash, then
+ * every file: the journal is locked, so nothing writes meanwhile.
+ */
 async function exportJournal(config: Config, output: Output, progress: Progress): Promise<void> {
   const journal = openJournal(config)
   try {
+    const rules = exportRules(config)
     await output.write(`${HEADER_LINE}\n`)
     await writeDirectory(output, [...journal.directory.records()])
-    for (const notebook of journal.notebooksWithNotes()) {
+    const archives: NotebookArchive[] = []
+    for (const notebook of journal.notebooksHeld()) {
       const snapshot = notebook.exportNotes()
       await output.write(`${notebookLine(notebook.notebook, snapshot.count)}\n`)
       for await (const chunk of snapshot.chunks()) {
         await output.write(`${chunk.join('\n')}\n`)
         progress.add(chunk.length)
       }
+      archives.push(memoryArchive(notebook.notebook, notebook.memory, rules))
     }
+    await writeHistory(archives, (text) => output.write(text))
+    await writeFiles(journal.files, (text) => output.write(text))
   } finally {
     await journal.close()
   }
 }
 
-/** Every notebook in one REPEATABLE READ snapshot: the file is the database at one moment. */
+/**
+ * Every notebook in one REPEATABLE READ snapshot, the notes (then their history and trash) being
+ * the database's at one moment; then the files, read after that snapshot ends, as they are then. That is enough: a file never
+ * changes under its id, so each one is exported whole and exact; one uploaded meanwhile is there
+ * though no note of the export refers to it (the service removes it after its grace), and one
+ * deleted meanwhile is missing though a note may name it, as if deleted just after the export.
+ */
 async function exportDatabase(config: Config, output: Output, progress: Progress): Promise<void> {
   const db = await openDatabase(config)
   try {
     const snapshot = await ExportSnapshot.begin(db)
     try {
+      const rules = exportRules(config)
       await output.write(`${HEADER_LINE}\n`)
       await writeDirectory(output, await snapshot.directory())
-      for (const notebook of await snapshot.notebooks()) {
+      const notebooks = await snapshot.notebooks(
+        rules.limits.trashMs > 0 ? rules.now - rules.limits.trashMs : Number.MAX_SAFE_INTEGER,
+      )
+      for (const notebook of notebooks) {
         await output.write(`${notebookLine(notebook.notebook, notebook.notes)}\n`)
         let written = 0
         for await (const chunk of snapshot.chunks(notebook.notebook)) {
@@ -137,9 +179,14 @@ async function exportDatabase(config: Config, output: Output, progress: Progress
           )
         }
       }
+      const archives: NotebookArchive[] = []
+      for (const notebook of notebooks)
+        archives.push(await notebookArchive(snapshot, notebook, rules))
+      await writeHistory(archives, (text) => output.write(text))
     } finally {
       await snapshot.end()
     }
+    await writeFiles(new PostgresFiles(db), (text) => output.write(text))
   } finally {
     await db.close()
   }

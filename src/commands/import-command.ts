@@ -1,7 +1,8 @@
 import { asksForHelp } from '../config/help.js'
 import { userTokensOn } from '../config/load-config.js'
-import { openDatabase } from '../open-stores.js'
+import { archiveLimits, fileLimits, openDatabase } from '../open-stores.js'
 import { importIntoJournal } from '../store/journal/journal-import.js'
+import { type ArchiveDropped, ArchiveRules } from '../store/kernel/import-archive.js'
 import type { ImportSource } from '../store/kernel/import-source.js'
 import { importIntoPostgres } from '../store/postgres/postgres-import.js'
 import {
@@ -15,10 +16,10 @@ import {
 import { ExportFileError, readExportFile } from './export-file.js'
 
 /**
- * `notes-service import FILE [--replace]`: the notes of an export file (or of an
- * HTTP export, into the shared notebook) into the configured store (DATA_FILE or DATABASE_URL),
- * without the HTTP server. The whole file is checked first; a store that holds notes is refused
- * without --replace; either way nothing changes unless everything is imported.
+ * `notes-service import FILE [--replace]`: the notes and files of an export file (or the notes of
+ * an HTTP export, into the shared notebook) into the configured store (DATA_FILE or
+ * DATABASE_URL), without the HTTP server. The whole file is checked first; a store that holds
+ * notes or files is refused without --replace; nothing changes on a refusal.
  */
 
 const IMPORT_USAGE = 'notes-service import FILE [--replace]'
@@ -26,15 +27,20 @@ const IMPORT_USAGE = 'notes-service import FILE [--replace]'
 /** What `notes-service import --help` prints. */
 export const IMPORT_HELP = `Usage: ${IMPORT_USAGE}
 
-Reads FILE, an export (of notes-service export, or of the HTTP export, which goes into the shared
-notebook), into the store that DATA_FILE or DATABASE_URL names, without starting the HTTP server.
-The whole file is checked first; nothing changes unless all of it is imported. A DATA_FILE in use
+Reads FILE, an export (of notes-service export, with its notes' history, its trash and its files,
+or of the HTTP export, which goes into the shared notebook), into the store that DATA_FILE or
+DATABASE_URL names, without starting the HTTP server. The whole file is checked first (every
+file's bytes against its SHA-256), and nothing changes on a refusal; the history and trash are
+kept as NOTE_HISTORY, HISTORY_DAYS, MAX_HISTORY_BYTES and TRASH_DAYS keep them (one line on stderr
+says what went), each revision under a new version; into DATA_FILE nothing changes unless all of it is imported, into
+DATABASE_URL the notes are one transaction and the files are stored after it. A DATA_FILE in use
 by a running service is refused.
 
   FILE
       the export file to read
   --replace
-      replace every notebook the store holds; without it, a store that holds notes is refused
+      replace every notebook the store holds, its history, trash and files; without it, a store
+      that holds notes, deleted notes or files is refused
   --help, -h
       print this help and exit
 
@@ -72,9 +78,14 @@ export async function runImportCommand(
   try {
     const { file, replace } = importArgs(args)
     const config = commandConfig(env, 'import')
+    const now = Date.now()
     let source: ImportSource
     try {
-      source = await readExportFile(file, config.maxDepth)
+      source = await readExportFile(
+        file,
+        config.maxDepth,
+        new ArchiveRules(archiveLimits(config), now),
+      )
     } catch (err) {
       if (err instanceof ExportFileError) throw new CommandError(`${file} ${err.message}`)
       const code = (err as NodeJS.ErrnoException).code
@@ -86,9 +97,10 @@ export async function runImportCommand(
     const progress = new Progress(streams.stderr, 'imported')
     const common = {
       replace,
-      now: Date.now(),
+      now,
       maxNotes: config.maxNotes,
       maxBytes: config.maxStoreBytes,
+      fileLimits: fileLimits(config),
       onProgress: (notes: number) => progress.add(notes),
     }
     if (config.dataFile !== '') {
@@ -110,10 +122,31 @@ export async function runImportCommand(
       }
     }
     progress.done()
+    const dropped = droppedLine(source.dropped)
+    if (dropped !== undefined) streams.stderr.write(`notes-service import: ${dropped}\n`)
     return EXIT.ok
   } catch (err) {
     streams.stderr.write(`notes-service import: ${failureLine(err)}\n`)
     // ImportRefusedError and every other failure: 1, nothing changed.
     return err instanceof CommandError ? err.exitCode : EXIT.failed
   }
+}
+
+/**
+ * What the store's limits let go, in one line, or undefined when it kept everything:
+ * 'not kept, as this store's limits say: 3 past revisions beyond NOTE_HISTORY, 1 deleted note
+ * past TRASH_DAYS.'
+ */
+function droppedLine(dropped: ArchiveDropped): string | undefined {
+  const revisions = (count: number) => `${count} past revision${count === 1 ? '' : 's'}`
+  const parts = [
+    dropped.count > 0 ? `${revisions(dropped.count)} beyond NOTE_HISTORY` : '',
+    dropped.age > 0 ? `${revisions(dropped.age)} older than HISTORY_DAYS` : '',
+    dropped.bytes > 0 ? `${revisions(dropped.bytes)} beyond MAX_HISTORY_BYTES (the oldest)` : '',
+    dropped.trash > 0
+      ? `${dropped.trash} deleted note${dropped.trash === 1 ? '' : 's'} past TRASH_DAYS, with their revisions`
+      : '',
+  ].filter((part) => part !== '')
+  if (parts.length === 0) return undefined
+  return `imported; not kept, as this store's limits say: ${parts.join(', ')}.`
 }

@@ -88,6 +88,14 @@ export interface Config {
   maxHistoryBytes: number
   /** Days a deleted note stays in the trash, counted toward the caps (fractions allowed); 0 turns it off. */
   trashDays: number
+  /** Largest file one upload stores, in bytes (413 above it). */
+  maxFileBytes: number
+  /** Most bytes of files one notebook holds (507 above it). */
+  maxFilesBytesPerUser: number
+  /** Most bytes of files the service holds (507 above it). */
+  maxFilesBytes: number
+  /** Hours a file no note refers to is kept after its upload or its last reference (fractions allowed). */
+  fileGraceHours: number
   /**
    * `postgres://user:password@host:port/database`: keep the notes in PostgreSQL, shared by every
    * instance given the same URL; empty (the default) keeps them in memory.
@@ -312,6 +320,34 @@ export const OPTIONS: readonly Option<Setting>[] = [
     'days a deleted note stays in the trash, counted toward the caps (fractions allowed; 0 turns the trash off)',
     30,
     decimal(0, 36_500),
+  ),
+  opt(
+    'maxFileBytes',
+    'MAX_FILE_BYTES',
+    'largest file one upload stores, in bytes (413 above it)',
+    100 * MIB,
+    integer(0, 1024 * GIB),
+  ),
+  opt(
+    'maxFilesBytesPerUser',
+    'MAX_FILES_BYTES_PER_USER',
+    'most bytes of files one notebook holds (507 above it)',
+    GIB,
+    integer(0, 1024 * 1024 * GIB),
+  ),
+  opt(
+    'maxFilesBytes',
+    'MAX_FILES_BYTES',
+    'most bytes of files the service holds (507 above it)',
+    16 * GIB,
+    integer(0, 1024 * 1024 * GIB),
+  ),
+  opt(
+    'fileGraceHours',
+    'FILE_GRACE_HOURS',
+    'hours a file no note refers to is kept after its upload or its last reference went away (fractions allowed)',
+    24,
+    decimal(0, 876_000),
   ),
   secret(
     opt(

@@ -9,6 +9,7 @@ import {
   write,
   writeSync,
 } from 'node:fs'
+import { type FileHandle, open } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { promisify } from 'node:util'
 
@@ -44,6 +45,22 @@ export function syncDirectory(path: string): void {
     }
   } catch {
     // Some file systems refuse to fsync a directory; the rename stands.
+  }
+}
+
+/**
+ * Fsyncs the directory `folder` itself (not the one it is in), without blocking the event loop:
+ * after a rename or a create in it. A refusal is ignored, as syncDirectory ignores it.
+ */
+export async function syncFolder(folder: string): Promise<void> {
+  let handle: FileHandle | undefined
+  try {
+    handle = await open(folder, 'r')
+    await handle.sync()
+  } catch {
+    // Some file systems refuse to fsync a directory; the rename stands.
+  } finally {
+    await handle?.close().catch(() => {})
   }
 }
 

@@ -33,7 +33,8 @@ const VERSION = {
   example: 'k2x9q1.5',
 }
 
-const pageQuery = (what: string) => [
+/** `limit` and `after` of a list paged by a cursor; `what` names its items. */
+export const pageQuery = (what: string) => [
   {
     name: 'limit',
     in: 'query',
@@ -83,7 +84,8 @@ const trashedSchema = {
   },
 }
 
-const BAD_PAGE = problemResponse(
+/** The 400 of a bad `limit` or `after`. */
+export const BAD_PAGE = problemResponse(
   '`limit` or `after` is not one this list takes.',
   400,
   'limit must be a whole number from 1 to 1000; got "0".',

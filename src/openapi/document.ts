@@ -64,6 +64,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
     },
     tags: [
       { name: 'notes', description: 'Create, read, update and delete notes; follow changes.' },
+      { name: 'files', description: 'Files that notes refer to: upload, list, download, delete.' },
       ...(options.userTokens === true
         ? [{ name: 'notebooks', description: 'Notebooks, their members and invitations.' }]
         : []),
@@ -201,6 +202,7 @@ const DESCRIPTION = `A notes store: in memory by default (empty at start, lost a
 - A missing note is \`404\` with **no body at all** (\`Content-Length: 0\`, no Content-Type).
 - Every other error is RFC 9457 problem JSON (\`application/problem+json\`): \`400\` malformed body or URL, \`413\` body over the limit, \`415\` body that is not JSON, \`507\` store full, \`503\` with \`Retry-After\` while the PostgreSQL store cannot reach its database, \`404\` a path that is not served, and \`405\` with an \`Allow\` header for a method a path does not accept (for example \`PUT /api/note\`; also methods OpenAPI cannot name).
 - Bodies are JSON objects in UTF-8, sent as \`application/json\` or any \`application/*+json\`; no body at all counts as \`{}\`.
+- Files (\`/api/files\`) are the exception: an upload's body is the file's bytes, of any media type, answered \`201\` with the file's record; a download answers the bytes as uploaded (\`206\` for a \`Range\`).
 - \`HEAD\` works wherever \`GET\` does; \`OPTIONS\` answers \`204\` with \`Allow\`. A trailing slash names the same resource (\`/api/note/\`).
 - Each response carries \`X-Request-Id\`: the caller's own, when it is 1 to 128 characters of \`A-Z a-z 0-9 _ . : @ / + = ~ -\`, or a generated one (a random prefix and a counter, \`3f9a0c1b7d2e-1f\`). It is on every log line of the request.
 - With \`Accept-Encoding\` naming \`br\` or \`gzip\` (q-values honoured, \`*\` included; \`br\` when both are as welcome), a JSON answer over 1 KiB comes compressed, with \`Content-Encoding\`; with \`identity;q=0\`, smaller ones too. The list, its pages and every answer over 1 KiB carry \`Vary: Accept-Encoding\`, compressed or not. A compressed answer's ETag has the coding inside the quotes (\`"<token>-br"\`): \`If-None-Match\` is compared with the ETag of the representation asked for, and \`If-Match\` takes any of them. The pages at \`/\` and \`/docs\` follow the same rules.`

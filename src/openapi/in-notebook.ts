@@ -1,4 +1,6 @@
+import { NO_FILE } from '../api/file-routes.js'
 import { NO_NOTEBOOK, needsRoleDetail } from '../api/notebook-access.js'
+import { NO_UPLOAD } from '../api/upload-routes.js'
 import {
   type Operation,
   PATH_ITEM_METHODS,
@@ -14,6 +16,11 @@ export interface InNotebookOptions {
   userTokens: boolean
   /** What each operation adds to its description in a notebook. */
   more?: string | undefined
+  /**
+   * What an operation's own 404 becomes in a notebook: by default NoteOrNotebookNotFound (a
+   * note's empty 404, or the notebook's problem JSON); `FileOrNotebookNotFound` for the files.
+   */
+  notFound?: 'NoteOrNotebookNotFound' | 'FileOrNotebookNotFound' | 'UploadOrNotebookNotFound'
 }
 
 /** Methods that write: a viewer's request with one is 403. */
@@ -48,11 +55,11 @@ function movedOperation(
   options: InNotebookOptions,
 ): Operation {
   const responses: Record<string, unknown> = { ...operation.responses }
-  // A missing note keeps its empty 404; a missing notebook is problem JSON.
+  // A missing note keeps its empty 404 (a missing file its problem); a missing notebook is problem JSON.
   responses['404'] =
     responses['404'] === undefined
       ? response('NotebookNotFound')
-      : response('NoteOrNotebookNotFound')
+      : response(options.notFound ?? 'NoteOrNotebookNotFound')
   if (options.userTokens && WRITES.has(method)) responses['403'] = roleForbidden()
   const sorted = Object.fromEntries(
     Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)),
@@ -95,6 +102,16 @@ export function inNotebookResponses(): Record<string, unknown> {
       ),
       'x-may-be-empty': true,
     },
+    FileOrNotebookNotFound: problemResponse(
+      "The notebook holds no file with this id (another notebook's file is not found here, whatever its bytes); or no notebook has this id, or the caller is not one of its members, which answer alike.",
+      404,
+      NO_FILE,
+    ),
+    UploadOrNotebookNotFound: problemResponse(
+      "The notebook has no upload with this id (another notebook's upload is not found here); or no notebook has this id, or the caller is not one of its members, which answer alike.",
+      404,
+      NO_UPLOAD,
+    ),
   }
 }
 

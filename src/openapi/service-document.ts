@@ -4,12 +4,14 @@ import { apiDocsPaths } from './api-docs-paths.js'
 import { archivePaths } from './archive-paths.js'
 import { buildOpenApiDocument, type OpenApiDocument } from './document.js'
 import { eventsPaths } from './event-paths.js'
+import { filePaths } from './file-paths.js'
 import { healthPaths } from './health-paths.js'
 import { inNotebook } from './in-notebook.js'
 import { metricsPaths } from './metrics-paths.js'
 import { notePaths } from './note-paths.js'
 import { notebookPaths } from './notebook-paths.js'
 import { notesPagePaths } from './notes-page-paths.js'
+import { uploadPaths } from './upload-paths.js'
 
 export interface ServiceDescriptionOptions {
   /** The service's version, for `info.version`. */
@@ -46,11 +48,15 @@ export function describeService(options: ServiceDescriptionOptions): OpenApiDocu
     paths: [
       notePaths(),
       archivePaths(),
+      filePaths(),
+      uploadPaths(),
       eventsPaths({ allNotebooks: userTokens }),
       userTokens ? notebookPaths() : {},
       // `me` is served without user tokens too: the shared notebook.
       inNotebook(notePaths(), { userTokens }),
       inNotebook(archivePaths(), { userTokens }),
+      inNotebook(filePaths(), { userTokens, notFound: 'FileOrNotebookNotFound' }),
+      inNotebook(uploadPaths(), { userTokens, notFound: 'UploadOrNotebookNotFound' }),
       inNotebook(eventsPaths(), { userTokens, more: userTokens ? REVOKED : undefined }),
       healthPaths(),
       apiDocsPaths({ ui: options.docs }),

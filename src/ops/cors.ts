@@ -35,6 +35,13 @@ export function registerCors(app: FastifyInstance, options: CorsOptions): void {
     'If-Unmodified-Since',
     'Idempotency-Key',
     'Last-Event-ID',
+    // A file's ranges, and resumable uploads (tus).
+    'Range',
+    'If-Range',
+    'Tus-Resumable',
+    'Upload-Length',
+    'Upload-Offset',
+    'Upload-Metadata',
   ]
   // Readable by page scripts besides the CORS-safelisted ones (Content-Type, Content-Length,
   // Last-Modified...): versions, pages, replays, and when to retry a 503 or 429.
@@ -47,6 +54,17 @@ export function registerCors(app: FastifyInstance, options: CorsOptions): void {
     'Link',
     'Idempotent-Replayed',
     'Retry-After',
+    'Location',
+    'Content-Range',
+    'Content-Disposition',
+    'Tus-Resumable',
+    'Tus-Version',
+    'Tus-Extension',
+    'Tus-Max-Size',
+    'Upload-Offset',
+    'Upload-Length',
+    'Upload-Metadata',
+    'Upload-Expires',
   ]
   if (accessKeys) {
     allowedHeaders.push('Authorization')

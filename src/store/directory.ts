@@ -36,6 +36,15 @@ export interface Access {
   /** The name of its notes in Notebooks: 'user:alice' for alice's default, 'nb:<id>' otherwise. */
   readonly store: string
   readonly role: Role
+  /**
+   * Where this membership began: the version token of the notebook's notes when the user became a
+   * member, read in the same step as the join (the `version` of its `joined`), kept while their
+   * role changes. The changes after it are the ones made while they are a member; one before it
+   * may be from a time they were not. Absent when not known (a membership an older release
+   * recorded, or brought by an import), and for the user's own default notebook, theirs from its
+   * making.
+   */
+  readonly since?: string
 }
 
 export interface Member {
@@ -81,13 +90,21 @@ export function isRefusal(value: unknown): value is Refusal {
 
 /**
  * A change of who may see a notebook, as every instance hears of it (subscribe):
- * - 'joined': `user` became a member (added, or by an invitation);
+ * - 'joined': `user` became a member (added, or by an invitation); `version` is the version token
+ *   of the notebook's notes at that moment, read in the same step as the join: the changes after
+ *   it are the ones made while they are a member (absent only from a change an older release
+ *   recorded);
  * - 'role': `user`'s role changed to `role`;
  * - 'left': `user` is no longer a member (removed, left, or the notebook was deleted);
  * - 'renamed': the notebook is now called `name`.
  */
 export type AccessChange =
-  | { readonly type: 'joined'; readonly notebook: string; readonly user: string }
+  | {
+      readonly type: 'joined'
+      readonly notebook: string
+      readonly user: string
+      readonly version?: string | undefined
+    }
   | { readonly type: 'role'; readonly notebook: string; readonly user: string; readonly role: Role }
   | { readonly type: 'left'; readonly notebook: string; readonly user: string }
   | { readonly type: 'renamed'; readonly notebook: string; readonly name: string }
@@ -157,6 +174,12 @@ export interface Directory {
    * including those made by other instances of a shared backend; answers the function that stops.
    */
   subscribe(listener: (change: AccessChange) => void): () => void
+  /**
+   * Resolves once every change of access made before the call, on any instance, has been heard by
+   * this directory's subscribers. A directory whose subscribers hear each change before its act
+   * answers (memory, a journal) leaves it out.
+   */
+  caughtUp?(): Promise<void>
 }
 
 /**
@@ -175,7 +198,14 @@ export type DirectoryRecord =
     }
   | { readonly t: 'name'; readonly id: string; readonly name: string }
   | { readonly t: 'remove'; readonly id: string }
-  | { readonly t: 'role'; readonly id: string; readonly user: string; readonly role: Role }
+  | {
+      readonly t: 'role'
+      readonly id: string
+      readonly user: string
+      readonly role: Role
+      /** A join's: where the membership began (Access.since); absent in older records. */
+      readonly since?: string | undefined
+    }
   | { readonly t: 'leave'; readonly id: string; readonly user: string }
   | {
       readonly t: 'invite'

@@ -1,5 +1,6 @@
 import type { NoteArchive } from './archive.js'
 import type { Directory, Role } from './directory.js'
+import type { FileSpace } from './files.js'
 import type { MaybePromise, NoteRecord } from './note-record.js'
 
 export type { MaybePromise, NoteRecord } from './note-record.js'
@@ -285,6 +286,11 @@ export interface Notebooks {
    * as the notes, so that a notebook's removal removes its notes in the same step.
    */
   readonly directory: Directory
+  /**
+   * The files of every notebook, by the same names as `notebook` takes, kept in the same backend
+   * as the notes: a notebook's removal removes its files too.
+   */
+  readonly files: FileSpace
   /**
    * The notebook `name` as `user` writes to it: each write (and each batch) is applied only if, at
    * that moment and in the same atomic step, `user` is an owner or editor of the directory's

@@ -2,19 +2,47 @@
  * A note's history, opened from its view: the revisions the service keeps (newest first, the
  * note as it is now the first), one of them shown as JSON, and a restore to it, a new write
  * made with the If-Match of the note's version when the history was read. It needs the network,
- * as the trash does: the replica keeps no history on the device.
+ * as the trash does: the replica keeps no history on the device. Both ask the service through a
+ * client of their own (archiveClient), whose requests go the way of `send`.
  */
-import { dataOf, explain, type Note, send } from './api.js'
+import { explain, send } from './api.js'
+import { NotesClient, NotesProblem } from './client-parts.js'
 import { h, replaceChildren, uniqueId } from './dom.js'
 import { timeOf } from './note-text.js'
 
-/** One revision, as GET /api/note/:id/revisions lists it. */
-interface Revision {
-  /** The ETag the note had then, without its quotes. */
-  version: string
-  at: string
-  change: string
-  note: Note
+/** One revision, as the client's `revisions` answers it. */
+type Revision = NonNullable<Awaited<ReturnType<NotesClient['revision']>>>
+
+/**
+ * A client of the notebook whose API path is `base` ('/api', or '/api/notebooks/<id>'), for the
+ * history and the trash: its requests go through `send` (this origin, the tab's key, a 401 asking
+ * for one), are not retried, and remember no ETag (the page says which version it writes on).
+ */
+export function archiveClient(base: string): NotesClient {
+  const notebook = /^\/api\/notebooks\/([^/]+)$/.exec(base)?.[1]
+  return new NotesClient({
+    baseUrl: location.origin,
+    fetch: (input, init) => send(String(input), init),
+    retries: { limit: 0 },
+    rememberEtags: 0,
+    ...(notebook === undefined ? {} : { notebook: decodeURIComponent(notebook) }),
+  })
+}
+
+/** The empty 404 of a note (or deleted note) that is not there, as `explain` says it. */
+export const GONE = { status: 404, detail: undefined }
+
+/** What a failed call of archiveClient's said, in words, as `explain` says a refused `send`. */
+export function explainCall(err: unknown): string {
+  if (err instanceof NotesProblem) {
+    return explain(
+      err.name === 'NoteNotFoundError' ? GONE : { status: err.status, detail: err.detail },
+    )
+  }
+  if (err instanceof Error && err.name === 'NotesNetworkError') {
+    return explain({ status: 0, detail: undefined })
+  }
+  return explain(err)
 }
 
 /** What the history needs from the page. */
@@ -71,19 +99,20 @@ export class NoteHistory {
     }
     this.#say('Loading the history…')
     try {
-      const data = await dataOf(await send(`${this.#path()}/revisions`))
+      const page = await archiveClient(this.#context.base()).revisions(this.#id)
       if (run !== this.#run) return
-      this.#revisions = data as Revision[]
+      if (page === undefined) {
+        this.#say(`The history could not be loaded. ${explain(GONE)}`, 'error')
+        return
+      }
+      this.#revisions = page.revisions
     } catch (err) {
-      if (run === this.#run) this.#say(`The history could not be loaded. ${explain(err)}`, 'error')
+      if (run === this.#run)
+        this.#say(`The history could not be loaded. ${explainCall(err)}`, 'error')
       return
     }
     this.#say(`${this.#revisions.length} versions, newest first.`)
     this.#render()
-  }
-
-  #path(): string {
-    return `${this.#context.base()}/note/${this.#id}`
   }
 
   #say(text: string, kind: 'status' | 'error' = 'status'): void {
@@ -140,7 +169,7 @@ export class NoteHistory {
       ?.focus()
   }
 
-  /** POST .../restore with the If-Match of the newest revision: the note as this history saw it. */
+  /** A restore with the If-Match of the newest revision: the note as this history saw it. */
   async #restore(revision: Revision, button: HTMLButtonElement): Promise<void> {
     const current = this.#revisions[0]
     if (current === undefined) return
@@ -151,12 +180,10 @@ export class NoteHistory {
     }
     button.disabled = true
     try {
-      const response = await send(`${this.#path()}/restore`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'if-match': `"${current.version}"` },
-        body: JSON.stringify({ version: revision.version }),
-      })
-      if (response.status === 412) {
+      const ifMatch = `"${current.version}"`
+      await archiveClient(this.#context.base()).restore(this.#id, revision.version, { ifMatch })
+    } catch (err) {
+      if (err instanceof NotesProblem && err.status === 412) {
         await this.load()
         this.#say(
           'The note changed since its history was shown: here is its history again.',
@@ -164,9 +191,7 @@ export class NoteHistory {
         )
         return
       }
-      await dataOf(response)
-    } catch (err) {
-      this.#say(`Not restored. ${explain(err)}`, 'error')
+      this.#say(`Not restored. ${explainCall(err)}`, 'error')
       button.disabled = false
       return
     }

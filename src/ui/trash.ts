@@ -4,15 +4,15 @@
  * needs the network (the replica keeps no trash on the device). A viewer sees it, without the
  * buttons (style.css).
  */
-import { dataOf, explain, type Note, send } from './api.js'
+
+import { explain } from './api.js'
+import type { NotesClient } from './client-parts.js'
 import { byId, h, replaceChildren } from './dom.js'
-import { offlineText } from './note-history.js'
+import { archiveClient, explainCall, GONE, offlineText } from './note-history.js'
 import { noteName, timeOf } from './note-text.js'
 
-interface Deleted {
-  deleted_at: string
-  note: Note
-}
+/** A deleted note, as the client's `trash` answers it. */
+type Deleted = Awaited<ReturnType<NotesClient['trash']>>['notes'][number]
 
 const count = (n: number): string => `${n.toLocaleString('en')} ${n === 1 ? 'note' : 'notes'}`
 
@@ -25,7 +25,7 @@ export class TrashView {
   readonly #actions = byId('trash-actions', HTMLElement)
   readonly #base: () => string
   readonly #announce: (text: string) => void
-  /** The next page's URL (Link: rel="next"), if any. */
+  /** Where the next page starts (its `after`), if any. */
   #next: string | undefined
   #total = 0
   #run = 0
@@ -38,7 +38,7 @@ export class TrashView {
       else this.close()
     })
     this.#more.addEventListener('click', () => {
-      if (this.#next !== undefined) void this.#load(this.#next, true)
+      if (this.#next !== undefined) void this.#load(this.#next)
     })
     byId('trash-refresh', HTMLButtonElement).addEventListener('click', () => void this.#open())
     this.#showEmptyButton()
@@ -59,7 +59,7 @@ export class TrashView {
     this.#toggle.setAttribute('aria-expanded', 'true')
     this.#toggle.textContent = 'Hide the trash'
     this.#showEmptyButton()
-    await this.#load(`${this.#base()}/trash?limit=100`, false)
+    await this.#load(undefined)
   }
 
   #say(text: string, kind: 'status' | 'error' = 'status'): void {
@@ -67,7 +67,8 @@ export class TrashView {
     this.#status.textContent = text
   }
 
-  async #load(url: string, more: boolean): Promise<void> {
+  /** The first page, or with `after` the page that starts there, added to the list. */
+  async #load(after: string | undefined): Promise<void> {
     const run = ++this.#run
     const offline = offlineText('The trash')
     if (offline !== undefined) {
@@ -75,20 +76,19 @@ export class TrashView {
       return
     }
     this.#say('Loading the trash…')
-    let page: Deleted[]
-    let response: Response
+    let page: Awaited<ReturnType<NotesClient['trash']>>
     try {
-      response = await send(url)
-      page = (await dataOf(response)) as Deleted[]
+      page = await archiveClient(this.#base()).trash({ limit: 100, after })
     } catch (err) {
-      if (run === this.#run) this.#say(`The trash could not be loaded. ${explain(err)}`, 'error')
+      if (run === this.#run)
+        this.#say(`The trash could not be loaded. ${explainCall(err)}`, 'error')
       return
     }
     if (run !== this.#run) return
-    this.#total = Number(response.headers.get('x-total-count') ?? page.length)
-    this.#next = /<([^>]+)>;\s*rel="next"/.exec(response.headers.get('link') ?? '')?.[1]
-    const items = page.map((entry) => this.#item(entry))
-    if (more) this.#list.append(...items)
+    this.#total = page.total ?? page.notes.length
+    this.#next = page.next
+    const items = page.notes.map((entry) => this.#item(entry))
+    if (after !== undefined) this.#list.append(...items)
     else replaceChildren(this.#list, ...items)
     this.#more.hidden = this.#next === undefined
     this.#actions.hidden = this.#total === 0
@@ -115,8 +115,7 @@ export class TrashView {
     )
     const act = async (
       button: HTMLButtonElement,
-      init: RequestInit,
-      path: string,
+      call: (client: NotesClient, id: number | string) => Promise<unknown>,
       done: string,
     ) => {
       const offline = offlineText('The trash')
@@ -126,27 +125,32 @@ export class TrashView {
         return
       }
       button.disabled = true
+      let why: string | undefined
       try {
-        await dataOf(
-          await send(`${this.#base()}/trash/${encodeURIComponent(String(id))}${path}`, init),
-        )
+        // A purge of a note no longer there answers false: the empty 404 of before.
+        if ((await call(archiveClient(this.#base()), id as number | string)) === false) {
+          why = explain(GONE)
+        }
       } catch (err) {
+        why = explainCall(err)
+      }
+      if (why !== undefined) {
         message.className = 'message error'
-        message.textContent = `${button === restore ? 'Not restored' : 'Not deleted'}. ${explain(err)}`
+        message.textContent = `${button === restore ? 'Not restored' : 'Not deleted'}. ${why}`
         button.disabled = false
         return
       }
       this.#announce(`“${name}” ${done}.`)
-      await this.#load(`${this.#base()}/trash?limit=100`, false)
+      await this.#load(undefined)
       this.#toggle.focus()
     }
     restore.addEventListener(
       'click',
-      () => void act(restore, { method: 'POST' }, '/restore', 'restored'),
+      () => void act(restore, (client, id) => client.restoreFromTrash(id), 'restored'),
     )
     purge.addEventListener(
       'click',
-      () => void act(purge, { method: 'DELETE' }, '', 'deleted for good'),
+      () => void act(purge, (client, id) => client.purge(id), 'deleted for good'),
     )
     return item
   }
@@ -182,19 +186,15 @@ export class TrashView {
     button.disabled = true
     let purged: number
     try {
-      purged = (
-        (await dataOf(await send(`${this.#base()}/trash`, { method: 'DELETE' }))) as {
-          purged: number
-        }
-      ).purged
+      purged = await archiveClient(this.#base()).emptyTrash()
     } catch (err) {
-      this.#say(`The trash was not emptied. ${explain(err)}`, 'error')
+      this.#say(`The trash was not emptied. ${explainCall(err)}`, 'error')
       this.#showEmptyButton(true)
       return
     }
     this.#announce(`${count(purged)} deleted for good.`)
     this.#showEmptyButton()
-    await this.#load(`${this.#base()}/trash?limit=100`, false)
+    await this.#load(undefined)
     this.#toggle.focus()
   }
 }

@@ -118,3 +118,43 @@ describe('NoteOperations: the contract answers', () => {
     assert.equal((operations.delete(7, '7') as Answer).status, 404)
   })
 })
+
+describe('NoteOperations: the pages kept', () => {
+  it('never answers a page kept at an older version, though another page was kept meanwhile', async () => {
+    const inner = new MemoryNoteStore({
+      maxNotes: 10,
+      maxBytes: 10_000,
+      now: fakeClock(1, 1),
+      epoch: 'e',
+    })
+    // A store whose version is read as a networked one's is, the test deciding when it answers.
+    let gate: Promise<void> = Promise.resolve()
+    const store = new Proxy(inner, {
+      get(target, key) {
+        if (key === 'version') {
+          return async () => {
+            await gate
+            return target.version()
+          }
+        }
+        const value: unknown = Reflect.get(target, key, target)
+        return typeof value === 'function' ? value.bind(target) : value
+      },
+    })
+    const operations = new NoteOperations(store)
+    const body = async (answer: MaybePromise<Answer>) => (await answer).body?.toString()
+    inner.create({ n: 1 })
+    assert.equal(await body(operations.list('limit=10')), '{"data":[{"n":1,"id":1}]}')
+    inner.create({ n: 2 })
+    let open = () => {}
+    gate = new Promise((resolve) => {
+      open = resolve
+    })
+    // Kept at e.1: it stands only if the store is still there, which the version will tell.
+    const first = operations.list('limit=10')
+    // Meanwhile another page is read and kept, at e.2.
+    assert.equal(await body(operations.list('limit=5')), '{"data":[{"n":1,"id":1},{"n":2,"id":2}]}')
+    open()
+    assert.equal(await body(first), '{"data":[{"n":1,"id":1},{"n":2,"id":2}]}')
+  })
+})

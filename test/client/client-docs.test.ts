@@ -139,6 +139,8 @@ describe(DOC, () => {
         'The change feed',
         'Keys and user tokens',
         'Notebooks',
+        'Files',
+        'History and trash',
         'Errors',
         'Retries and aborts',
         'Replica (offline)',

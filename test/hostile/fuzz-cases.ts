@@ -1,4 +1,5 @@
 import { type MediaClass, NoteModel } from '../support/note-model.js'
+import { type FileExpectation, type FileModel, fileCase } from './fuzz-files.js'
 import { jsonObject, malformed, nestedObject, nonObject } from './json-text.js'
 import type { Random } from './prng.js'
 
@@ -36,6 +37,8 @@ export type Expectation =
   | { type: 'reject'; status: 400 | 431; problemBody: boolean }
   /** The body stops half way and the client half-closes: a 400, or a close; store unchanged. */
   | { type: 'truncated' }
+  /** A request on the notebook's files (fuzz-files.ts). */
+  | FileExpectation
 
 /**
  * A conditional header and the one strong ETag in it that could be the note's. Whether it still is
@@ -207,8 +210,15 @@ export interface CaseLimits {
 }
 
 /** Builds the next request and what it should get, from the model's present state. */
-export function nextCase(rng: Random, model: NoteModel, limits: CaseLimits): FuzzCase {
+export function nextCase(
+  rng: Random,
+  model: NoteModel,
+  limits: CaseLimits,
+  files?: FileModel,
+): FuzzCase {
   return rng.weighted<() => FuzzCase>([
+    // With a model of the files, about 6% of requests are on files.
+    [files === undefined ? 0 : 7, () => filesCase(rng, files as FileModel)],
     [14, () => createCase(rng, limits)],
     [6, () => listCase(rng, model)],
     [10, () => getCase(rng, model)],
@@ -235,6 +245,16 @@ export function nextCase(rng: Random, model: NoteModel, limits: CaseLimits): Fuz
 }
 
 // --- valid operations ---
+
+function filesCase(rng: Random, files: FileModel): FuzzCase {
+  const { kind, method, target, contentType, body, headers, expect } = fileCase(rng, files)
+  return request(rng, kind, method, target, {
+    contentType,
+    ...(body === undefined ? {} : { body }),
+    ...(headers === undefined ? {} : { headers }),
+    expect,
+  })
+}
 
 function createCase(rng: Random, limits: CaseLimits): FuzzCase {
   const { body, media, contentType } = goodBody(rng, limits)

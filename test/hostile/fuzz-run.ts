@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http'
 import { parseJson } from '../../src/client/parse-json.js'
 import { BATCH_DEPTH, type ModelLimits, NoteModel } from '../support/note-model.js'
 import { type BatchItem, type Expectation, type FuzzCase, nextCase } from './fuzz-cases.js'
+import { checkFile, type FileExpectation, FileModel } from './fuzz-files.js'
 import { createRandom, stepRandom } from './prng.js'
 import { CLOSED, header, WireConnection, type WireResponse } from './wire.js'
 
@@ -79,6 +80,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzStats> {
   const model = new NoteModel(limits)
   // The service keeps deleted notes in its trash (TRASH_DAYS), counted toward the caps.
   model.keepsTrash = true
+  const files = new FileModel()
   const stats: FuzzStats = {
     seed,
     requests: 0,
@@ -114,11 +116,11 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzStats> {
   try {
     for (let step = 0; stats.requests < options.requests; step++) {
       const rng = stepRandom(seed, step)
-      const batch: FuzzCase[] = [nextCase(rng, model, limits)]
+      const batch: FuzzCase[] = [nextCase(rng, model, limits, files)]
       const first = batch[0] as FuzzCase
       if (PIPELINABLE.has(first.kind) && first.pipelinable && rng.chance(0.05)) {
         for (let n = rng.between(1, 3); n > 0; n--) {
-          const next = nextCase(rng, model, limits)
+          const next = nextCase(rng, model, limits, files)
           if (!PIPELINABLE.has(next.kind) || !next.pipelinable) break
           batch.push(next)
         }
@@ -161,7 +163,11 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzStats> {
         if (response !== CLOSED && response.status >= 500 && response.status !== 507) {
           fail(`a ${response.status}`, response)
         }
-        const problem = check(fuzzCase.expect, fuzzCase.method, response, model, before, stats)
+        const problem = fuzzCase.expect.type.startsWith('file-')
+          ? response === CLOSED
+            ? 'the connection closed without an answer'
+            : checkFile(fuzzCase.expect as FileExpectation, response, files)
+          : check(fuzzCase.expect, fuzzCase.method, response, model, before, stats)
         if (problem !== undefined) fail(problem, response)
         if (fuzzCase.expect.type === 'reject' || fuzzCase.expect.type === 'truncated') {
           try {
@@ -366,6 +372,8 @@ function check(
       model.replace(at, merged.json)
       return versionMismatch(response, model, 'etag')
     }
+    default:
+      return `no check for a ${expect.type} here`
   }
 }
 

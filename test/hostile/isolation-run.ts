@@ -3,6 +3,7 @@ import { Agent, request } from 'node:http'
 import { parseJson } from '../../src/client/parse-json.js'
 import { signed } from '../support/jwks-server.js'
 import { SseClient } from '../support/sse-client.js'
+import { FILE_KINDS, fileSteps } from './isolation-files.js'
 import {
   accessMatches,
   type ChangeKey,
@@ -239,7 +240,8 @@ const ID_CHARS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789
  * notebooks and in shared ones (by `/api/notebooks/<id>/note...` and `me`), as owners, editors,
  * viewers and strangers, over everybody's ids, cursors, ETags, version tokens, idempotency keys
  * and event ids; and they make, rename and delete notebooks, add, change and remove members,
- * leave, and make, withdraw and redeem invitations. A model of every notebook says each status
+ * leave, and make, withdraw and redeem invitations; and upload, read, list and delete files and
+ * try each other's resumable uploads (isolation-files.ts). A model of every notebook says each status
  * and body; no answer, header or event that a caller gets may hold anything of a notebook it is
  * not in at that moment (each note carries a mark naming its notebook, and every version an
  * answer gave is known to be its notebook's). A stranger's 404 is byte for byte the 404 of a
@@ -352,6 +354,17 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
     extra: Record<string, string> = {},
   ): Promise<Answer> => {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body))
+    const json = payload === undefined ? {} : { 'content-type': 'application/json' }
+    return sendRaw(who, method, path, payload, { ...json, ...extra })
+  }
+  /** `payload` (or nothing) as the body, with these headers. */
+  const sendRaw = (
+    who: Caller,
+    method: string,
+    path: string,
+    payload: Buffer | undefined,
+    extra: Record<string, string>,
+  ): Promise<Answer> => {
     return new Promise((resolve, reject) => {
       const req = request(
         {
@@ -362,9 +375,7 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
           agent,
           headers: {
             authorization: who.authorization,
-            ...(payload === undefined
-              ? {}
-              : { 'content-type': 'application/json', 'content-length': payload.length }),
+            ...(payload === undefined ? {} : { 'content-length': payload.length }),
             ...extra,
           },
         },
@@ -440,7 +451,9 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
     // A cursor is a position in the caller's own list (the same in any list): no secret, but
     // another caller's, sent, must still bring its sender's notes alone.
     const next = /<([^>]+)>; rel="next"/.exec(String(answer.headers.link ?? ''))?.[1]
-    if (next !== undefined) who.cursors.push(next)
+    // A files list's cursor is a file id, in that caller's own list too: the note steps try
+    // note cursors only.
+    if (next !== undefined && !next.includes('/files')) who.cursors.push(next)
   }
   const sorted = (nb: Notebook): Note[] => [...nb.notes.values()].sort((a, b) => a.id - b.id)
   const other = (who: Caller): Caller => {
@@ -555,6 +568,20 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
       }
     }
   }
+
+  const fileStep = fileSteps<Caller, Notebook>({
+    rng,
+    sendRaw,
+    placeOf,
+    refusalAt,
+    refusals: { stranger: NO_NOTEBOOK, viewer: VIEWER },
+    homeOf: (who) => who.home,
+    madeUpId,
+    headersOf,
+    tagOf: (nb) => nb.tag,
+    goneOf: (nb) => nb.gone,
+    fail,
+  })
 
   /** Opens `who`'s stream of `nb` (they just joined it), once it is open. */
   const follow = async (who: Caller, nb: Notebook): Promise<void> => {
@@ -705,6 +732,7 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
         [0.3, 'invite-list'],
         [0.3, 'invite-withdraw'],
         [1, 'redeem'],
+        ...FILE_KINDS,
       ])
       let answer: Answer
       let crossing = false
@@ -1031,6 +1059,10 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
         })
         learnt = who.home
         if (answer.status !== 200) fail(`another's version as If-None-Match: ${answer.status}`)
+      } else if (kind.startsWith('file-') || kind.startsWith('upload-')) {
+        const step = await fileStep(who, kind)
+        if (step === undefined) continue
+        ;({ answer, label, crossing } = step)
       } else {
         const step = await notebookStep(who, kind)
         if (step === undefined) continue

@@ -103,7 +103,7 @@ async function soakAndFaults(): Promise<void> {
     `  notes: created ${soak.created}, deleted ${soak.deleted}, expected ${soak.expected}, found exact ${soak.found}, missing ${soak.missing}, changed ${soak.changed}, unexpected ${soak.unexpected}`,
   )
   console.log(
-    `  heap after forced GC: ${mib(soak.heapAfterWarmup)} after warm-up, ${mib(soak.heapAfterSoak)} after the soak (${(((soak.heapAfterSoak - soak.heapAfterWarmup) / soak.heapAfterWarmup) * 100).toFixed(1)}%); open fds ${soak.fdsAfterWarmup}, then ${soak.fdsAfterSoak}`,
+    `  heap after forced GC: ${mib(soak.heapAfterWarmup)} after warm-up, ${mib(soak.heapAfterSoak)} after the soak (${(((soak.heapAfterSoak - soak.heapAfterWarmup) / soak.heapAfterWarmup) * 100).toFixed(1)}%); open fds ${soak.fdsAfterWarmup}, then ${soak.fdsAfterSoak}${soak.heapAfterMore === undefined ? '' : `; ${mib(soak.heapAfterMore)} after half as much load again`}`,
   )
   console.log(
     `  SIGTERM -> exit ${exit.code ?? exit.signal} in ${exit.at - stopAt} ms; error log lines ${errorLogs(server.logs).length}`,

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
 import { describe, it } from 'node:test'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import { Validator } from '@seriousme/openapi-schema-validator'
@@ -10,6 +11,7 @@ import { UserTokens } from '../../src/auth/user-tokens.js'
 import { type Config, DEFAULT_CONFIG } from '../../src/config/config.js'
 import type { OpenApiDocument } from '../../src/openapi/document.js'
 import { PATH_ITEM_METHODS } from '../../src/openapi/parts.js'
+import { MemoryFiles } from '../../src/store/memory/memory-files.js'
 import { MemoryNotebooks } from '../../src/store/memory/memory-notebooks.js'
 import { MemoryNoteStore } from '../../src/store/memory/memory-store.js'
 import { StoreUnavailableError } from '../../src/store/types.js'
@@ -39,6 +41,14 @@ function templatePattern(template: string): RegExp {
     .map((part) => (/^\{\w+\}$/.test(part) ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
     .join('/')
   return new RegExp(template === '/' ? '^/$' : `^${source}/?$`)
+}
+
+// The key of `content` that describes `mediaType`, as OpenAPI picks it: the media type itself,
+// else its range ('image/*'), else '*/*' (any); undefined when none does.
+// ('image/png', { '*/*': ... }) -> '*/*'
+function contentKey(content: Json, mediaType: string): string | undefined {
+  const range = `${mediaType.split('/')[0] ?? ''}/*`
+  return [mediaType, range, '*/*'].find((key) => key in content)
 }
 
 /** '/a~b' -> '~1a~0b' (RFC 6901) */
@@ -114,7 +124,9 @@ class ResponseChecker {
     if (bodyless && response.rawPayload.length > 0) return ['a body where none may be']
     if (streamed) {
       const mediaType = String(contentType).split(';')[0]?.trim() ?? ''
-      return content !== undefined && mediaType in content ? [] : [`Content-Type ${contentType}`]
+      return content !== undefined && contentKey(content, mediaType) !== undefined
+        ? []
+        : [`Content-Type ${contentType}`]
     }
     if (content === undefined) {
       if (contentType !== undefined) return [`Content-Type ${contentType} where none is declared`]
@@ -126,12 +138,13 @@ class ResponseChecker {
       return bodyless || mayBeEmpty ? [] : ['no Content-Type']
     }
     const mediaType = String(contentType).split(';')[0]?.trim().toLowerCase() ?? ''
-    if (!(mediaType in content))
-      return [`Content-Type ${mediaType} not among ${Object.keys(content)}`]
+    const key = contentKey(content, mediaType)
+    if (key === undefined) return [`Content-Type ${mediaType} not among ${Object.keys(content)}`]
     if (bodyless) return []
-    const at = `${pointer}/content/${escapePointer(mediaType)}/schema`
+    const at = `${pointer}/content/${escapePointer(key)}/schema`
     const body = decoded(response)
-    if (mediaType === 'application/json' || mediaType.endsWith('+json')) {
+    // A range (a file's any type) describes bytes, whatever they hold: checked as a string.
+    if (key === mediaType && (mediaType === 'application/json' || mediaType.endsWith('+json'))) {
       return this.#validate(at, JSON.parse(body.toString('utf8')) as unknown, 'body')
     }
     if (mediaType.startsWith('image/') && mediaType !== 'image/svg+xml') return []
@@ -166,7 +179,7 @@ class ResponseChecker {
           ? undefined
           : (this.#resolve(`${operationPointer}/requestBody`)[0].content as Json)
       const mediaType = requestType.split(';')[0]?.trim().toLowerCase() ?? ''
-      if (content === undefined || !(mediaType in content)) {
+      if (content === undefined || contentKey(content, mediaType) === undefined) {
         problems.push(`a ${mediaType} request body the operation does not declare`)
       }
     }
@@ -442,10 +455,10 @@ describe('real answers, checked against the OpenAPI document the app serves', ()
     const created = await app.inject({ method: 'POST', url: '/api/note', headers: JSON_TYPE })
     const id = String((created.json() as { data: { id: number } }).data.id)
     const requests = everyPathAndMethod(document as OpenApiDocument, id)
-    assert.equal(requests.length, 32 * 8)
+    assert.equal(requests.length, 40 * 8)
     assert.deepEqual(await check(app, requests), {
       problems: [],
-      statuses: [200, 204, 400, 404, 405, 503],
+      statuses: [200, 201, 204, 400, 404, 405, 412, 503],
     })
   })
 
@@ -495,6 +508,73 @@ describe('real answers, checked against the OpenAPI document the app serves', ()
     assert.deepEqual(await check(app, requests), {
       problems: [],
       statuses: [200, 204, 401, 403, 405, 429],
+    })
+  })
+
+  it('matches the files: uploads, pages, whole, ranged, 304, 404, 416, deletes and the caps', async () => {
+    const app = buildApp({
+      store: new MemoryNoteStore({ maxNotes: 10, maxBytes: 100_000 }),
+      files: new MemoryFiles({ maxFileBytes: 4096, maxNotebookBytes: 10_000, maxBytes: 1 << 20 }),
+      config: { ...DEFAULT_CONFIG, ...SMALL, maxFileBytes: 4096 },
+    })
+    const upload = (payload: string | Buffer, type?: string, base = '/api') => ({
+      method: 'POST',
+      url: `${base}/files`,
+      headers: type === undefined ? {} : { 'content-type': type },
+      payload,
+    })
+    const picture = Buffer.alloc(3000, 7)
+    const [text, png, page, json, empty] = ['hello', picture, '<p>hi</p>', '{"a":1}', ''].map(
+      (bytes) => createHash('sha256').update(bytes).digest('hex'),
+    )
+    const file = (id: string | undefined, headers: Record<string, string> = {}) => ({
+      method: 'GET',
+      url: `/api/files/${id}`,
+      headers,
+    })
+    const requests: Exchange['request'][] = [
+      upload('hello', 'text/plain; charset=utf-8'),
+      upload(picture, 'image/png'),
+      upload('<p>hi</p>', 'text/html'),
+      upload('{"a":1}', 'application/json'),
+      upload('no type at all'),
+      upload('hello', 'text/plain'),
+      upload('x', 'png'),
+      upload(Buffer.alloc(5000), 'image/png'),
+      upload(Buffer.alloc(4000, 1), 'image/png'),
+      upload(Buffer.alloc(4000, 2), 'image/png'),
+      upload('mine', 'text/plain', '/api/notebooks/me'),
+      { method: 'GET', url: '/api/files' },
+      { method: 'GET', url: '/api/files?limit=2' },
+      { method: 'GET', url: '/api/notebooks/me/files?limit=2&after=2' },
+      { method: 'GET', url: '/api/files?limit=0' },
+      { method: 'GET', url: '/api/files?after=x' },
+      file(text),
+      file(png),
+      file(page),
+      file(json),
+      { method: 'HEAD', url: `/api/files/${png}` },
+      file(png, { range: 'bytes=0-99' }),
+      { method: 'HEAD', url: `/api/files/${png}`, headers: { range: 'bytes=-10' } },
+      file(png, { range: 'bytes=0-1,5-6' }),
+      file(png, { range: 'bytes=0-1', 'if-range': '"other"' }),
+      file(png, { 'if-none-match': `"${png}"` }),
+      file(page, { 'if-none-match': `"${page}"` }),
+      file(png, { range: 'bytes=3000-' }),
+      upload('', 'text/plain'),
+      file(empty),
+      file(empty, { range: 'bytes=-5' }),
+      file('0'.repeat(64)),
+      file('nothex'),
+      { method: 'GET', url: `/api/notebooks/me/files/${text}` },
+      { method: 'GET', url: `/api/notebooks/someone/files/${text}` },
+      { method: 'DELETE', url: `/api/files/${json}` },
+      { method: 'DELETE', url: `/api/files/${json}` },
+      { method: 'DELETE', url: `/api/notebooks/me/files/${page}` },
+    ]
+    assert.deepEqual(await check(app, requests), {
+      problems: [],
+      statuses: [200, 201, 204, 206, 304, 400, 404, 413, 416, 507],
     })
   })
 
@@ -571,6 +651,13 @@ describe('the checker', () => {
       as(cat, 'POST', `/api/invites/${String(invite?.token)}`),
       as(cat, 'POST', `/api/invites/${String(invite?.token)}`),
       as(cat, 'POST', `${base}/note`, { title: 'mine' }),
+      { ...as(bob, 'POST', `${base}/files`), headers: { ...bob, 'content-type': 'image/png' } },
+      { ...as(cat, 'POST', `${base}/files`), headers: { ...cat, 'content-type': 'image/png' } },
+      as(cat, 'GET', `${base}/files`),
+      as(cat, 'DELETE', `${base}/files/${'0'.repeat(64)}`),
+      as(bob, 'DELETE', `${base}/files/${'0'.repeat(64)}`),
+      as(eve, 'GET', `${base}/files`),
+      as(eve, 'GET', `${base}/files/${'0'.repeat(64)}`),
       as(ann, 'PUT', `${base}/members/dan`, { role: 'viewer' }),
       as(eve, 'GET', `${base}/note`),
       as(eve, 'GET', base),

@@ -77,7 +77,8 @@ function answersNotAllowed(operation: Operation): boolean {
 
 /**
  * 'GET /api/note/{id}' for every operation of the document that a route serves: not HEAD
- * (Fastify answers it for every GET), OPTIONS and the 405s (the not-found handler answers them).
+ * (Fastify answers it for every GET), OPTIONS and the 405s (the not-found handler answers them),
+ * but an OPTIONS a path describes as its own.
  */
 function documentedOperations(document: OpenApiDocument): string[] {
   return Object.keys(document.paths).flatMap((path) =>
@@ -86,7 +87,8 @@ function documentedOperations(document: OpenApiDocument): string[] {
       return (
         operation !== undefined &&
         method !== 'head' &&
-        method !== 'options' &&
+        // The OPTIONS the not-found handler answers; a path's own (tus discovery) is a route.
+        (method !== 'options' || operation.summary !== 'The methods this path accepts') &&
         !answersNotAllowed(operation)
       )
     }).map((method) => `${method.toUpperCase()} ${path}`),
@@ -270,6 +272,10 @@ describe('the OpenAPI document', () => {
         '/api/trash/{id}/restore',
         'get 405 put 405 post delete 405 options head 405 patch 405 trace 405',
       ],
+      ['/api/files', 'get put 405 post delete 405 options head patch 405 trace 405'],
+      ['/api/files/{id}', 'get put 405 post 405 delete options head patch 405 trace 405'],
+      ['/api/uploads', 'get 405 put 405 post delete 405 options head 405 patch 405 trace 405'],
+      ['/api/uploads/{id}', 'get put 405 post 405 delete options head patch trace 405'],
       ['/api/events', gets],
       ['/api/notebooks/{nb}/note', 'get put 405 post delete 405 options head patch 405 trace 405'],
       ['/api/notebooks/{nb}/note/{id}', 'get put post 405 delete options head patch trace 405'],
@@ -292,6 +298,19 @@ describe('the OpenAPI document', () => {
         '/api/notebooks/{nb}/trash/{id}/restore',
         'get 405 put 405 post delete 405 options head 405 patch 405 trace 405',
       ],
+      ['/api/notebooks/{nb}/files', 'get put 405 post delete 405 options head patch 405 trace 405'],
+      [
+        '/api/notebooks/{nb}/files/{id}',
+        'get put 405 post 405 delete options head patch 405 trace 405',
+      ],
+      [
+        '/api/notebooks/{nb}/uploads',
+        'get 405 put 405 post delete 405 options head 405 patch 405 trace 405',
+      ],
+      [
+        '/api/notebooks/{nb}/uploads/{id}',
+        'get put 405 post 405 delete options head patch trace 405',
+      ],
       ['/api/notebooks/{nb}/events', gets],
       ['/healthz', gets],
       ['/readyz', gets],
@@ -306,8 +325,10 @@ describe('the OpenAPI document', () => {
       ['/ui/vendor/{file}', gets],
       ['/ui/sign-in.json', gets],
     ])
-    // HEAD answers what GET answers, without the body; OPTIONS 204 with Allow.
+    // HEAD answers what GET answers, without the body; OPTIONS 204 with Allow. Not so for an
+    // upload (tus): its HEAD is its offset, its GET the file it became, its OPTIONS tus's discovery.
     for (const path of Object.keys(document.paths)) {
+      if (path.includes('/uploads')) continue
       const get = operationOf(document, path, 'get')
       const head = operationOf(document, path, 'head')
       assert.deepEqual(head?.responses, get?.responses, path)
@@ -451,6 +472,48 @@ describe('the OpenAPI document', () => {
     }
   })
 
+  it("gives as examples the problem bodies the files' operations really send", async () => {
+    const { app } = buildOpsApp()
+    const document = documentFor({})
+    const example = (path: string, method: string, status: string) =>
+      (
+        operationOf(document, path, method)?.responses[status] as
+          | { content: Record<string, { example: unknown }> }
+          | undefined
+      )?.content['application/problem+json']?.example
+    const upload = (headers: Record<string, string>, payload: string | Buffer = 'x') =>
+      app.inject({ method: 'POST', url: '/api/files', headers, payload })
+    const bytes = Buffer.alloc(2 * 1024 * 1024)
+    const { id } = (await upload({ 'content-type': 'image/png' }, bytes)).json().data
+    const cases = [
+      ['/api/files', 'post', '400', await upload({ 'content-type': 'png' })],
+      [
+        '/api/files',
+        'post',
+        '413',
+        await upload({ 'content-type': 'text/plain', 'content-length': '104857601' }),
+      ],
+      ['/api/files', 'get', '400', await app.inject('/api/files?limit=0')],
+      ['/api/files/{id}', 'get', '404', await app.inject(`/api/files/${'0'.repeat(64)}`)],
+      [
+        '/api/files/{id}',
+        'get',
+        '416',
+        await app.inject({ url: `/api/files/${id}`, headers: { range: 'bytes=9999999-' } }),
+      ],
+      [
+        '/api/files/{id}',
+        'delete',
+        '404',
+        await app.inject({ method: 'DELETE', url: '/api/files/x' }),
+      ],
+    ] as const
+    for (const [path, method, status, answer] of cases) {
+      assert.equal(String(answer.statusCode), status, `${method} ${path}`)
+      assert.deepEqual(answer.json(), example(path, method, status), `${method} ${path} ${status}`)
+    }
+  })
+
   it('says which operations need a key, and what they answer without one', () => {
     const document = documentFor({ apiKeys: ['k1'], metrics: true, docs: true, rateLimit: 10 })
     assert.deepEqual(document.security, [{ accessKey: [] }])
@@ -484,6 +547,15 @@ describe('the OpenAPI document', () => {
       ['DELETE /api/trash', ['401', '403', '429'], undefined],
       ['DELETE /api/trash/{id}', ['401', '403', '429'], undefined],
       ['POST /api/trash/{id}/restore', ['401', '403', '429'], undefined],
+      ['GET /api/files', ['401', '429'], undefined],
+      ['POST /api/files', ['401', '403', '429'], undefined],
+      ['GET /api/files/{id}', ['401', '429'], undefined],
+      ['DELETE /api/files/{id}', ['401', '403', '429'], undefined],
+      ['POST /api/uploads', ['401', '403', '429'], undefined],
+      ['OPTIONS /api/uploads', ['429'], []],
+      ['GET /api/uploads/{id}', ['401', '429'], undefined],
+      ['DELETE /api/uploads/{id}', ['401', '403', '429'], undefined],
+      ['PATCH /api/uploads/{id}', ['401', '403', '429'], undefined],
       ['GET /api/events', ['401', '429'], undefined],
       ['GET /api/notebooks/{nb}/note', ['401', '429'], undefined],
       ['POST /api/notebooks/{nb}/note', ['401', '403', '429'], undefined],
@@ -499,6 +571,15 @@ describe('the OpenAPI document', () => {
       ['DELETE /api/notebooks/{nb}/trash', ['401', '403', '429'], undefined],
       ['DELETE /api/notebooks/{nb}/trash/{id}', ['401', '403', '429'], undefined],
       ['POST /api/notebooks/{nb}/trash/{id}/restore', ['401', '403', '429'], undefined],
+      ['GET /api/notebooks/{nb}/files', ['401', '429'], undefined],
+      ['POST /api/notebooks/{nb}/files', ['401', '403', '429'], undefined],
+      ['GET /api/notebooks/{nb}/files/{id}', ['401', '429'], undefined],
+      ['DELETE /api/notebooks/{nb}/files/{id}', ['401', '403', '429'], undefined],
+      ['POST /api/notebooks/{nb}/uploads', ['401', '403', '429'], undefined],
+      ['OPTIONS /api/notebooks/{nb}/uploads', ['429'], []],
+      ['GET /api/notebooks/{nb}/uploads/{id}', ['401', '429'], undefined],
+      ['DELETE /api/notebooks/{nb}/uploads/{id}', ['401', '403', '429'], undefined],
+      ['PATCH /api/notebooks/{nb}/uploads/{id}', ['401', '403', '429'], undefined],
       ['GET /api/notebooks/{nb}/events', ['401', '429'], undefined],
       ['GET /healthz', [], []],
       ['GET /readyz', [], []],

@@ -45,7 +45,7 @@ describe('CORS', () => {
     assert.deepEqual(corsHeaders(response.headers), {
       'access-control-allow-origin': ORIGIN,
       'access-control-expose-headers':
-        'X-Request-Id, Allow, ETag, Notes-Version, X-Total-Count, Link, Idempotent-Replayed, Retry-After',
+        'X-Request-Id, Allow, ETag, Notes-Version, X-Total-Count, Link, Idempotent-Replayed, Retry-After, Location, Content-Range, Content-Disposition, Tus-Resumable, Tus-Version, Tus-Extension, Tus-Max-Size, Upload-Offset, Upload-Length, Upload-Metadata, Upload-Expires',
       vary: 'Origin, Accept, Accept-Encoding',
     })
   })
@@ -78,7 +78,7 @@ describe('CORS', () => {
     assert.equal(response.statusCode, 200)
     assert.deepEqual(corsHeaders(response.headers), {
       'access-control-expose-headers':
-        'X-Request-Id, Allow, ETag, Notes-Version, X-Total-Count, Link, Idempotent-Replayed, Retry-After',
+        'X-Request-Id, Allow, ETag, Notes-Version, X-Total-Count, Link, Idempotent-Replayed, Retry-After, Location, Content-Range, Content-Disposition, Tus-Resumable, Tus-Version, Tus-Extension, Tus-Max-Size, Upload-Offset, Upload-Length, Upload-Metadata, Upload-Expires',
       vary: 'Origin, Accept, Accept-Encoding',
     })
   })
@@ -92,9 +92,9 @@ describe('CORS', () => {
       'access-control-allow-origin': ORIGIN,
       'access-control-allow-methods': 'GET, HEAD, POST, PUT, PATCH, DELETE',
       'access-control-allow-headers':
-        'Content-Type, X-Request-Id, If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since, Idempotency-Key, Last-Event-ID',
+        'Content-Type, X-Request-Id, If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since, Idempotency-Key, Last-Event-ID, Range, If-Range, Tus-Resumable, Upload-Length, Upload-Offset, Upload-Metadata',
       'access-control-expose-headers':
-        'X-Request-Id, Allow, ETag, Notes-Version, X-Total-Count, Link, Idempotent-Replayed, Retry-After',
+        'X-Request-Id, Allow, ETag, Notes-Version, X-Total-Count, Link, Idempotent-Replayed, Retry-After, Location, Content-Range, Content-Disposition, Tus-Resumable, Tus-Version, Tus-Extension, Tus-Max-Size, Upload-Offset, Upload-Length, Upload-Metadata, Upload-Expires',
       'access-control-max-age': '600',
       vary: 'Origin',
     })
@@ -118,7 +118,7 @@ describe('CORS', () => {
   it('answers any origin with * when CORS_ORIGIN is *', async () => {
     const { app } = buildOpsApp({ corsOrigin: ['*'] })
     const exposed =
-      'X-Request-Id, Allow, ETag, Notes-Version, X-Total-Count, Link, Idempotent-Replayed, Retry-After'
+      'X-Request-Id, Allow, ETag, Notes-Version, X-Total-Count, Link, Idempotent-Replayed, Retry-After, Location, Content-Range, Content-Disposition, Tus-Resumable, Tus-Version, Tus-Extension, Tus-Max-Size, Upload-Offset, Upload-Length, Upload-Metadata, Upload-Expires'
     for (const origin of ['https://anyone.example', 'http://localhost:5173', 'null']) {
       const get = await app.inject({ method: 'GET', url: '/api/note', headers: { origin } })
       assert.equal(get.statusCode, 200, origin)
@@ -158,7 +158,7 @@ describe('CORS', () => {
           'access-control-allow-origin': '*',
           'access-control-allow-methods': 'GET, HEAD, POST, PUT, PATCH, DELETE',
           'access-control-allow-headers':
-            'Content-Type, X-Request-Id, If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since, Idempotency-Key, Last-Event-ID',
+            'Content-Type, X-Request-Id, If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since, Idempotency-Key, Last-Event-ID, Range, If-Range, Tus-Resumable, Upload-Length, Upload-Offset, Upload-Metadata',
           'access-control-expose-headers': exposed,
           'access-control-max-age': '600',
           vary: 'Origin',

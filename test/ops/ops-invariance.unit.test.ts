@@ -106,7 +106,7 @@ describe('the operational features leave /api/note as it is', () => {
       assert.equal(answer.headers.vary, vary === undefined ? 'Origin' : `Origin, ${String(vary)}`)
       assert.equal(
         answer.headers['access-control-expose-headers'],
-        'X-Request-Id, Allow, ETag, Notes-Version, X-Total-Count, Link, Idempotent-Replayed, Retry-After',
+        'X-Request-Id, Allow, ETag, Notes-Version, X-Total-Count, Link, Idempotent-Replayed, Retry-After, Location, Content-Range, Content-Disposition, Tus-Resumable, Tus-Version, Tus-Extension, Tus-Max-Size, Upload-Offset, Upload-Length, Upload-Metadata, Upload-Expires',
       )
       if (vary === undefined) delete answer.headers.vary
       else answer.headers.vary = vary

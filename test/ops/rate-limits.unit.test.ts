@@ -304,7 +304,7 @@ describe('rate limits and access keys with CORS', () => {
     assert.equal(preflight.statusCode, 204)
     assert.equal(
       preflight.headers['access-control-allow-headers'],
-      'Content-Type, X-Request-Id, If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since, Idempotency-Key, Last-Event-ID, Authorization',
+      'Content-Type, X-Request-Id, If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since, Idempotency-Key, Last-Event-ID, Range, If-Range, Tus-Resumable, Upload-Length, Upload-Offset, Upload-Metadata, Authorization',
     )
     const refused = await app.inject({
       url: '/api/note',
@@ -314,7 +314,7 @@ describe('rate limits and access keys with CORS', () => {
     assert.equal(refused.headers['access-control-allow-origin'], 'https://app.example')
     assert.equal(
       refused.headers['access-control-expose-headers'],
-      'X-Request-Id, Allow, ETag, Notes-Version, X-Total-Count, Link, Idempotent-Replayed, Retry-After, WWW-Authenticate, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset',
+      'X-Request-Id, Allow, ETag, Notes-Version, X-Total-Count, Link, Idempotent-Replayed, Retry-After, Location, Content-Range, Content-Disposition, Tus-Resumable, Tus-Version, Tus-Extension, Tus-Max-Size, Upload-Offset, Upload-Length, Upload-Metadata, Upload-Expires, WWW-Authenticate, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset',
     )
     assert.equal(refused.headers['ratelimit-remaining'], '9')
   })

@@ -156,6 +156,44 @@ describe("the notes page's history, trash and order by last change", {
     await watched.context.close()
   })
 
+  it('keeps a note made here in its place when the service takes it after a newer one was made', async () => {
+    const origin = await serve()
+    const watched = await open(origin)
+    const { page } = watched
+    await loaded(page)
+    // The service takes the first note (the feed brings it) but its answer is held until the
+    // second is on the page: the first gaining its id then is no change, the second stays on top.
+    let release: () => void = () => {}
+    const held = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    let posts = 0
+    await page.route(/\/api\/(note|batch)$/, async (route) => {
+      if (route.request().method() !== 'POST' || posts++ !== 0) return route.continue()
+      // Taken by the service (the feed brings it), its answer held back.
+      const answer = await route.fetch()
+      await held
+      return route.fulfill({ response: answer })
+    })
+    for (const title of ['First', 'Second']) {
+      await page.locator('#create-title').fill(title)
+      await page.getByRole('button', { name: 'Create note' }).click()
+      await item(page, title).waitFor()
+      await page.locator('#create-button:not([disabled])').waitFor()
+    }
+    assert.deepEqual(await titles(page), ['Second', 'First'])
+    release()
+    await until(
+      async () => (await page.locator('#notes', { hasText: 'not sent yet' }).count()) === 0,
+      'both notes sent',
+    )
+    const stored = (await api(origin, 'GET', '/api/note')).json?.data as Json[] | undefined
+    assert.equal(stored?.length, 2)
+    assert.deepEqual(await titles(page), ['Second', 'First'])
+    assert.deepEqual(watched.errors, [])
+    await watched.context.close()
+  })
+
   it("shows a note's revisions, one of them, and restores it, by keyboard; axe-clean", async () => {
     const origin = await serve()
     const note = await create(origin, { title: 'Plan', body: 'first draft' })

@@ -247,12 +247,19 @@ export function runDirectoryContract(
       assert.equal(ok(await directory.redeem('ann', viewer.token, NOW)).role, 'owner')
     })
 
-    it('tells subscribers of every change of access, in order', async () => {
-      const { directory } = await make()
+    it("tells subscribers of every change of access, in order, each join with its notes' version", async () => {
+      const notebooks = await make()
+      const { directory } = notebooks
       const heard: AccessChange[] = []
       const stop = directory.subscribe((change) => heard.push(change))
       const nb = ok(await directory.create('ann', 'Heard'))
+      const notes = notebooks.notebook(notebookStore(nb.id))
+      const made = await notes.version()
+      await notes.create({ before: 'bob' })
+      const atBob = await notes.version()
       ok(await directory.setRole('ann', nb.id, 'bob', 'editor'))
+      await notes.create({ after: 'bob' })
+      const atCat = await notes.version()
       ok(await directory.setRole('ann', nb.id, 'bob', 'viewer'))
       ok(await directory.rename('ann', nb.id, 'Named'))
       const invite = ok(
@@ -262,11 +269,11 @@ export function runDirectoryContract(
       assert.equal(await directory.removeMember('ann', nb.id, 'bob'), true)
       ok(await directory.remove('ann', nb.id))
       const expected: AccessChange[] = [
-        { type: 'joined', notebook: nb.id, user: 'ann' },
-        { type: 'joined', notebook: nb.id, user: 'bob' },
+        { type: 'joined', notebook: nb.id, user: 'ann', version: made },
+        { type: 'joined', notebook: nb.id, user: 'bob', version: atBob },
         { type: 'role', notebook: nb.id, user: 'bob', role: 'viewer' },
         { type: 'renamed', notebook: nb.id, name: 'Named' },
-        { type: 'joined', notebook: nb.id, user: 'cat' },
+        { type: 'joined', notebook: nb.id, user: 'cat', version: atCat },
         { type: 'left', notebook: nb.id, user: 'bob' },
         { type: 'left', notebook: nb.id, user: 'ann' },
         { type: 'left', notebook: nb.id, user: 'cat' },
@@ -279,6 +286,49 @@ export function runDirectoryContract(
         ...changes.slice(6).sort((a, b) => userOf(a).localeCompare(userOf(b))),
       ]
       assert.deepEqual(tail(heard), tail(expected))
+      stop()
+    })
+
+    it('keeps where each membership began: the version its join carried, through role changes, anew after a return', async () => {
+      const notebooks = await make()
+      const { directory } = notebooks
+      const heard: AccessChange[] = []
+      const stop = directory.subscribe((change) => heard.push(change))
+      const nb = ok(await directory.create('ann', 'Begun'))
+      const notes = notebooks.notebook(notebookStore(nb.id))
+      assert.equal((await directory.access('ann', nb.id))?.since, await notes.version())
+      await notes.create({ before: 'bob' })
+      const atBob = await notes.version()
+      ok(await directory.setRole('ann', nb.id, 'bob', 'editor'))
+      assert.deepEqual(await directory.access('bob', nb.id), {
+        id: nb.id,
+        store: notebookStore(nb.id),
+        role: 'editor',
+        since: atBob,
+      })
+      await notes.create({ with: 'bob' })
+      ok(await directory.setRole('ann', nb.id, 'bob', 'viewer'))
+      const invite = ok(
+        await directory.invite('ann', nb.id, { role: 'editor', expires: NOW + DAY, uses: 2 }),
+      )
+      // Redeemed by a member: the higher role, the same membership.
+      ok(await directory.redeem('bob', invite.token, NOW))
+      assert.deepEqual(await directory.access('bob', nb.id), {
+        id: nb.id,
+        store: notebookStore(nb.id),
+        role: 'editor',
+        since: atBob,
+      })
+      assert.equal(await directory.removeMember('bob', nb.id, 'bob'), true)
+      await notes.create({ without: 'bob' })
+      const atReturn = await notes.version()
+      ok(await directory.redeem('bob', invite.token, NOW))
+      assert.equal((await directory.access('bob', nb.id))?.since, atReturn)
+      await waitUntil(() => heard.filter((change) => change.type === 'joined').length >= 3)
+      const joins = heard.flatMap((change) =>
+        change.type === 'joined' && change.user === 'bob' ? [change.version] : [],
+      )
+      assert.deepEqual(joins, [atBob, atReturn])
       stop()
     })
 
@@ -322,6 +372,8 @@ export function runDirectoryContract(
         const ann = await directory.defaultOf('ann')
         const nb = ok(await directory.create('ann', 'Kept'))
         ok(await directory.setRole('ann', nb.id, 'bob', 'viewer'))
+        const bobSince = (await directory.access('bob', nb.id))?.since
+        assert.notEqual(bobSince, undefined)
         const invite = ok(
           await directory.invite('ann', nb.id, { role: 'editor', expires: NOW + DAY, uses: 2 }),
         )
@@ -337,6 +389,7 @@ export function runDirectoryContract(
         assert.deepEqual(ok(await again.directory.invites('ann', nb.id, NOW)), [
           { id: invite.id, role: 'editor', expires: NOW + DAY, uses: 2 },
         ])
+        assert.equal((await again.directory.access('bob', nb.id))?.since, bobSince)
         assert.equal(ok(await again.directory.redeem('cat', invite.token, NOW)).role, 'editor')
         assert.equal((await again.stats()).notes, 0)
       })

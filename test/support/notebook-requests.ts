@@ -3,6 +3,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { UserTokens } from '../../src/auth/user-tokens.js'
 import { type Config, DEFAULT_CONFIG } from '../../src/config/config.js'
+import type { Notebooks } from '../../src/store/types.js'
 import type { NotebooksSuite } from './each-notebooks.js'
 import { signed } from './jwks-server.js'
 
@@ -13,7 +14,15 @@ export const SERVICE_KEY = 'service-key-1'
 /** The clock of these tests, in seconds: 2027-01-15T08:00:00Z. */
 export const T = 1_800_000_000
 
-export function notebookApp(context: NotebooksSuite, overrides: Partial<Config> = {}) {
+/**
+ * An app on fresh notebooks of the suite's kind; `wrap` changes the notebooks the app is given
+ * (`notebooks` stays the ones made).
+ */
+export function notebookApp(
+  context: NotebooksSuite,
+  overrides: Partial<Config> = {},
+  wrap: (notebooks: Notebooks) => Notebooks = (notebooks) => notebooks,
+) {
   let now = T * 1000
   const clock = (): number => now
   const config: Config = { ...DEFAULT_CONFIG, apiKeys: [SERVICE_KEY], ...overrides }
@@ -27,7 +36,7 @@ export function notebookApp(context: NotebooksSuite, overrides: Partial<Config> 
     maxMembers: 3,
   })
   const app = buildApp({
-    notebooks,
+    notebooks: wrap(notebooks),
     userTokens: new UserTokens({ secret: SECRET, now: clock }),
     now: clock,
     config,

@@ -6,6 +6,7 @@ import { MIGRATIONS } from '../../src/store/postgres/migrations.js'
 import { PostgresNotebooks } from '../../src/store/postgres/notebooks.js'
 import { migrate } from '../../src/store/postgres/schema.js'
 import { PostgresNoteStore } from '../../src/store/postgres/store.js'
+import { chunked } from './files.contract.js'
 import { postgresAvailable, testDatabase } from './postgres-cluster.js'
 import { contentsOf, pooledStore, SchemaPool } from './schema-pool.js'
 
@@ -64,7 +65,8 @@ if (postgresAvailable('the schema pool of the PostgreSQL tests')) {
       const shared = notebooks.notebook('shared')
       const user = notebooks.notebook('user:bob')
       // Every table the store writes: notes, their changes, idempotency keys (of a create and of
-      // a batch), the clocks of two notebooks, revisions and the trash.
+      // a batch), the clocks of two notebooks, revisions and the trash, files and their chunks,
+      // uploads that resume.
       await shared.create({ a: 1 })
       const second = await shared.create({ b: 2 })
       await shared.update(JSON.parse(second.json).id as number, { b: 3 })
@@ -79,6 +81,26 @@ if (postgresAvailable('the schema pool of the PostgreSQL tests')) {
         },
         { key: 'batch-1', fingerprint: 'f2' },
       )
+      // Files: two kept (one of two chunks), one of them deleted, and an upload that failed.
+      const files = notebooks.files.files('user:bob')
+      const big = await files.put('image/png', chunked(Buffer.alloc(300_000, 1), 65_536))
+      await files.put('text/plain', chunked(Buffer.from('small')))
+      await files.delete(big.id)
+      await assert.rejects(
+        files.put('text/plain', {
+          async *[Symbol.asyncIterator]() {
+            yield Buffer.alloc(10, 2)
+            throw new Error('gone')
+          },
+        }),
+        /gone/,
+      )
+      // An upload that resumes, part way: its row and a chunk.
+      const upload = { id: 'u'.repeat(22), notebook: 'user:bob', length: 100, type: 'text/plain' }
+      await notebooks.uploads.create({ ...upload, metadata: '', created: 1000 })
+      await notebooks.uploads.append(upload.id, 0, chunked(Buffer.alloc(40, 3)), () => {}, 1001)
+      // The deleted file's chunks, collected (deletes start it without waiting).
+      await notebooks.files.collect()
       const usedEpoch = (await shared.version()).split('.')[0]
       assert.equal(usedEpoch, await epochOf(schema))
       await notebooks.close()
@@ -111,8 +133,15 @@ if (postgresAvailable('the schema pool of the PostgreSQL tests')) {
         notes: 4,
         notes_changes: 8,
         notes_clock: 1,
+        notes_file_chunks: 2,
+        notes_file_clock: 1,
+        notes_file_garbage: 0,
+        notes_file_notebooks: 1,
+        notes_file_uploads: 0,
+        notes_files: 1,
         notes_idempotency: 2,
         notes_notebooks: 2,
+        notes_resumable_uploads: 1,
         // The past states of the two notes updated, and the note deleted, in the trash.
         notes_revisions: 2,
         notes_trash: 1,

@@ -36,6 +36,8 @@ export interface OpenedJournal {
   records: readonly DecodedRecord[]
   /** A torn last record that opening cut off (a crash mid-write): where, and its bytes. */
   dropped: { offset: number; bytes: number } | undefined
+  /** Whether the journal was absent (or empty) and opening made it. */
+  created: boolean
 }
 
 interface Append {
@@ -89,7 +91,8 @@ export class JournalFile {
     takeLock(`${path}.lock`, path)
     try {
       let bytes = readIfThere(path)
-      if (bytes.length === 0) {
+      const created = bytes.length === 0
+      if (created) {
         bytes = encodeHeader(options.newEpoch())
         replaceFileSync(path, [bytes])
       }
@@ -110,7 +113,7 @@ export class JournalFile {
         fsyncSync(fd)
       }
       const file = new JournalFile(options, fd, decoded.epoch, decoded.end)
-      return { file, epoch: decoded.epoch, records: decoded.records, dropped }
+      return { file, epoch: decoded.epoch, records: decoded.records, dropped, created }
     } catch (err) {
       releasePidLock(`${path}.lock`)
       throw JournalOpenError.from(err, path)

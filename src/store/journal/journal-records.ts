@@ -34,6 +34,11 @@ import type { DecodedRecord } from './record-format.js'
  *   it as "pv" records, oldest first, {"t":"pv","v":"k2x9q1.5","at":1700000000000,"c":"u","json":"{...}"},
  *   and the trash's notes come as "tn" records ("n" with "del", when, and "ds", the delete's
  *   sequence), each followed by its "pv" records.
+ *   a file stored (its bytes in place before the record is written), and one removed:
+ *   {"t":"f","id":"9f86d0…","z":1234,"ty":"image/png","m":1700000000000,"s":3,"nb":"user:ann"}
+ *   {"t":"fd","id":"9f86d0…","nb":"user:ann"}
+ *   a snapshot ends with the files: {"t":"fs","s":3} (the last file sequence given), then an
+ *   "f" record per file held; a notebook's "remove" drops its files as it drops its notes.
  */
 export type Payload =
   | WritePayload
@@ -50,6 +55,15 @@ export type Payload =
   | ({ t: 'h' } & Change)
   | { t: 'k'; k: string; f: string; x: number; m: number; etag: string; json: string }
   | { t: 'dir'; r: readonly DirectoryRecord[] }
+  | FilePayload
+
+/** The payload of a record of files: one stored, one removed, the sequence a snapshot keeps. */
+export type FilePayload =
+  | { t: 'f'; id: string; z: number; ty: string; m: number; s: number; nb?: string }
+  | { t: 'fd'; id: string; nb?: string }
+  | { t: 'fs'; s: number }
+
+const FILE_RECORDS: ReadonlySet<unknown> = new Set<FilePayload['t']>(['f', 'fd', 'fs'])
 
 /** The payload of one write. */
 export type WritePayload =
@@ -130,14 +144,15 @@ export class JournalDamage extends Error {
 
 /**
  * Replays `records` into the memory stores of their notebooks (`storeOf`, which makes a missing
- * one) and the directory (`directory`, told each DirectoryRecord): the snapshot at the start, then
- * every write and act in order.
+ * one), the directory (`directory`, told each DirectoryRecord) and the files' index (`files`,
+ * told each record of files): the snapshot at the start, then every write and act in order.
  * @throws JournalDamage naming the first record that does not follow
  */
 export function replayJournal(
   records: readonly DecodedRecord[],
   storeOf: (notebook: string) => MemoryNoteStore,
   directory: (record: DirectoryRecord) => void,
+  files: (payload: FilePayload) => void,
 ): void {
   let i = 0
   try {
@@ -151,6 +166,8 @@ export function replayJournal(
       }
       if (payload.t === 'dir') {
         replayDirectory(payload.r, directory)
+      } else if (FILE_RECORDS.has(payload.t)) {
+        files(payload as FilePayload)
       } else {
         snapshot = false
         const notebook = (payload as { nb?: unknown }).nb ?? SHARED_NOTEBOOK

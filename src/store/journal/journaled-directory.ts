@@ -20,6 +20,8 @@ import { type JournalHost, writeError } from './journaled-store.js'
 export interface JournaledDirectoryOptions extends DirectoryLimits {
   /** Removes the notes of a removed notebook (its store name), in memory. */
   dropNotes: (store: string) => void
+  /** The version token of a notebook's notes in memory now (its store name), which a join carries. */
+  versionOf: (store: string) => string
 }
 
 /**
@@ -173,11 +175,12 @@ export class JournaledDirectory implements Directory {
   }
 
   #newMemory(): MemoryDirectory {
-    const { maxNotebooksPerUser, maxMembers, dropNotes } = this.#options
+    const { maxNotebooksPerUser, maxMembers, dropNotes, versionOf } = this.#options
     const memory = new MemoryDirectory({
       maxNotebooksPerUser,
       maxMembers,
       dropNotes,
+      versionOf,
       onRecord: (record) => this.#records.push(record),
     })
     memory.subscribe((change) => this.#changes.push(change))

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto'
+import { rmSync } from 'node:fs'
 import { ARCHIVE_DEFAULTS } from '../archive.js'
+import type { FileLimits } from '../files.js'
 import { Capacity } from '../kernel/capacity.js'
 import { guardedStore } from '../kernel/guarded-store.js'
 import { IdSpace } from '../kernel/id-space.js'
@@ -10,6 +12,7 @@ import { HistoryBudget } from '../memory/revisions.js'
 import type { Notebooks, NoteStore, StoreStats } from '../types.js'
 import { SHARED_NOTEBOOK } from '../types.js'
 import { JournalFile } from './journal-file.js'
+import { JournalFiles } from './journal-files.js'
 import { JournalOpenError } from './journal-open-error.js'
 import { directoryRecords, imageRecords, JournalDamage, replayJournal } from './journal-records.js'
 import { JournaledDirectory } from './journaled-directory.js'
@@ -33,6 +36,8 @@ export interface JournaledNotebooksOptions extends JournaledStoreOptions {
   maxNotebooksPerUser?: number
   /** Members one notebook has at most (MAX_MEMBERS); default 100. */
   maxMembers?: number
+  /** The caps of files; FILE_LIMIT_DEFAULTS's for those not given. */
+  files?: Partial<FileLimits>
 }
 
 /**
@@ -42,7 +47,8 @@ export interface JournaledNotebooksOptions extends JournaledStoreOptions {
  * notebook's). The shared notebook's epoch is the journal's; another's is derived from the
  * journal's epoch and its name, so it survives restarts without a record of its own, differs
  * between notebooks, and changes with the journal's (an import). The directory's acts are records
- * of the same journal, in the same group commit as the notes' writes (journaled-directory.ts).
+ * of the same journal, in the same group commit as the notes' writes (journaled-directory.ts), and
+ * so are the files' (journal-files.ts: their bytes in the folder `path.files` beside it).
  */
 export class JournaledNotebooks implements Notebooks, JournalHost {
   readonly dropped: { offset: number; bytes: number } | undefined
@@ -54,6 +60,8 @@ export class JournaledNotebooks implements Notebooks, JournalHost {
   #closed = false
   /** Who may see which notebook. */
   readonly directory: JournaledDirectory
+  /** Every notebook's files: their bytes beside the journal, their records in it. */
+  readonly files: JournalFiles
 
   /**
    * Opens (or creates) the journal at `options.path`, under its lock, and replays it.
@@ -67,6 +75,13 @@ export class JournaledNotebooks implements Notebooks, JournalHost {
         options.maxNotebooksPerUser ?? DEFAULT_DIRECTORY_LIMITS.maxNotebooksPerUser,
       maxMembers: options.maxMembers ?? DEFAULT_DIRECTORY_LIMITS.maxMembers,
       dropNotes: (store) => this.drop(store),
+      versionOf: (store) => this.notebook(store).version(),
+    })
+    this.files = new JournalFiles(this, {
+      path: options.path,
+      roleOf: (store, user) => this.directory.roleIn(store, user),
+      ...(options.files === undefined ? {} : { limits: options.files }),
+      ...(options.now === undefined ? {} : { now: options.now }),
     })
     const opened = JournalFile.open({
       path: options.path,
@@ -83,7 +98,10 @@ export class JournaledNotebooks implements Notebooks, JournalHost {
     this.dropped = opened.dropped
     try {
       this.#rebuild(opened.records)
+      this.files.recover(opened.created)
     } catch (err) {
+      // A journal made just now holds nothing; left, it would open next time as the files' own.
+      if (opened.created) removeQuietly(options.path)
       void this.#file.close()
       if (!(err instanceof JournalDamage)) throw err
       throw new JournalOpenError(
@@ -101,6 +119,7 @@ export class JournaledNotebooks implements Notebooks, JournalHost {
         maxBytesPerNotebook,
         maxNotebooksPerUser: _notebooks,
         maxMembers: _members,
+        files: _files,
         ...service
       } = memory
       const single = maxNotesPerNotebook === undefined && maxBytesPerNotebook === undefined
@@ -123,24 +142,33 @@ export class JournaledNotebooks implements Notebooks, JournalHost {
   }
 
   /**
-   * Removes the notebook's notes from memory and gives back their room, as MemoryNotebooks.drop;
-   * the directory's 'remove' record, before which all its notes were written, is what keeps it
-   * removed in the journal, and a compaction no longer writes them.
+   * Removes the notebook's notes and files from memory and gives back their room, as
+   * MemoryNotebooks.drop; the directory's 'remove' record, before which all its notes and files
+   * were written, is what keeps it removed in the journal, and a compaction no longer writes
+   * them. The files' bytes go once that record is durable.
    */
   drop(name: string): void {
+    this.files.drop(name)
     const notebook = this.#notebooks.get(name)
     if (notebook === undefined) return
     notebook.memory.release()
     this.#notebooks.delete(name)
   }
 
+  /** Deleted notes in every notebook's trash (those past their time too, until swept). */
+  trashedNotes(): number {
+    return this.#shared.capacity.trashNotes
+  }
+
   /**
-   * The notebooks that hold notes, in code point order of their names (UTF-8 byte order, as
-   * PostgreSQL's export sorts them), what an export writes.
+   * The notebooks that hold notes or a trash (within its time), in code point order of their
+   * names (UTF-8 byte order, as PostgreSQL's export sorts them), what an export writes.
    */
-  notebooksWithNotes(): JournaledStore[] {
+  notebooksHeld(): JournaledStore[] {
     return [...this.#notebooks.values()]
-      .filter((notebook) => notebook.stats().notes > 0)
+      .filter(
+        (notebook) => notebook.stats().notes > 0 || notebook.memory.trash(1, undefined).total > 0,
+      )
       .sort((a, b) => Buffer.compare(Buffer.from(a.notebook), Buffer.from(b.notebook)))
   }
 
@@ -189,11 +217,17 @@ export class JournaledNotebooks implements Notebooks, JournalHost {
     this.#shared = this.#newShared()
     for (const notebook of this.#notebooks.values()) notebook.reset(this.#shared)
     this.directory.reset()
-    replayJournal(
-      records,
-      (name) => this.notebook(name).memory,
-      (record) => this.directory.replay(record),
-    )
+    this.files.reset()
+    try {
+      replayJournal(
+        records,
+        (name) => this.notebook(name).memory,
+        (record) => this.directory.replay(record),
+        (payload) => this.files.replay(payload),
+      )
+    } finally {
+      this.files.ready()
+    }
     for (const notebook of this.#notebooks.values()) notebook.ready()
   }
 
@@ -204,7 +238,10 @@ export class JournaledNotebooks implements Notebooks, JournalHost {
     return decoded.records
   }
 
-  /** The snapshot a compaction writes: the directory, the shared notebook, then every other. */
+  /**
+   * The snapshot a compaction writes: the directory, the shared notebook, then every other, then
+   * the files' index.
+   */
   #image(): Buffer[] {
     const frames: Buffer[] = directoryRecords(this.directory.records())
     const shared = this.#notebooks.get(SHARED_NOTEBOOK)
@@ -215,6 +252,7 @@ export class JournaledNotebooks implements Notebooks, JournalHost {
       const image = notebook.memory.image()
       if (image.sequence > 0) frames.push(...imageRecords(image, name))
     }
+    frames.push(...this.files.image())
     return frames
   }
 }
@@ -236,4 +274,13 @@ export function notebookEpoch(journal: string, notebook: string): string {
 /** The store of the shared notebook of the journal at `options.path`: the whole store without user tokens. */
 export function openJournaledStore(options: JournaledStoreOptions): JournaledStore {
   return new JournaledNotebooks(options).notebook(SHARED_NOTEBOOK)
+}
+
+/** Removes the file at `path` if it can; an error here would hide the one being reported. */
+function removeQuietly(path: string): void {
+  try {
+    rmSync(path, { force: true })
+  } catch {
+    // The file stays: the next start reads it as an empty journal.
+  }
 }

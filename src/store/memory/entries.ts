@@ -4,12 +4,22 @@ import type { NoteRecord, PageQuery } from '../types.js'
 
 /** The past states of an entry (revisions.ts), oldest first. */
 export interface PastStates {
-  /** [etag, json, etag, json, ...]: two slots a state. */
-  readonly refs: string[]
-  /** When each state was written (ms): one slot a state, doubles unboxed. */
-  readonly times: number[]
+  /** Each state's JSON: the string the note held. */
+  readonly json: string[]
+  /**
+   * [time, sequence, time, sequence, ...]: two doubles a state, unboxed: when it was written (ms)
+   * and the change sequence of its ETag in `epoch` (-1 when its ETag is another epoch's: `odd`).
+   */
+  readonly marks: number[]
+  /** The epoch of the ETags kept as sequences: the first state's. */
+  epoch: string | undefined
+  /** The ETags of another epoch, by state ('' for those of `epoch`); undefined while none came. */
+  odd: string[] | undefined
   /** The ETags of the states a create made (the first, a restore from the trash), oldest first. */
   created: string[] | undefined
+  /** States ever kept, and ever let go (from the oldest): the budget's queue tells them apart. */
+  pushed: number
+  dropped: number
 }
 
 /**

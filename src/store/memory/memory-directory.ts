@@ -43,6 +43,8 @@ interface NotebookState {
   readonly defaultUser: string | undefined
   /** Members in the order they joined (Map order). */
   readonly roles: Map<string, Role>
+  /** Where each member's membership began (Access.since), when known. */
+  readonly since: Map<string, string>
   /** Invitations in the order they were made. */
   readonly invites: Map<string, InviteState>
 }
@@ -50,6 +52,8 @@ interface NotebookState {
 export interface MemoryDirectoryOptions extends DirectoryLimits {
   /** Removes the notes of a removed notebook (its store name). */
   dropNotes: (store: string) => void
+  /** The version token of a notebook's notes now (its store name), which a join carries. */
+  versionOf: (store: string) => string
   /** Told of every change, synchronously, before the act answers (a journal writes it down). */
   onRecord?: (record: DirectoryRecord) => void
 }
@@ -100,7 +104,18 @@ export class MemoryDirectory implements Directory {
     this.#ensure(user)
     const notebook = this.#notebooks.get(id)
     const role = notebook?.roles.get(user)
-    return role === undefined ? undefined : { id, store: (notebook as NotebookState).store, role }
+    if (notebook === undefined || role === undefined) return undefined
+    let since = notebook.since.get(user)
+    if (since === undefined && notebook.defaultUser !== user) {
+      // A membership an older release wrote down without where it began: it began before now,
+      // so now stands in for it (a stream resumed from before reloads once, not on every resume),
+      // and a compaction writes it down. (A user's own default notebook needs none.)
+      since = this.#options.versionOf(notebook.store)
+      notebook.since.set(user, since)
+    }
+    return since === undefined
+      ? { id, store: notebook.store, role }
+      : { id, store: notebook.store, role, since }
   }
 
   /** The role of `user` in the notebook kept under `store`, for a write's check. */
@@ -251,8 +266,12 @@ export class MemoryDirectory implements Directory {
       const cut = join.indexOf('\n')
       const id = join.slice(0, cut)
       const user = join.slice(cut + 1)
-      const role = this.#notebooks.get(id)?.roles.get(user) as Role
-      yield { t: 'role', id, user, role }
+      const notebook = this.#notebooks.get(id) as NotebookState
+      const role = notebook.roles.get(user) as Role
+      const since = notebook.since.get(user)
+      yield since === undefined
+        ? { t: 'role', id, user, role }
+        : { t: 'role', id, user, role, since }
     }
     for (const notebook of this.#notebooks.values()) {
       const { id } = notebook
@@ -292,9 +311,16 @@ export class MemoryDirectory implements Directory {
   }
 
   #apply(record: DirectoryRecord): void {
+    const notebook = this.#notebooks.get(record.id)
+    if (record.t === 'role' && notebook !== undefined && !notebook.roles.has(record.user)) {
+      // A join: where it began, read in the same synchronous step (no write comes between), is
+      // written down with it and is the version its `joined` carries.
+      record = { ...record, since: this.#options.versionOf(notebook.store) }
+    }
     this.#options.onRecord?.(record)
-    const changes = this.#change(record)
-    for (const change of changes) for (const listener of this.#listeners) listener(change)
+    for (const change of this.#change(record)) {
+      for (const listener of this.#listeners) listener(change)
+    }
   }
 
   /** Makes the change and answers what the listeners hear of it. */
@@ -307,6 +333,7 @@ export class MemoryDirectory implements Directory {
           store: record.store,
           defaultUser: record.default,
           roles: new Map(),
+          since: new Map(),
           invites: new Map(),
         })
         if (record.default !== undefined) this.#defaults.set(record.default, record.id)
@@ -339,6 +366,9 @@ export class MemoryDirectory implements Directory {
         notebook.roles.set(record.user, record.role)
         if (!joining)
           return [{ type: 'role', notebook: record.id, user: record.user, role: record.role }]
+        // A record an older release wrote has none: not known.
+        const since = typeof record.since === 'string' ? record.since : undefined
+        if (since !== undefined) notebook.since.set(record.user, since)
         let joined = this.#joined.get(record.user)
         if (joined === undefined) {
           joined = new Set()
@@ -346,11 +376,12 @@ export class MemoryDirectory implements Directory {
         }
         joined.add(record.id)
         this.#joins.add(`${record.id}\n${record.user}`)
-        return [{ type: 'joined', notebook: record.id, user: record.user }]
+        return [{ type: 'joined', notebook: record.id, user: record.user, version: since }]
       }
       case 'leave': {
         const notebook = this.#notebooks.get(record.id)
         if (notebook === undefined || !notebook.roles.delete(record.user)) return []
+        notebook.since.delete(record.user)
         this.#joined.get(record.user)?.delete(record.id)
         this.#joins.delete(`${record.id}\n${record.user}`)
         return [{ type: 'left', notebook: record.id, user: record.user }]

@@ -1,11 +1,13 @@
 import { ARCHIVE_DEFAULTS } from '../archive.js'
 import type { DirectoryLimits } from '../directory.js'
+import type { FileLimits } from '../files.js'
 import { Capacity } from '../kernel/capacity.js'
 import { guardedStore } from '../kernel/guarded-store.js'
 import { IdSpace } from '../kernel/id-space.js'
 import { randomEpoch } from '../kernel/version-token.js'
 import type { Notebooks, NoteStore, StoreStats } from '../types.js'
 import { MemoryDirectory, type MemoryDirectoryOptions } from './memory-directory.js'
+import { MemoryFiles } from './memory-files.js'
 import { MemoryNoteStore } from './memory-store.js'
 import type { MemoryStoreOptions, SharedParts } from './options.js'
 import { HistoryBudget } from './revisions.js'
@@ -29,6 +31,8 @@ export interface MemoryNotebooksOptions
   maxNotebooksPerUser?: number
   /** Members one notebook has at most (MAX_MEMBERS); default 100. */
   maxMembers?: number
+  /** The caps of files; FILE_LIMIT_DEFAULTS's for those not given. */
+  files?: Partial<FileLimits>
 }
 
 /** The directory's caps when none are given. */
@@ -52,6 +56,7 @@ export class MemoryNotebooks implements Notebooks {
   readonly #epochOf: ((notebook: string) => string | undefined) | undefined
   /** Who may see which notebook. */
   readonly directory: MemoryDirectory
+  readonly files: MemoryFiles
 
   constructor(options: MemoryNotebooksOptions, onRecord?: MemoryDirectoryOptions['onRecord']) {
     const {
@@ -60,6 +65,7 @@ export class MemoryNotebooks implements Notebooks {
       epochOf,
       maxNotebooksPerUser = DEFAULT_DIRECTORY_LIMITS.maxNotebooksPerUser,
       maxMembers = DEFAULT_DIRECTORY_LIMITS.maxMembers,
+      files,
       ...service
     } = options
     this.#epochOf = epochOf
@@ -67,7 +73,13 @@ export class MemoryNotebooks implements Notebooks {
       maxNotebooksPerUser,
       maxMembers,
       dropNotes: (store) => this.drop(store),
+      versionOf: (store) => this.notebook(store).version(),
       ...(onRecord === undefined ? {} : { onRecord }),
+    })
+    this.files = new MemoryFiles({
+      ...files,
+      roleOf: (store, user) => this.directory.roleIn(store, user),
+      ...(service.now === undefined ? {} : { now: service.now }),
     })
     this.#shared = {
       ids: new IdSpace(),
@@ -106,6 +118,7 @@ export class MemoryNotebooks implements Notebooks {
    * notebook with a new epoch (a removed notebook's name is never asked for again: ids are random).
    */
   drop(name: string): void {
+    this.files.drop(name)
     const notebook = this.#notebooks.get(name)
     if (notebook === undefined) return
     notebook.release()

@@ -3,28 +3,31 @@ import type { Entry, PastStates } from './entries.js'
 
 /**
  * A memory store's revisions. A note's current state is its entry; its past states are kept in
- * the entry's `past` (PastStates), oldest first: two slots each in `refs` (the state's ETag and its
- * JSON) and its time in `times`, an array of doubles kept unboxed, so that a revision costs three
- * slots and no object of its own. Which states a create made (the first, and each restore from the
- * trash) is the short list `created`; every other one is an update. The JSON strings are the ones
- * the note held, never copied. An entry put back from the trash takes the PastStates of the entry
- * it was, so that the budget's queue still finds its states.
+ * the entry's `past` (PastStates), oldest first: its JSON in `json` (the string the note held,
+ * never copied), and its time and its ETag's change sequence as two doubles in `marks`, an array
+ * kept unboxed, so that a revision costs one slot and two doubles and no object or string of its
+ * own: its ETag is written again from the sequence when asked for ('"k2x9q1.1c"' is epoch
+ * 'k2x9q1', sequence 48). An ETag of another epoch than the first state's (a history imported
+ * from another store) is kept as it is, in `odd`. Which states a create made (the first, and each
+ * restore from the trash) is the short list `created`; every other one is an update. An entry put
+ * back from the trash takes the PastStates of the entry it was, so that the budget's queue still
+ * finds its states.
  */
 
 /**
  * The bytes of past revisions over a whole service, and the order they were kept in, so that
  * past MAX_HISTORY_BYTES the oldest go first wherever they are. The queue holds, per revision,
- * its note's past states and its ETag: a pair whose revision went another way (a count or age
- * bound, a purge) no longer matches the oldest one there and is passed over, and once such pairs
- * outnumber the live ones they are swept out, so that the queue stays within twice the revisions
- * kept.
+ * its note's past states and the revision's number among them (PastStates.pushed when kept): a
+ * pair whose revision went another way (a count or age bound, a purge) is no longer its note's
+ * oldest (PastStates.dropped) and is passed over, and once such pairs outnumber the live ones
+ * they are swept out, so that the queue stays within twice the revisions kept.
  */
 export class HistoryBudget {
   bytes = 0
   /** Past revisions kept now, over the service. */
   live = 0
   readonly #max: number
-  #queue: (PastStates | string)[] = []
+  #queue: (PastStates | number)[] = []
   #head = 0
 
   constructor(maxBytes: number) {
@@ -36,36 +39,29 @@ export class HistoryBudget {
     return (this.#queue.length - this.#head) / 2
   }
 
-  /** A revision of `bytes` kept for `entry`; the oldest ones go while the budget is passed. */
-  kept(past: PastStates, etag: string, bytes: number): void {
+  /** The newest state of `past`, of `bytes`, kept; the oldest ones go while the budget is passed. */
+  kept(past: PastStates, bytes: number): void {
     this.bytes += bytes
     this.live++
-    this.#queue.push(past, etag)
+    this.#queue.push(past, past.pushed - 1)
     while (this.bytes > this.#max && this.#head < this.#queue.length) {
       const oldest = this.#queue[this.#head] as PastStates
-      const oldestEtag = this.#queue[this.#head + 1] as string
+      const number = this.#queue[this.#head + 1] as number
       this.#head += 2
-      if (oldest.refs[0] === oldestEtag) dropOldest(oldest, this)
+      if (oldest.dropped === number) dropOldest(oldest, this)
     }
     const pairs = (this.#queue.length - this.#head) / 2
     if (pairs > 2 * this.live + 1024) this.#sweep()
   }
 
-  /**
-   * Keeps only the pairs of revisions still kept: for each note's past states, the newest pairs,
-   * as many as it holds (its states go oldest first, so the ones kept are the last pushed).
-   */
+  /** Keeps only the pairs of revisions still kept: those not yet let go of their note's states. */
   #sweep(): void {
     const queue = this.#queue
-    const seen = new Map<PastStates, number>()
-    const kept: (PastStates | string)[] = []
-    for (let i = queue.length - 2; i >= this.#head; i -= 2) {
+    const kept: (PastStates | number)[] = []
+    for (let i = this.#head; i < queue.length; i += 2) {
       const past = queue[i] as PastStates
-      const count = (seen.get(past) ?? 0) + 1
-      seen.set(past, count)
-      if (count <= past.times.length) kept.push(queue[i + 1] as string, past)
+      if ((queue[i + 1] as number) >= past.dropped) kept.push(past, queue[i + 1] as number)
     }
-    kept.reverse()
     this.#queue = kept
     this.#head = 0
   }
@@ -80,15 +76,17 @@ export interface HistoryRules {
 }
 
 function dropOldest(past: PastStates, budget: HistoryBudget): void {
-  const { refs, created } = past
-  budget.bytes -= Buffer.byteLength(refs[1] as string)
+  const { json, created } = past
+  budget.bytes -= Buffer.byteLength(json[0] as string)
   budget.live--
-  if (created !== undefined && created[0] === refs[0]) {
+  if (created !== undefined && created[0] === etagAt(past, 0)) {
     created.shift()
     if (created.length === 0) past.created = undefined
   }
-  refs.splice(0, 2)
-  past.times.shift()
+  json.shift()
+  past.marks.splice(0, 2)
+  past.odd?.shift()
+  past.dropped++
 }
 
 /**
@@ -114,16 +112,44 @@ export function keepState(
   if (rules.noteHistory <= 1) return
   let past = entry.past
   if (past === undefined) {
-    past = { refs: [], times: [], created: undefined }
+    past = emptyPast()
     entry.past = past
   }
   push(past, etag, at, change, json)
   const { budget } = rules
-  budget.kept(past, etag, bytes)
-  const { times } = past
-  while (times.length > rules.noteHistory - 1) dropOldest(past, budget)
+  budget.kept(past, bytes)
+  const states = past.json
+  while (states.length > rules.noteHistory - 1) dropOldest(past, budget)
   const oldest = now - rules.historyMs
-  while (times.length > 0 && (times[0] as number) < oldest) dropOldest(past, budget)
+  while (states.length > 0 && (past.marks[0] as number) < oldest) dropOldest(past, budget)
+}
+
+function emptyPast(): PastStates {
+  return {
+    json: [],
+    marks: [],
+    epoch: undefined,
+    odd: undefined,
+    created: undefined,
+    pushed: 0,
+    dropped: 0,
+  }
+}
+
+/** '"k2x9q1.1c"' -> ['k2x9q1', 48]; undefined when the ETag is not one a sequence writes again. */
+function splitEtag(etag: string): [string, number] | undefined {
+  const dot = etag.lastIndexOf('.')
+  const digits = etag.slice(dot + 1, -1)
+  if (dot < 2 || !/^[0-9a-z]{1,11}$/.test(digits)) return undefined
+  const sequence = Number.parseInt(digits, 36)
+  return sequence.toString(36) === digits ? [etag.slice(1, dot), sequence] : undefined
+}
+
+/** The ETag of the past state at index `i` (0 the oldest). */
+function etagAt(past: PastStates, i: number): string {
+  const sequence = past.marks[2 * i + 1] as number
+  if (sequence === -1) return (past.odd as string[])[i] as string
+  return `"${past.epoch}.${sequence.toString(36)}"`
 }
 
 function push(
@@ -133,8 +159,14 @@ function push(
   change: Revision['change'],
   json: string,
 ) {
-  past.refs.push(etag, json)
-  past.times.push(at)
+  const split = splitEtag(etag)
+  if (split !== undefined && past.epoch === undefined) past.epoch = split[0]
+  const own = split !== undefined && split[0] === past.epoch
+  if (!own && past.odd === undefined) past.odd = past.json.map(() => '')
+  past.json.push(json)
+  past.marks.push(at, own ? split[1] : -1)
+  past.odd?.push(own ? '' : etag)
+  past.pushed++
   if (change === 'created') {
     if (past.created === undefined) past.created = [etag]
     else past.created.push(etag)
@@ -144,17 +176,17 @@ function push(
 /** Lets go of every past state of the entry (it left the store for good). */
 export function dropPast(entry: Entry, budget: HistoryBudget): void {
   const { past } = entry
-  while (past !== undefined && past.times.length > 0) dropOldest(past, budget)
+  while (past !== undefined && past.json.length > 0) dropOldest(past, budget)
 }
 
 /** The past state at index `i` (0 the oldest). */
 function pastRevision(past: PastStates, i: number): Revision {
-  const etag = past.refs[2 * i] as string
+  const etag = etagAt(past, i)
   return {
     version: etag.slice(1, -1),
-    at: past.times[i] as number,
+    at: past.marks[2 * i] as number,
     change: past.created?.includes(etag) === true ? 'created' : 'updated',
-    json: past.refs[2 * i + 1] as string,
+    json: past.json[i] as string,
   }
 }
 
@@ -193,9 +225,9 @@ export function revisionPage(
     if (!take(currentRevision(entry))) return { revisions, next: undefined }
   }
   const past = entry.past
-  for (let i = (past?.times.length ?? 0) - 1; past !== undefined && i >= 0; i--) {
-    if ((past.times[i] as number) < oldest) break
-    if (after !== undefined && sequenceOf(past.refs[2 * i] as string) >= after) continue
+  for (let i = (past?.json.length ?? 0) - 1; past !== undefined && i >= 0; i--) {
+    if ((past.marks[2 * i] as number) < oldest) break
+    if (after !== undefined && sequenceOf(etagAt(past, i)) >= after) continue
     if (!take(pastRevision(past, i))) break
   }
   return { revisions, next: more ? revisions[revisions.length - 1]?.version : undefined }
@@ -206,20 +238,29 @@ export function findRevision(entry: Entry, version: string, oldest: number): Rev
   const etag = JSON.stringify(version)
   if (entry.etag === etag) return currentRevision(entry)
   const past = entry.past
-  for (let i = (past?.times.length ?? 0) - 1; past !== undefined && i >= 0; i--) {
-    if (past.refs[2 * i] === etag) {
-      return (past.times[i] as number) < oldest ? undefined : pastRevision(past, i)
-    }
+  if (past === undefined) return undefined
+  const i = indexOfEtag(past, etag)
+  if (i === -1 || (past.marks[2 * i] as number) < oldest) return undefined
+  return pastRevision(past, i)
+}
+
+/** The index of the newest past state with this ETag, or -1: its sequence sought, not its text. */
+function indexOfEtag(past: PastStates, etag: string): number {
+  const split = splitEtag(etag)
+  const sequence = split !== undefined && split[0] === past.epoch ? split[1] : -1
+  for (let i = past.json.length - 1; i >= 0; i--) {
+    const at = past.marks[2 * i + 1] as number
+    if (at === -1 ? past.odd?.[i] === etag : at === sequence) return i
   }
-  return undefined
+  return -1
 }
 
 /** The past states as an image keeps them (oldest first), and back. */
 export function pastOf(entry: Entry): Revision[] | undefined {
   const past = entry.past
-  if (past === undefined || past.times.length === 0) return undefined
+  if (past === undefined || past.json.length === 0) return undefined
   const revisions: Revision[] = []
-  for (let i = 0; i < past.times.length; i++) revisions.push(pastRevision(past, i))
+  for (let i = 0; i < past.json.length; i++) revisions.push(pastRevision(past, i))
   return revisions
 }
 
@@ -230,11 +271,10 @@ export function loadPast(
   budget: HistoryBudget,
 ): void {
   if (revisions.length === 0) return
-  const past: PastStates = { refs: [], times: [], created: undefined }
+  const past = emptyPast()
   entry.past = past
   for (const { version, at, change, json } of revisions) {
-    const etag = JSON.stringify(version)
-    push(past, etag, at, change, json)
-    budget.kept(past, etag, Buffer.byteLength(json))
+    push(past, JSON.stringify(version), at, change, json)
+    budget.kept(past, Buffer.byteLength(json))
   }
 }

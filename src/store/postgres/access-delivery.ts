@@ -85,11 +85,15 @@ export class AccessDelivery implements Follower {
    * Resolves once every change of access committed before this call has been delivered (a read
    * that starts after it has ended). A notebook's changes wait for it before they are delivered,
    * so that a member removed before a write never hears of that write: the removal's `left`
-   * comes first, on every instance.
+   * comes first, on every instance. Called just after a first subscribe(), it resolves once
+   * that subscriber hears every change committed after the call.
    */
-  caughtUp(): Promise<void> {
-    if (this.#listeners.size === 0 || this.#closed) return Promise.resolve()
-    return new Promise((resolve) => {
+  async caughtUp(): Promise<void> {
+    // The subscribers' start comes first: a read made before it knows where to begin delivers
+    // nothing, and one made after it must still come.
+    await this.#starting
+    if (this.#listeners.size === 0 || this.#closed) return
+    await new Promise<void>((resolve) => {
       this.#waiting.push(resolve)
       this.pump()
     })

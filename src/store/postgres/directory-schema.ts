@@ -87,3 +87,15 @@ BEGIN
 END $$;
 `,
 }
+
+/**
+ * Migration 9: where each membership began (`since`: the version token of the notebook's notes
+ * when the member joined, written by the join's transaction), which a resumed stream checks its
+ * place against. NULL for the memberships made before: not known.
+ */
+export const MEMBER_SINCE_MIGRATION: { version: number; sql: string } = {
+  version: 9,
+  sql: `
+ALTER TABLE notes_members ADD COLUMN since text;
+`,
+}

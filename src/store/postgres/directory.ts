@@ -19,7 +19,6 @@ import {
   canSetRole,
   invitesFull,
   MAX_INVITES,
-  type MembersSnapshot,
   membersFull,
   NOT_FOUND_REFUSAL,
   needsRole,
@@ -29,10 +28,12 @@ import {
   redeemedRole,
   tokenHash,
 } from '../kernel/notebook-rules.js'
+import { randomEpoch, versionToken } from '../kernel/version-token.js'
 import { AccessDelivery } from './access-delivery.js'
 import type { ChangeListener } from './change-delivery.js'
 import type { Database } from './database.js'
 import { MemberCache } from './member-cache.js'
+import { accessOf, type Locked, lockNotebook, putMember } from './member-rows.js'
 
 /** The default notebook's name until its owner renames it (as MemoryDirectory's). */
 const DEFAULT_NOTEBOOK_NAME = 'My notes'
@@ -46,22 +47,9 @@ const MAX_KNOWN_DEFAULTS = 10_000
 /** Every id this directory gives (randomId): a string that is not one is no notebook of ours. */
 const OUR_ID = /^[A-Za-z0-9_-]{22}$/
 
-interface NotebookRow {
-  id: string
-  name: string
-  store: string
-  default_user: string | null
-}
-
-/** A notebook locked by an act (FOR UPDATE), with its members in the order they joined. */
-interface Locked extends MembersSnapshot {
-  readonly row: NotebookRow
-  readonly members: readonly Member[]
-}
-
 /**
- * The directory of notebooks in PostgreSQL (migration 4, directory-schema.ts), shared by every
- * instance on the database. Each act is one transaction that locks its notebook's row
+ * The directory of notebooks in PostgreSQL (migrations 4 and 8, directory-schema.ts), shared by
+ * every instance on the database. Each act is one transaction that locks its notebook's row
  * (SELECT ... FOR UPDATE), reads its members, decides with notebook-rules.ts (as every directory
  * does) and writes; the changes of access it makes are numbered in commit order in the same
  * transaction, and every instance's subscribers hear them (AccessDelivery). A default notebook is
@@ -77,6 +65,8 @@ export class PostgresDirectory implements Directory {
   readonly #delivery: AccessDelivery
   /** Told the store name of a notebook removed here, once its removal is committed. */
   readonly #removed: (store: string) => void
+  /** The epoch a notebook's version tokens get if it is new (its store name), as its store's. */
+  readonly #epochOf: (store: string) => string | undefined
   readonly #defaults = new Map<string, string>()
   readonly #members: MemberCache
   /** Stops the cache hearing the changes of access; undefined until access() first reads one. */
@@ -87,10 +77,12 @@ export class PostgresDirectory implements Directory {
     listener: ChangeListener,
     limits: DirectoryLimits,
     removed: (store: string) => void,
+    epochOf: (store: string) => string | undefined,
   ) {
     this.#db = db
     this.#limits = limits
     this.#removed = removed
+    this.#epochOf = epochOf
     this.#delivery = new AccessDelivery(db, listener)
     this.#members = new MemberCache(async () => {
       const { rows } = await db.read<{ sequence: string }>(
@@ -132,16 +124,26 @@ export class PostgresDirectory implements Directory {
     const known = await this.#members.vouch(id, user)
     if (known !== undefined) return known
     // The membership and the log's head in one snapshot: what the cache is validated against.
-    const { rows } = await this.#db.read<{ store: string | null; role: Role | null; head: string }>(
+    type Row = { store: string | null; role: Role | null; since: string | null; head: string }
+    const { rows } = await this.#db.read<Row>(
       'notes_member_access',
-      `SELECT d.store, m.role, c.sequence AS head FROM notes_access_clock c
+      `SELECT d.store, m.role, m.since, c.sequence AS head FROM notes_access_clock c
       LEFT JOIN (notes_directory d JOIN notes_members m ON m.notebook = d.id AND m.sub = $2)
       ON d.id = $1`,
       [id, user],
     )
-    const row = rows[0] as { store: string | null; role: Role | null; head: string }
+    const row = rows[0] as Row
     const access =
-      row.store === null || row.role === null ? undefined : { id, store: row.store, role: row.role }
+      row.store === null || row.role === null
+        ? undefined
+        : accessOf(
+            id,
+            row.store,
+            row.role,
+            // (A user's own default notebook needs none.)
+            row.since ??
+              (row.store === defaultStore(user) ? null : await this.#sinceNow(id, user, row.store)),
+          )
     const members = this.#members
     this.#unfollow ??= this.#delivery.subscribe((change, sequence) =>
       members.apply(change, sequence),
@@ -168,8 +170,7 @@ export class PostgresDirectory implements Directory {
         name,
         notebookStore(id),
       ])
-      await putMember(tx, id, actor, 'owner')
-      changes.push({ type: 'joined', notebook: id, user: actor })
+      changes.push(await this.#join(tx, id, notebookStore(id), actor, 'owner'))
       return { id, name, role: 'owner', members: 1 }
     })
   }
@@ -212,13 +213,11 @@ export class PostgresDirectory implements Directory {
       const refusal = canSetRole(notebook, actor, user, role, this.#limits.maxMembers)
       if (refusal !== undefined) return refusal
       const current = notebook.roles.get(user)
-      if (current !== role) {
+      if (current === undefined)
+        changes.push(await this.#join(tx, id, notebook.row.store, user, role))
+      else if (current !== role) {
         await putMember(tx, id, user, role)
-        changes.push(
-          current === undefined
-            ? { type: 'joined', notebook: id, user }
-            : { type: 'role', notebook: id, user, role },
-        )
+        changes.push({ type: 'role', notebook: id, user, role })
       }
       return { user, role }
     })
@@ -317,13 +316,11 @@ export class PostgresDirectory implements Directory {
         [id, invite.id],
       )
       const role = redeemedRole(current, invite.role)
-      if (role !== undefined) {
+      if (role !== undefined && current === undefined) {
+        changes.push(await this.#join(tx, id, notebook.row.store, actor, role))
+      } else if (role !== undefined) {
         await putMember(tx, id, actor, role)
-        changes.push(
-          current === undefined
-            ? { type: 'joined', notebook: id, user: actor }
-            : { type: 'role', notebook: id, user: actor, role },
-        )
+        changes.push({ type: 'role', notebook: id, user: actor, role })
       }
       const members = notebook.roles.size + (current === undefined ? 1 : 0)
       return { id, name: notebook.row.name, role: role ?? (current as Role), members }
@@ -332,6 +329,10 @@ export class PostgresDirectory implements Directory {
 
   subscribe(listener: (change: AccessChange) => void): () => void {
     return this.#delivery.subscribe(listener)
+  }
+
+  caughtUp(): Promise<void> {
+    return this.#delivery.caughtUp()
   }
 
   /** Stops delivering changes of access. */
@@ -368,6 +369,50 @@ export class PostgresDirectory implements Directory {
     if (this.#defaults.size >= MAX_KNOWN_DEFAULTS) this.#defaults.clear()
     this.#defaults.set(user, id)
     return id
+  }
+
+  /**
+   * Makes `user` a member of notebook `id`, kept under `store`, with `role`, in the join's
+   * transaction `tx`: the version of its notes is read there (its clock row, made here if it has
+   * none yet, as its store makes it on first use) and kept with the membership as where it began.
+   * A write committed after that read is after the join; one in flight as it is read may land on
+   * either side.
+   */
+  async #join(
+    tx: pg.ClientBase,
+    id: string,
+    store: string,
+    user: string,
+    role: Role,
+  ): Promise<AccessChange> {
+    const { rows } = await tx.query<{ r_epoch: string; r_sequence: string }>(
+      'SELECT r_epoch, r_sequence FROM notes_open_notebook($1, $2)',
+      [store, this.#epochOf(store) ?? randomEpoch()],
+    )
+    const { r_epoch, r_sequence } = rows[0] as { r_epoch: string; r_sequence: string }
+    const version = versionToken(r_epoch, Number(r_sequence))
+    await putMember(tx, id, user, role, version)
+    return { type: 'joined', notebook: id, user, version }
+  }
+
+  /**
+   * Where a membership made before the service kept it (its `since` NULL) began: it began before
+   * now, so the version of its notes now stands in for it, written down once (the first instance
+   * to write it wins, and every instance reads that one). A stream resumed from before then reloads
+   * once instead of on every resume. NULL when the membership has gone meanwhile.
+   */
+  async #sinceNow(id: string, user: string, store: string): Promise<string | null> {
+    const { rows } = await this.#db.query<{ r_epoch: string; r_sequence: string }>(
+      'SELECT r_epoch, r_sequence FROM notes_open_notebook($1, $2)',
+      [store, this.#epochOf(store) ?? randomEpoch()],
+    )
+    const { r_epoch, r_sequence } = rows[0] as { r_epoch: string; r_sequence: string }
+    const { rows: kept } = await this.#db.query<{ since: string }>(
+      `UPDATE notes_members SET since = COALESCE(since, $3) WHERE notebook = $1 AND sub = $2
+      RETURNING since`,
+      [id, user, versionToken(r_epoch, Number(r_sequence))],
+    )
+    return kept[0]?.since ?? null
   }
 
   /**
@@ -417,51 +462,4 @@ export class PostgresDirectory implements Directory {
       if (heard) this.#delivery.pump()
     }
   }
-}
-
-/**
- * The role `user` holds now in the notebook kept under `store`, read with their member row locked
- * FOR SHARE until the transaction `tx` ends: a guarded write runs it first, so a removal or
- * demotion of them waits for the write to commit, or the write waits and reads what it left.
- */
-export async function writerRole(
-  tx: pg.ClientBase,
-  store: string,
-  user: string,
-): Promise<Role | undefined> {
-  const { rows } = await tx.query<{ role: Role }>(
-    `SELECT m.role FROM notes_directory d
-    JOIN notes_members m ON m.notebook = d.id AND m.sub = $2
-    WHERE d.store = $1 FOR SHARE OF m`,
-    [store, user],
-  )
-  return rows[0]?.role
-}
-
-async function lockNotebook(tx: pg.ClientBase, id: string): Promise<Locked | undefined> {
-  const { rows } = await tx.query<NotebookRow>(
-    'SELECT id, name, store, default_user FROM notes_directory WHERE id = $1 FOR UPDATE',
-    [id],
-  )
-  const row = rows[0]
-  if (row === undefined) return undefined
-  const { rows: members } = await tx.query<{ sub: string; role: Role }>(
-    'SELECT sub, role FROM notes_members WHERE notebook = $1 ORDER BY joined',
-    [id],
-  )
-  return {
-    row,
-    members: members.map(({ sub, role }) => ({ user: sub, role })),
-    roles: new Map(members.map(({ sub, role }) => [sub, role])),
-    defaultUser: row.default_user ?? undefined,
-  }
-}
-
-/** Adds `user` with `role`, or changes their role (they keep their place in the join order). */
-async function putMember(tx: pg.ClientBase, id: string, user: string, role: Role): Promise<void> {
-  await tx.query(
-    `INSERT INTO notes_members (notebook, sub, role) VALUES ($1, $2, $3)
-    ON CONFLICT (notebook, sub) DO UPDATE SET role = EXCLUDED.role`,
-    [id, user, role],
-  )
 }

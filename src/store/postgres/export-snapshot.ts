@@ -68,12 +68,24 @@ export class ExportSnapshot {
     return row === undefined ? undefined : notebookOf(row)
   }
 
-  /** Every notebook that holds notes in this snapshot, by name (in code point order). */
-  async notebooks(): Promise<SnapshotNotebook[]> {
+  /**
+   * Every notebook that holds notes in this snapshot, or deleted notes deleted after `trashAfter`
+   * (ms: the trash's time), by name (in code point order).
+   */
+  async notebooks(trashAfter: number): Promise<SnapshotNotebook[]> {
     const rows = await this.#query(
-      'SELECT notebook, epoch, sequence, notes FROM notes_notebooks WHERE notes > 0 ORDER BY notebook COLLATE "C"',
+      `SELECT notebook, epoch, sequence, notes FROM notes_notebooks n
+      WHERE notes > 0 OR EXISTS (SELECT 1 FROM notes_trash t
+        WHERE t.notebook = n.notebook AND t.deleted > $1)
+      ORDER BY notebook COLLATE "C"`,
+      [trashAfter],
     )
     return rows.map(notebookOf)
+  }
+
+  /** The rows of one statement in this snapshot (what export-archive.ts reads). */
+  select(sql: string, values: unknown[]): Promise<Record<string, unknown>[]> {
+    return this.#query(sql, values)
   }
 
   /**

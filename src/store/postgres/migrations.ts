@@ -1,6 +1,8 @@
 import { ARCHIVE_MIGRATION } from './archive-schema.js'
 import { CHANGE_ORDER_MIGRATION } from './change-schema.js'
-import { DIRECTORY_MIGRATION } from './directory-schema.js'
+import { DIRECTORY_MIGRATION, MEMBER_SINCE_MIGRATION } from './directory-schema.js'
+import { FILES_MIGRATION } from './files-schema.js'
+import { UPLOADS_MIGRATION } from './uploads-schema.js'
 
 /**
  * Every object the store uses, by version. Each migration runs once per database (schema), in
@@ -454,4 +456,7 @@ END $$;
   DIRECTORY_MIGRATION,
   CHANGE_ORDER_MIGRATION,
   ARCHIVE_MIGRATION,
+  FILES_MIGRATION,
+  UPLOADS_MIGRATION,
+  MEMBER_SINCE_MIGRATION,
 ]

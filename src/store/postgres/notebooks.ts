@@ -7,10 +7,13 @@ import {
 } from '../types.js'
 import { ChangeListener } from './change-delivery.js'
 import type { Database } from './database.js'
-import { PostgresDirectory, writerRole } from './directory.js'
+import { PostgresDirectory } from './directory.js'
+import { PostgresFiles } from './files.js'
+import { writerRole } from './member-rows.js'
 import { readServiceStats } from './queries.js'
 import { PostgresNoteStore } from './store.js'
 import { openDatabase, type PostgresStoreOptions, statsOf } from './store-options.js'
+import { PostgresUploads } from './uploads.js'
 
 export interface PostgresNotebooksOptions extends Omit<PostgresStoreOptions, 'epoch'> {
   /** Most notes one notebook holds (MAX_NOTES_PER_USER); default maxNotes. */
@@ -54,6 +57,13 @@ export class PostgresNotebooks implements Notebooks {
   readonly #epochOf: ((notebook: string) => string | undefined) | undefined
   /** Who may see which notebook. */
   readonly directory: PostgresDirectory
+  /**
+   * Every notebook's files, in the same database: a notebook's removal (drop, the directory's
+   * remove) removes its files in the same transaction.
+   */
+  readonly files: PostgresFiles
+  /** Every notebook's uploads that resume, in the same database, their bytes beside the files'. */
+  readonly uploads: PostgresUploads
 
   constructor(options: PostgresNotebooksOptions) {
     const {
@@ -62,6 +72,7 @@ export class PostgresNotebooks implements Notebooks {
       epochOf,
       maxNotebooksPerUser = 100,
       maxMembers = 100,
+      files,
       ...store
     } = options
     this.#options = store
@@ -70,17 +81,27 @@ export class PostgresNotebooks implements Notebooks {
     this.#epochOf = epochOf
     this.#db = openDatabase(store)
     this.#listener = new ChangeListener(this.#db, store.pollMs ?? 1000)
+    this.files = new PostgresFiles(this.#db, {
+      ...files,
+      ...(store.now === undefined ? {} : { now: store.now }),
+    })
+    this.uploads = new PostgresUploads(this.#db, this.files)
     this.directory = new PostgresDirectory(
       this.#db,
       this.#listener,
       { maxNotebooksPerUser, maxMembers },
       (name) => this.#forget(name),
+      (name) => this.#epochOf?.(name),
     )
   }
 
-  /** Connects and applies the migrations, as PostgresNoteStore.open. */
-  open(retry?: { timeoutMs: number; retryMs: number }): Promise<void> {
-    return this.#db.open(retry)
+  /**
+   * Connects and applies the migrations, as PostgresNoteStore.open, and starts removing what
+   * an instance left of its uploads (PostgresFiles.sweep), without waiting for it.
+   */
+  async open(retry?: { timeoutMs: number; retryMs: number }): Promise<void> {
+    await this.#db.open(retry)
+    void this.files.sweep()
   }
 
   notebook(name: string): PostgresNoteStore {
@@ -96,6 +117,8 @@ export class PostgresNotebooks implements Notebooks {
         epoch: this.#epochOf?.(name),
         maxNotes: this.#maxNotesPerNotebook,
         maxBytes: this.#maxBytesPerNotebook,
+        files: this.files,
+        uploads: this.uploads,
       })
       this.#notebooks.set(name, notebook)
     }
@@ -110,8 +133,8 @@ export class PostgresNotebooks implements Notebooks {
   }
 
   /**
-   * Removes the notebook's notes (its rows, clock row, history and idempotency keys) and gives
-   * back their room; asked for again, it is a new, empty notebook with a new epoch. Another
+   * Removes the notebook's notes (its rows, clock row, history and idempotency keys) and files,
+   * in one transaction, and gives back their room; asked for again, it is a new, empty notebook with a new epoch. Another
    * instance that had it open keeps its old epoch until it restarts: a removed notebook's name is
    * never asked for again (its id was random), so only a request already on its way can meet it.
    */
@@ -125,8 +148,12 @@ export class PostgresNotebooks implements Notebooks {
     return statsOf(await readServiceStats(this.#db), maxNotes, maxBytes)
   }
 
-  /** Forgets this instance's store of a notebook whose rows are gone (drop, a removal). */
+  /**
+   * Forgets this instance's store of a notebook whose rows are gone (drop, a removal), and
+   * deletes the chunks of its files (PostgresFiles.collect), without waiting.
+   */
   #forget(name: string): void {
+    void this.files.collect()
     const notebook = this.#notebooks.get(name)
     if (notebook === undefined) return
     this.#notebooks.delete(name)

@@ -1,8 +1,11 @@
 import type pg from 'pg'
 import type { ArchiveLimits } from '../archive.js'
+import type { FileLimits } from '../files.js'
 import type { StoreStats } from '../types.js'
 import type { ChangeListener } from './change-delivery.js'
 import { Database } from './database.js'
+import type { PostgresFiles } from './files.js'
+import type { PostgresUploads } from './uploads.js'
 
 /** What a PostgresNoteStore is made with, and the connections it opens from it. */
 
@@ -39,6 +42,11 @@ export interface PostgresStoreOptions {
    * TRASH_DAYS); ARCHIVE_DEFAULTS for what is not given.
    */
   archive?: Partial<ArchiveLimits> | undefined
+  /**
+   * How large files may be and how much they hold (MAX_FILE_BYTES, MAX_FILES_BYTES_PER_USER,
+   * MAX_FILES_BYTES); FILE_LIMIT_DEFAULTS for what is not given.
+   */
+  files?: Partial<FileLimits> | undefined
 }
 
 /** A notebook of PostgresNotebooks: the service's connections, and what is the notebook's own. */
@@ -50,6 +58,10 @@ export interface NotebookParts {
   epoch: string | undefined
   maxNotes: number
   maxBytes: number
+  /** The service's files, which the notebook's store hands out as its own `files`. */
+  files: PostgresFiles
+  /** The service's uploads that resume, handed out as the store's own `uploads`. */
+  uploads: PostgresUploads
 }
 
 /**

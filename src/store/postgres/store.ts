@@ -33,6 +33,7 @@ import { byPosition, ChangePages } from './change-pages.js'
 import { CreateBatcher } from './create-batcher.js'
 import type { Database } from './database.js'
 import { ExportSnapshot } from './export-snapshot.js'
+import { PostgresFiles } from './files.js'
 import { purgeTrash, readRevision, readRevisions, readTrash, untrashNote } from './note-archive.js'
 import {
   createNotes,
@@ -72,23 +73,21 @@ import {
   statsOf,
   type WriteGuard,
 } from './store-options.js'
+import { PostgresUploads } from './uploads.js'
 
 /**
  * The notes of one notebook in PostgreSQL, shared by every instance that opens the same database
  * (one service). Each write is one call of a function in the database (schema.ts) that locks the
  * notebook's clock row, so writes are atomic, numbered in commit order, and see every write
  * committed before them; each read is one statement, so it sees every write acknowledged before
- * it started, on any instance. Notes cross as JSON text, stored exactly as serialized.
- *
- * Made with options alone, it is a store of its own (the 'shared' notebook, which holds every
- * note when user tokens are off), owning its connections; PostgresNotebooks makes one per
- * notebook on the service's connections (`parts`).
- *
- * This class says what each operation means; the jobs behind it have a file each: queries.ts
- * (the SQL), database.ts (connections, opening, the epoch), create-batcher.ts (group commit),
- * note-writes.ts (each write of a note, for single requests and batch-writer.ts alike, and a
- * single request's retries when another write came first), search-cache.ts (`q`),
- * change-delivery.ts (subscribers, across instances).
+ * it started, on any instance. Notes cross as JSON text, stored exactly as serialized. Made with
+ * options alone, it is a store of its own (the 'shared' notebook, which holds every note when user
+ * tokens are off), owning its connections; PostgresNotebooks makes one per notebook on the
+ * service's connections (`parts`). This class says what each operation means; the jobs behind it
+ * have a file each: queries.ts (the SQL), database.ts (connections, opening, the epoch),
+ * create-batcher.ts (group commit), note-writes.ts (each write of a note, for single requests and
+ * batch-writer.ts alike, and a single request's retries when another write came first),
+ * search-cache.ts (`q`), change-delivery.ts (subscribers, across instances).
  */
 export class PostgresNoteStore implements NoteStore, NoteArchive {
   readonly #db: NotebookDb
@@ -105,12 +104,14 @@ export class PostgresNoteStore implements NoteStore, NoteArchive {
   readonly #delivery: ChangeDelivery
   #list: ListRecord | undefined
   #listSequence = -1
+  /** Files on this store's database (its notebook's: `files.files(SHARED_NOTEBOOK)`); uploads. */
+  readonly files: PostgresFiles
+  readonly uploads: PostgresUploads
 
   constructor(options: PostgresStoreOptions, parts?: NotebookParts) {
     this.#now = options.now ?? Date.now
     this.#maxKeys = options.maxIdempotencyKeys ?? STORE_DEFAULTS.maxIdempotencyKeys
     this.#keyTtlMs = options.idempotencyTtlMs ?? STORE_DEFAULTS.idempotencyTtlMs
-    const statementTimeoutMs = options.statementTimeoutMs ?? 5000
     let owned: { db: Database; listener: ChangeListener } | undefined
     if (parts === undefined) {
       const database = openDatabase(options)
@@ -140,16 +141,19 @@ export class PostgresNoteStore implements NoteStore, NoteArchive {
       (notes: readonly NewNote[]) => createNotes(db, notes, this.#limits),
       written,
     )
-    this.#noteWrites = new NoteWrites(db, written, statementTimeoutMs)
+    this.#noteWrites = new NoteWrites(db, written, options.statementTimeoutMs ?? 5000)
     this.#delivery = new ChangeDelivery(db, listener)
+    this.files = parts?.files ?? new PostgresFiles(database, { ...options.files, now: this.#now })
+    this.uploads = parts?.uploads ?? new PostgresUploads(database, this.files)
   }
 
   /**
-   * Connects and applies the migrations. Start-up calls it with a retry bound; every other method
-   * calls it too, so a store whose database was down at start opens as soon as it is back.
+   * Connects, applies the migrations and starts PostgresFiles.sweep. Start-up calls it with a
+   * retry bound; every method opens the store too, so one whose database was down opens once back.
    */
-  open(retry?: { timeoutMs: number; retryMs: number }): Promise<void> {
-    return this.#db.open(retry)
+  async open(retry?: { timeoutMs: number; retryMs: number }): Promise<void> {
+    await this.#db.open(retry)
+    void this.files.sweep()
   }
 
   /** Whether the database answers now (readiness: /readyz). */

@@ -70,6 +70,7 @@ describe('JournaledNotebooks: the directory across a compaction', () => {
     const kept = ok(await directory.create('ann', 'Kept'))
     ok(await directory.setRole('ann', kept.id, 'bob', 'editor'))
     ok(await directory.setRole('ann', kept.id, 'cat', 'viewer'))
+    const catSince = (await directory.access('cat', kept.id))?.since
     const invite = ok(
       await directory.invite('ann', kept.id, { role: 'viewer', expires: NOW + DAY, uses: 3 }),
     )
@@ -114,6 +115,8 @@ describe('JournaledNotebooks: the directory across a compaction', () => {
       { id: ann, name: 'My notes', role: 'owner', members: 1 },
       { id: kept.id, name: 'Kept on', role: 'owner', members: 4 },
     ])
+    assert.equal((await again.access('cat', kept.id))?.since, catSince)
+    assert.match(readFileSync(path, 'latin1'), new RegExp(`"since":"${catSince}"`))
     assert.deepEqual(await again.members('cat', kept.id), [
       { user: 'ann', role: 'owner' },
       { user: 'bob', role: 'editor' },
@@ -146,6 +149,62 @@ describe('JournaledNotebooks: the directory across a compaction', () => {
     assert.equal(journal.stats().notes, 3)
     assert.equal(journal.notebook(notebookStore(gone.id)).list().json, '[]')
     assert.equal(JSON.parse(journal.notebook('user:ann').list().json).length, 3)
+  })
+})
+
+describe('JournaledNotebooks: a membership an older release wrote down', () => {
+  it('opens, not knowing where it began, and takes the first read as its start (written down by a compaction); one made since is kept as it was', async () => {
+    const path = freshPath()
+    let journal = open({ path })
+    const nb = ok(await journal.directory.create('ann', 'Old'))
+    await journal.notebook(notebookStore(nb.id)).create({ before: 'bob' })
+    ok(await journal.directory.setRole('ann', nb.id, 'bob', 'viewer'))
+    const bobSince = (await journal.directory.access('bob', nb.id))?.since
+    assert.equal(bobSince, journal.notebook(notebookStore(nb.id)).version())
+    await journal.close()
+    // A join as the release before wrote it: no "since".
+    appendFileSync(
+      path,
+      encodeRecord(
+        JSON.stringify({ t: 'dir', r: [{ t: 'role', id: nb.id, user: 'dan', role: 'viewer' }] }),
+      ),
+    )
+    journal = open({ path, compactMinBytes: 4096, historyLimit: 10 })
+    await journal.notebook(notebookStore(nb.id)).create({ after: 'dan' })
+    // Not known: it began before now, and now stands in for it, the same on every read.
+    const danSince = journal.notebook(notebookStore(nb.id)).version()
+    assert.notEqual(danSince, bobSince)
+    assert.deepEqual(await journal.directory.access('dan', nb.id), {
+      id: nb.id,
+      store: notebookStore(nb.id),
+      role: 'viewer',
+      since: danSince,
+    })
+    await journal.notebook(notebookStore(nb.id)).create({ later: 'dan' })
+    assert.equal((await journal.directory.access('dan', nb.id))?.since, danSince)
+    assert.equal((await journal.directory.access('bob', nb.id))?.since, bobSince)
+    // A compaction writes it down.
+    const writer = journal.writerFor(notebookStore(nb.id), 'ann')
+    const note = await writer.create({ pad: '' })
+    const id = (JSON.parse(note.json) as { id: number }).id
+    let compacted = false
+    for (let i = 0; i < 200 && !compacted; i++) {
+      const before = journal.fileBytes
+      await writer.update(id, { i, pad: 'x'.repeat(100) })
+      compacted = journal.fileBytes < before
+    }
+    assert.ok(compacted, 'compacted')
+    await journal.close()
+    journal = open({ path })
+    assert.equal((await journal.directory.access('dan', nb.id))?.since, danSince)
+    assert.notEqual(journal.notebook(notebookStore(nb.id)).version(), danSince)
+    // Joined again: known from then on.
+    assert.equal(await journal.directory.removeMember('dan', nb.id, 'dan'), true)
+    ok(await journal.directory.setRole('ann', nb.id, 'dan', 'editor'))
+    assert.equal(
+      (await journal.directory.access('dan', nb.id))?.since,
+      journal.notebook(notebookStore(nb.id)).version(),
+    )
   })
 })
 
@@ -220,11 +279,13 @@ describe('JournaledNotebooks: the directory across kill -9', () => {
     for (const act of acknowledged) {
       const { notebook, owner } = act
       if (act.member !== undefined) {
-        assert.deepEqual(await directory.access(act.member, notebook), {
-          id: notebook,
-          store: notebookStore(notebook),
-          role: 'editor',
-        })
+        const access = await directory.access(act.member, notebook)
+        // Where the membership began, as its record wrote it down.
+        assert.match(access?.since ?? '', /^[0-9a-z]+\.0$/)
+        assert.deepEqual(
+          { ...access, since: '' },
+          { id: notebook, store: notebookStore(notebook), role: 'editor', since: '' },
+        )
       } else if (act.invite !== undefined) {
         assert.deepEqual(await directory.invites(owner, notebook, NOW), [
           { id: act.invite, role: 'viewer', expires: NOW + DAY, uses: 2 },

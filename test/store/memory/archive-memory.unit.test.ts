@@ -1,10 +1,16 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import type { Revision } from '../../../src/store/archive.js'
 import { Capacity } from '../../../src/store/kernel/capacity.js'
 import { IdSpace } from '../../../src/store/kernel/id-space.js'
 import { MemoryNotebooks } from '../../../src/store/memory/memory-notebooks.js'
 import { MemoryNoteStore } from '../../../src/store/memory/memory-store.js'
-import { HistoryBudget } from '../../../src/store/memory/revisions.js'
+import {
+  findRevision,
+  HistoryBudget,
+  keepState,
+  pastOf,
+} from '../../../src/store/memory/revisions.js'
 import { type ArchiveStoreOptions, runArchiveContract } from '../../support/archive.contract.js'
 import { PromisedNoteStore } from '../../support/promised-store.js'
 
@@ -67,4 +73,60 @@ test('the history budget keeps its queue within twice the revisions kept, plus a
   assert.equal(budget.live, 20)
   assert.ok(budget.queued <= 2 * 20 + 1024 + 1, `queued ${budget.queued}`)
   assert.equal(store.revisions(ids[0] as number, 10, undefined)?.revisions.length, 3)
+})
+
+// A revision keeps its ETag as a sequence of the first state's epoch; a history imported from
+// another store can hold ETags of other epochs, and every one must come back exactly.
+test('answers every past version exactly, whichever epoch its ETag is of', () => {
+  const budget = new HistoryBudget(1 << 30)
+  const rules = { noteHistory: 10, historyMs: 1e12, budget }
+  const entry = {
+    id: 1,
+    json: '{"id":1,"v":9}',
+    etag: '"k2x9q1.9"',
+    modified: 9,
+    bytes: 14,
+    position: 1,
+    alive: true,
+    change: 'updated' as const,
+    past: undefined,
+  }
+  const states: [string, Revision['change']][] = [
+    ['"k2x9q1.1"', 'created'],
+    ['"other.5"', 'updated'],
+    ['"k2x9q1.10"', 'updated'],
+    ['"k2x9q1.010"', 'updated'],
+    ['"not a token"', 'created'],
+    ['"k2x9q1.zz"', 'updated'],
+  ]
+  states.forEach(([etag, change], i) => {
+    keepState(entry, etag, i, change, `{"id":1,"v":${i}}`, 14, rules, 100)
+  })
+  const expected = states.map(([etag, change], i) => ({
+    version: etag.slice(1, -1),
+    at: i,
+    change,
+    json: `{"id":1,"v":${i}}`,
+  }))
+  assert.deepEqual(pastOf(entry), expected)
+  for (const revision of expected) {
+    assert.deepEqual(findRevision(entry, revision.version, 0), revision)
+  }
+  assert.equal(findRevision(entry, 'k2x9q1.a', 0), undefined)
+  // The oldest go first, with what they said: the rest stay exact.
+  keepState(
+    entry,
+    '"k2x9q1.zzz"',
+    6,
+    'updated',
+    '{"id":1,"v":6}',
+    14,
+    { ...rules, noteHistory: 4 },
+    100,
+  )
+  assert.deepEqual(pastOf(entry), [
+    ...expected.slice(4),
+    { version: 'k2x9q1.zzz', at: 6, change: 'updated', json: '{"id":1,"v":6}' },
+  ])
+  assert.equal(budget.live, 3)
 })

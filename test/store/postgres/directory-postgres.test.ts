@@ -9,7 +9,7 @@ import {
   type Refusal,
 } from '../../../src/store/directory.js'
 import { PostgresNotebooks } from '../../../src/store/postgres/notebooks.js'
-import { quoteIdent } from '../../../src/store/postgres/schema.js'
+import { migrate, quoteIdent } from '../../../src/store/postgres/schema.js'
 import { AccessLostError, type Notebooks } from '../../../src/store/types.js'
 import {
   type ContractDirectoryOptions,
@@ -100,9 +100,11 @@ if (url !== '') {
       user,
     ])
   /** Resolves once `notebooks`' directory has heard `count` more changes of access. */
-  const hearing = (notebooks: Notebooks) => {
+  /** Subscribes, and resolves once every change of access committed from now on will be heard. */
+  const hearing = async (notebooks: Notebooks) => {
     const heard: AccessChange[] = []
     const stop = notebooks.directory.subscribe((change) => heard.push(change))
+    await notebooks.directory.caughtUp?.()
     return {
       until: async (count: number) => {
         await waitUntil(() => heard.length >= count)
@@ -116,7 +118,8 @@ if (url !== '') {
       const a = make()
       const nb = ok(await a.directory.create('ann', 'Kept'))
       ok(await a.directory.setRole('ann', nb.id, 'bob', 'editor'))
-      const editor = { id: nb.id, store: notebookStore(nb.id), role: 'editor' }
+      const since = await a.notebook(notebookStore(nb.id)).version()
+      const editor = { id: nb.id, store: notebookStore(nb.id), role: 'editor', since }
       assert.deepEqual(await a.directory.access('bob', nb.id), editor)
       await dropRow(a, nb.id, 'bob')
       // Kept: nothing was logged since it was read.
@@ -134,11 +137,12 @@ if (url !== '') {
       const kept = ok(await a.directory.create('ann', 'Kept'))
       const other = ok(await a.directory.create('ann', 'Other'))
       ok(await a.directory.setRole('ann', kept.id, 'bob', 'editor'))
-      const editor = { id: kept.id, store: notebookStore(kept.id), role: 'editor' }
+      const since = await a.notebook(notebookStore(kept.id)).version()
+      const editor = { id: kept.id, store: notebookStore(kept.id), role: 'editor', since }
       assert.equal((await b.directory.access('ann', other.id))?.role, 'owner')
       // Subscribed after the cache (at its first read): heard here, applied there. The first
       // change it hears tells it where it is (it forgets what it kept before).
-      const heard = hearing(b)
+      const heard = await hearing(b)
       ok(await a.directory.setRole('ann', other.id, 'cat', 'viewer'))
       await heard.until(1)
       assert.deepEqual(await b.directory.access('bob', kept.id), editor)
@@ -160,7 +164,7 @@ if (url !== '') {
       const other = ok(await a.directory.create('ann', 'Other'))
       ok(await a.directory.setRole('ann', kept.id, 'bob', 'editor'))
       assert.equal((await b.directory.access('bob', kept.id))?.role, 'editor')
-      const heard = hearing(b)
+      const heard = await hearing(b)
       ok(await a.directory.setRole('ann', other.id, 'cat', 'viewer'))
       await heard.until(1)
       assert.equal((await b.directory.access('bob', kept.id))?.role, 'editor')
@@ -203,12 +207,70 @@ if (url !== '') {
     })
   })
 
+  describe('PostgresNotebooks: memberships made before their start was kept', () => {
+    it('takes the first read of one made by the release before as its start, on every instance, and answers one made since with its own', async () => {
+      const schema = `members_before_${Date.now().toString(36)}`
+      const client = new pg.Client({
+        connectionString: url,
+        options: `-c search_path=${schema},public`,
+      })
+      await client.connect()
+      try {
+        // The schema as the release before kept it (migrations 1 to 8), with a notebook and a
+        // member as that release's acts wrote them.
+        await migrate(client, schema, undefined, 8)
+        await client.query(
+          "INSERT INTO notes_directory (id, name, store) VALUES ('AAAAAAAAAAAAAAAAAAAAAA', 'Old', 'nb:AAAAAAAAAAAAAAAAAAAAAA')",
+        )
+        await client.query(
+          "INSERT INTO notes_members (notebook, sub, role) VALUES ('AAAAAAAAAAAAAAAAAAAAAA', 'ann', 'owner'), ('AAAAAAAAAAAAAAAAAAAAAA', 'bob', 'viewer')",
+        )
+      } finally {
+        await client.end()
+      }
+      const notebooks = new PostgresNotebooks(optionsOf(schema, {}))
+      opened.push(notebooks)
+      const id = 'AAAAAAAAAAAAAAAAAAAAAA'
+      const store = notebookStore(id)
+      // Not known: it began before now, and now stands in for it, written down once and read
+      // so by every instance.
+      await notebooks.notebook(store).create({ before: 'bob' })
+      const bobSince = await notebooks.notebook(store).version()
+      assert.deepEqual(await notebooks.directory.access('bob', id), {
+        id,
+        store,
+        role: 'viewer',
+        since: bobSince,
+      })
+      await notebooks.notebook(store).create({ before: 'cat' })
+      const other = new PostgresNotebooks(optionsOf(schema, {}))
+      opened.push(other)
+      assert.equal((await other.directory.access('bob', id))?.since, bobSince)
+      ok(await notebooks.directory.setRole('ann', id, 'cat', 'editor'))
+      assert.deepEqual(await notebooks.directory.access('cat', id), {
+        id,
+        store,
+        role: 'editor',
+        since: await notebooks.notebook(store).version(),
+      })
+      // A change of role keeps the membership, and what is known of its start.
+      ok(await notebooks.directory.setRole('ann', id, 'bob', 'editor'))
+      assert.deepEqual(await notebooks.directory.access('bob', id), {
+        id,
+        store,
+        role: 'editor',
+        since: bobSince,
+      })
+    })
+  })
+
   describe('PostgresNotebooks: the directory over two instances', () => {
     it('tells a subscriber on the other instance of a removal at once, and answers for it there', async () => {
       const a = make()
       const b = reopen(a)
       const nb = ok(await a.directory.create('ann', 'Team'))
       ok(await a.directory.setRole('ann', nb.id, 'bob', 'editor'))
+      const since = await a.notebook(notebookStore(nb.id)).version()
       await a.notebook(notebookStore(nb.id)).create({ by: 'ann' })
       const heard: AccessChange[] = []
       let heardAt = 0
@@ -220,7 +282,9 @@ if (url !== '') {
         id: nb.id,
         store: notebookStore(nb.id),
         role: 'editor',
+        since,
       })
+      const atCat = await a.notebook(notebookStore(nb.id)).version()
       ok(await a.directory.setRole('ann', nb.id, 'cat', 'viewer'))
       await waitUntil(() => heard.length === 1)
       ok(await a.directory.remove('ann', nb.id))
@@ -233,7 +297,7 @@ if (url !== '') {
       // The poll comes once a second: this was the notification.
       assert.ok(heardAt - removedAt < 500, `heard ${heardAt - removedAt} ms after the removal`)
       assert.deepEqual(heard, [
-        { type: 'joined', notebook: nb.id, user: 'cat' },
+        { type: 'joined', notebook: nb.id, user: 'cat', version: atCat },
         { type: 'left', notebook: nb.id, user: 'ann' },
         { type: 'left', notebook: nb.id, user: 'bob' },
         { type: 'left', notebook: nb.id, user: 'cat' },

@@ -1,0 +1,153 @@
+import { Readable } from 'node:stream'
+import type { Role } from '../directory.js'
+import {
+  FILE_LIMIT_DEFAULTS,
+  type FileLimits,
+  type FileRecord,
+  type FileSpace,
+  type FileTotals,
+  type NotebookFiles,
+} from '../files.js'
+import { checkFileRoom, takeIn } from '../kernel/file-intake.js'
+import { filePage } from '../kernel/file-pages.js'
+import { AccessLostError } from '../types.js'
+
+/** One file in memory: what it is and its bytes. */
+interface HeldFile {
+  readonly record: FileRecord
+  readonly bytes: Buffer
+}
+
+/** One notebook's files, in the order they were stored. */
+class Shelf {
+  readonly byId = new Map<string, HeldFile>()
+  bytes = 0
+}
+
+export interface MemoryFilesOptions extends Partial<FileLimits> {
+  /** The role `user` holds in the notebook kept under `notebook` now; for writerFor. */
+  roleOf?: (notebook: string, user: string) => Role | undefined
+  /** The clock of a file's `created`; Date.now by default. */
+  now?: () => number
+}
+
+/**
+ * Every notebook's files in memory: each file's bytes in one Buffer (so the file itself is what an
+ * upload costs), under its notebook, counted toward the notebook's and the service's caps.
+ * Each put is kept in one synchronous step once its bytes have arrived, so the caps, the
+ * writer's role and the same bytes stored twice are checked with nothing in between.
+ */
+export class MemoryFiles implements FileSpace {
+  readonly #limits: FileLimits
+  readonly #roleOf: MemoryFilesOptions['roleOf']
+  readonly #now: () => number
+  readonly #shelves = new Map<string, Shelf>()
+  #bytes = 0
+  #files = 0
+  #sequence = 0
+
+  constructor(options: MemoryFilesOptions = {}) {
+    const { roleOf, now = Date.now, ...limits } = options
+    this.#limits = { ...FILE_LIMIT_DEFAULTS, ...limits }
+    this.#roleOf = roleOf
+    this.#now = now
+  }
+
+  files(notebook: string): NotebookFiles {
+    return this.#filesOf(notebook, () => {})
+  }
+
+  writerFor(notebook: string, user: string): NotebookFiles {
+    const roleOf = this.#roleOf
+    return this.#filesOf(notebook, () => {
+      const role = roleOf?.(notebook, user)
+      if (role !== 'owner' && role !== 'editor') throw new AccessLostError(role)
+    })
+  }
+
+  notebooks(): readonly string[] {
+    return [...this.#shelves.keys()]
+  }
+
+  totals(): FileTotals {
+    return { files: this.#files, bytes: this.#bytes }
+  }
+
+  /** Removes every file of the notebook (the notebook is gone) and gives back their room. */
+  drop(notebook: string): void {
+    const shelf = this.#shelves.get(notebook)
+    if (shelf === undefined) return
+    this.#bytes -= shelf.bytes
+    this.#files -= shelf.byId.size
+    this.#shelves.delete(notebook)
+  }
+
+  #filesOf(notebook: string, check: () => void): NotebookFiles {
+    const shelfOf = () => this.#shelves.get(notebook)
+    return {
+      put: async (type, body, created) => {
+        const chunks: Buffer[] = []
+        const room = (more: number) =>
+          checkFileRoom(shelfOf()?.bytes ?? 0, this.#bytes, more, this.#limits)
+        const { id, size } = await takeIn(
+          body,
+          this.#limits.maxFileBytes,
+          (chunk) => {
+            chunks.push(chunk)
+          },
+          room,
+        )
+        check()
+        let shelf = shelfOf()
+        const held = shelf?.byId.get(id)
+        if (held !== undefined) return held.record
+        room(size)
+        if (shelf === undefined) {
+          shelf = new Shelf()
+          this.#shelves.set(notebook, shelf)
+        }
+        const record: FileRecord = {
+          id,
+          size,
+          type,
+          created: created ?? this.#now(),
+          sequence: ++this.#sequence,
+        }
+        shelf.byId.set(id, { record, bytes: Buffer.concat(chunks, size) })
+        shelf.bytes += size
+        this.#bytes += size
+        this.#files += 1
+        return record
+      },
+      stat: (id) => shelfOf()?.byId.get(id)?.record,
+      read: (id, start, end) => {
+        const held = shelfOf()?.byId.get(id)
+        if (held === undefined) return undefined
+        return Readable.from([held.bytes.subarray(start, end)], { objectMode: false })
+      },
+      list: (limit, after) => filePage(recordsOf(shelfOf()), limit, after),
+      delete: (id) => {
+        check()
+        const shelf = shelfOf()
+        const held = shelf?.byId.get(id)
+        if (shelf === undefined || held === undefined) return false
+        shelf.byId.delete(id)
+        shelf.bytes -= held.record.size
+        this.#bytes -= held.record.size
+        this.#files -= 1
+        if (shelf.byId.size === 0) this.#shelves.delete(notebook)
+        return true
+      },
+      totals: () => {
+        const shelf = shelfOf()
+        return { files: shelf?.byId.size ?? 0, bytes: shelf?.bytes ?? 0 }
+      },
+    }
+  }
+}
+
+/** A shelf's records in the order stored: a Map keeps them so, which is sequence order. */
+function* recordsOf(shelf: Shelf | undefined): Generator<FileRecord> {
+  if (shelf === undefined) return
+  for (const { record } of shelf.byId.values()) yield record
+}
