@@ -17,6 +17,7 @@ export {
   FilesClient,
   type StoredFile,
   type UploadOptions,
+  type UploadSource,
 } from './files-client.js'
 export { mergeNotes, type NoteMerge } from './merge-notes.js'
 export type { NotebooksEvent } from './notebooks-feed.js'

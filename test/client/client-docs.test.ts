@@ -140,6 +140,7 @@ describe(DOC, () => {
         'Keys and user tokens',
         'Notebooks',
         'Files',
+        'Large files and progress',
         'History and trash',
         'Errors',
         'Retries and aborts',
