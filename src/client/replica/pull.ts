@@ -4,6 +4,7 @@
  * service's current version that sync() waits for.
  */
 
+import { NotesProblem } from '../errors.js'
 import { backoffMs, sleep, transient } from '../retry-policy.js'
 import type { ChangeEvent } from '../types.js'
 import { type JsonObject, sameJson } from './note-json.js'
@@ -12,6 +13,8 @@ import {
   changed,
   checkOpen,
   dropLinkIfUnused,
+  loseNotebook,
+  lostError,
   type ReplicaState,
   setOnline,
   sweepLinks,
@@ -26,6 +29,7 @@ export async function currentVersion(
   for (let failures = 0; ; failures++) {
     signal?.throwIfAborted()
     checkOpen(state)
+    if (state.lost) throw lostError()
     try {
       const page = await state.client.pages({ limit: 1, signal }).next()
       const version = page.done === true ? undefined : page.value.version
@@ -41,9 +45,14 @@ export async function currentVersion(
   }
 }
 
-/** Loads when the replica has no version, then follows the feed; retries until aborted. */
+/**
+ * Loads when the replica has no version, then follows the feed; retries until aborted, or until
+ * the notebook is lost: its feed revoked, or, for a named notebook (`client.notebook(id)`), its
+ * list or feed answered 404 (the notebook is gone, or the user is no longer in it), which no
+ * retry changes.
+ */
 export async function pullLoop(state: ReplicaState, signal: AbortSignal): Promise<void> {
-  for (let failures = 0; !signal.aborted; failures++) {
+  for (let failures = 0; !signal.aborted && !state.lost; failures++) {
     try {
       if (state.version === undefined) await reload(state, signal)
       const feed = state.client.events({ since: state.version, signal })
@@ -53,10 +62,22 @@ export async function pullLoop(state: ReplicaState, signal: AbortSignal): Promis
         throwPullError(state)
         if (event.type === 'reset') await reload(state, signal, event.version)
         // Only a notebook's feed is revoked, and the feed ends after it.
-        else if (event.type !== 'revoked') apply(state, event)
+        else if (event.type === 'revoked') {
+          loseNotebook(state)
+          return
+        } else apply(state, event)
       }
     } catch (err) {
       if (signal.aborted) return
+      if (
+        err instanceof NotesProblem &&
+        err.status === 404 &&
+        state.client.notebookId !== undefined
+      ) {
+        setOnline(state, true)
+        loseNotebook(state)
+        return
+      }
       if (transient(err)) setOnline(state, false)
     }
     try {

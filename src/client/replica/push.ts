@@ -19,6 +19,7 @@ import {
   type FedHooks,
   idOf,
   link,
+  loseNotebook,
   type ReplicaState,
   setOnline,
 } from './replica-state.js'
@@ -36,7 +37,7 @@ interface Acknowledged {
 /** Sends the outbox's head while there is one; idles (or looks for the service) until aborted. */
 export async function pushLoop(state: ReplicaState, signal: AbortSignal): Promise<void> {
   let failures = 0
-  while (!signal.aborted) {
+  while (!signal.aborted && !state.lost) {
     const entry = state.outbox[0]
     try {
       if (entry === undefined) {
@@ -52,10 +53,14 @@ export async function pushLoop(state: ReplicaState, signal: AbortSignal): Promis
       }
       failures = 0
     } catch (err) {
-      if (signal.aborted) return
+      if (signal.aborted || state.lost) return
       if (notebookRefusal(state, err)) {
         setOnline(state, true)
         await (state.fed as FedHooks).refused(err as NotesProblem).catch(() => {})
+      } else if (notebookLost(state, err)) {
+        setOnline(state, true)
+        loseNotebook(state)
+        return
       } else if (transient(err)) {
         // A storage failure is tried again too: the write stays queued.
         setOnline(state, false)
@@ -81,6 +86,25 @@ function notebookRefusal(state: ReplicaState, err: unknown): boolean {
     !(err instanceof NoteNotFoundError) &&
     (err.status === 403 || err.status === 404)
   )
+}
+
+/**
+ * A write of a replica of one named notebook (`client.notebook(id)`) met the notebook's 404 (a
+ * problem; a missing note's 404 has no body): every queued write would meet it, so they stay queued, for unsent().
+ */
+function notebookLost(state: ReplicaState, err: unknown): boolean {
+  return (
+    state.fed === undefined &&
+    state.client.notebookId !== undefined &&
+    err instanceof NotesProblem &&
+    !(err instanceof NoteNotFoundError) &&
+    err.status === 404
+  )
+}
+
+/** A refusal of the notebook (either of the two above): thrown to the loop, not a conflict. */
+function ofNotebook(state: ReplicaState, err: unknown): boolean {
+  return notebookRefusal(state, err) || notebookLost(state, err)
 }
 
 /** Resolves at the next queued write (state.wakePush) or on abort. */
@@ -138,7 +162,7 @@ async function sendNext(
         signal,
       })
     } catch (err) {
-      if (!refused(err) || notebookRefusal(state, err)) throw err
+      if (!refused(err) || ofNotebook(state, err)) throw err
       delete first.batch
       // Nothing was applied. An update that met a newer version is merged with it, and the run
       // goes again; any other refusal: the first write goes alone, and meets its conflict.
@@ -237,7 +261,7 @@ async function attempt(
       })
       return acknowledged(result, result.replayed)
     } catch (err) {
-      if (refused(err) && !notebookRefusal(state, err)) {
+      if (refused(err) && !ofNotebook(state, err)) {
         return { conflict: true, status: err.status, current: undefined }
       }
       throw err
@@ -266,7 +290,7 @@ async function attempt(
   } catch (err) {
     // Deleted there too: what this write wanted.
     if (err instanceof NoteNotFoundError) return { id, note: null, etag: null, again: true }
-    if (!(err instanceof ConflictError || refused(err)) || notebookRefusal(state, err)) throw err
+    if (!(err instanceof ConflictError || refused(err)) || ofNotebook(state, err)) throw err
     const current = await state.client.get(id, { signal })
     const status = err instanceof NotesProblem ? err.status : 412
     return { conflict: true, status, current }
@@ -310,7 +334,7 @@ async function sendUpdate(
       return acknowledged(result, false)
     } catch (err) {
       const kept = err instanceof ConflictError || err instanceof NoteNotFoundError || refused(err)
-      if (!kept || notebookRefusal(state, err)) throw err
+      if (!kept || ofNotebook(state, err)) throw err
       const current = await state.client.get(id, { signal })
       if (err instanceof ConflictError && current !== undefined) {
         // Changed there (or a resend whose first try was applied, which the merge finds done).

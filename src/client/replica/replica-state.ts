@@ -61,6 +61,11 @@ export interface ReplicaState {
   seq: number
   view: ReplicaEntry[] | undefined
   online: boolean
+  /**
+   * The service said the notebook is no longer the user's (its feed was revoked, or a read or a
+   * write met the notebook's 404): a replica of one notebook stops syncing.
+   */
+  lost: boolean
   closed: boolean
   wakePush: (() => void) | undefined
   /** The feed's changes seen while a write is on its way (undefined: none on its way). */
@@ -91,6 +96,7 @@ export async function loadState(options: ReplicaOptions, fed?: FedHooks): Promis
     seq: 0,
     view: undefined,
     online: false,
+    lost: false,
     closed: false,
     wakePush: undefined,
     flight: undefined,
@@ -176,6 +182,28 @@ export function setOnline(state: ReplicaState, online: boolean): void {
   if (state.online === online) return
   state.online = online
   emit(state, 'online')
+}
+
+/** The error sync() rejects with once the notebook is lost. */
+export function lostError(): Error {
+  return new Error(
+    "The notebook is no longer this user's (removed, left or deleted): the replica stopped syncing; its writes are in unsent().",
+  )
+}
+
+/**
+ * The notebook is lost (a replica of one notebook, not fed by NotebooksReplica): syncing stops,
+ * the copy and the queued writes stay for the application, `lost` is told, and sync() rejects.
+ */
+export function loseNotebook(state: ReplicaState): void {
+  if (state.lost) return
+  state.lost = true
+  state.wakePush?.()
+  emit(state, 'lost')
+  for (const waiter of [...state.waiters]) {
+    state.waiters.delete(waiter)
+    waiter.reject(lostError())
+  }
 }
 
 /** After a change: drops the cached view, tells the listeners, settles the waits now met. */

@@ -58,4 +58,11 @@ export interface ReplicaConflict {
   paths: string[]
 }
 
-export type ReplicaEvent = { type: 'change' | 'waiting' | 'conflict' | 'online' | 'reset' }
+/**
+ * `lost`: the service said the notebook is no longer the user's (a replica of one notebook; a
+ * NotebooksReplica tells `left` instead): syncing has stopped, and the queued writes are in
+ * `unsent()`.
+ */
+export type ReplicaEvent = {
+  type: 'change' | 'waiting' | 'conflict' | 'online' | 'reset' | 'lost'
+}

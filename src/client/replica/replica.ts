@@ -11,7 +11,7 @@
 import { newIdempotencyKey } from '../idempotency-key.js'
 import type { NoteFields } from '../types.js'
 import { resolveConflict } from './conflicts.js'
-import { openConflicts } from './handover.js'
+import { openConflicts, type UnsentWrite, unsentWrites } from './handover.js'
 import { buildView, entryOf, serviceEtag, serviceState, stateOf, withoutId } from './local-view.js'
 import { copyJson, matchesText, mergePatch, shallowPatch } from './note-json.js'
 import { META_SEQ, type OutboxEntry, outboxKey, queuedCreate } from './outbox.js'
@@ -23,6 +23,7 @@ import {
   conflictOn,
   type FedHooks,
   loadState,
+  lostError,
   type ReplicaState,
   waitFor,
 } from './replica-state.js'
@@ -99,7 +100,26 @@ export class Replica {
     return this.#state.online
   }
 
-  /** Listeners get 'change', 'waiting', 'conflict', 'online', 'reset'; answers an unsubscribe. */
+  /**
+   * The service said this notebook is no longer the user's (a replica of `client.notebook(id)`
+   * whose feed was revoked, or whose reads or writes met the notebook's 404): syncing has
+   * stopped for good, as no retry can change that. The local view stays readable, and the
+   * writes that could not be sent are in unsent(), for the application to keep or drop; close()
+   * the replica and clear its storage once they are handled.
+   */
+  get lost(): boolean {
+    return this.#state.lost
+  }
+
+  /** The queued writes, oldest first, as the application would keep them (see `lost`). */
+  unsent(): UnsentWrite[] {
+    return unsentWrites(this.#state)
+  }
+
+  /**
+   * Listeners get 'change', 'waiting', 'conflict', 'online', 'reset', 'lost'; answers an
+   * unsubscribe.
+   */
   subscribe(listener: (event: ReplicaEvent) => void): () => void {
     this.#state.listeners.add(listener)
     return () => this.#state.listeners.delete(listener)
@@ -226,14 +246,15 @@ export class Replica {
 
   /**
    * Resolves once the outbox is empty (or only conflicts remain), the feed has caught up to the
-   * service's version at the time of the call, and all of it is stored; rejects on abort. Starts
-   * syncing if needed. In a NotebooksReplica, the feed is the one stream, and it is waited for
-   * until it has brought back every write this replica sent (other people's changes come as it
-   * brings them).
+   * service's version at the time of the call, and all of it is stored; rejects on abort, and once
+   * the notebook is `lost`. Starts syncing if needed. In a NotebooksReplica, the feed is the one
+   * stream, and it is waited for until it has brought back every write this replica sent (other
+   * people's changes come as it brings them).
    */
   async sync(options: { signal?: AbortSignal | undefined } = {}): Promise<void> {
     const state = this.#state
     checkOpen(state)
+    if (state.lost) throw lostError()
     this.start()
     const signal = options.signal
     if (state.fed !== undefined) {

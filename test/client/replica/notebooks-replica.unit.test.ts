@@ -13,9 +13,12 @@ import {
   type NotebooksReplicaEvent,
   NotesClient,
   type NotesClientOptions,
+  Replica,
+  type ReplicaEvent,
   type UnsentWrites,
 } from '../../../src/client/index.js'
 import { FileReplicaStorages } from '../../../src/client/replica/file-storage.js'
+import { MemoryReplicaStorage } from '../../../src/client/replica/memory-storage.js'
 import { DEFAULT_CONFIG } from '../../../src/config/config.js'
 import { MemoryNotebooks } from '../../../src/store/memory/memory-notebooks.js'
 import { Relay } from '../../support/client-relay.js'
@@ -36,8 +39,8 @@ interface Setup {
   port: number
   relay: Relay
   folder: string
-  /** A client of `sub`, straight to the service. */
-  direct(sub: string): Promise<NotesClient>
+  /** A client of `sub`, straight to the service (with `options` too). */
+  direct(sub: string, options?: Partial<NotesClientOptions>): Promise<NotesClient>
   /** Ann's replica over the relay, on the file storages in `folder`. */
   open(): Promise<{
     replica: NotebooksReplica
@@ -73,11 +76,12 @@ async function setup(t: TestContext): Promise<Setup> {
     port,
     relay,
     folder,
-    async direct(sub) {
+    async direct(sub, options = {}) {
       return new NotesClient({
         baseUrl: `http://127.0.0.1:${port}`,
         token: await tokenOf(sub),
         ...QUICK,
+        ...options,
       })
     },
     async open() {
@@ -285,5 +289,64 @@ describe('NotebooksReplica', () => {
       minutes,
     ])
     assert.deepEqual(again.unsent, [])
+  })
+})
+
+describe('a Replica of one named notebook', () => {
+  it('stops for good when the notebook is lost, and keeps its unsent writes for the application', async (t) => {
+    const { direct } = await setup(t)
+    const ann = await direct('ann')
+    const bob = await direct('bob')
+    const shared = await bob.createNotebook('Shared')
+    await bob.setMember(shared.id, 'ann', 'editor')
+    const agenda = (await bob.notebook(shared.id).create({ title: 'agenda' })).note
+    let requests = 0
+    const counted = (
+      await direct('ann', {
+        fetch: (input, init) => {
+          requests++
+          return fetch(input, init)
+        },
+      })
+    ).notebook(shared.id)
+    const replica = await Replica.open({
+      client: counted,
+      storage: new MemoryReplicaStorage(),
+      maxDelayMs: 100,
+    })
+    t.after(() => replica.close())
+    const events: ReplicaEvent['type'][] = []
+    replica.subscribe((event) => events.push(event.type))
+    await replica.sync(timeout())
+    assert.deepEqual(
+      replica.notes().map((entry) => entry.note),
+      [agenda],
+    )
+
+    // Bob removes ann: her feed is revoked, and the replica stops rather than retrying.
+    await bob.removeMember(shared.id, 'ann')
+    await until(() => replica.lost, 'the replica saw the notebook lost')
+    assert.ok(events.includes('lost'))
+    // A write made now stays queued for the application, as do the notes it had.
+    const draft = await replica.create({ title: 'draft' })
+    assert.deepEqual(
+      replica.unsent().map((write) => [write.key, write.op, write.fields]),
+      [[draft.key, 'create', { title: 'draft' }]],
+    )
+    await assert.rejects(replica.sync(timeout()), /no longer this user's/)
+    const after = requests
+    await sleep(500)
+    assert.equal(requests, after, 'no request after the loss (it would be refused for ever)')
+    assert.equal(replica.waiting, 1)
+
+    // A replica opened later on the lost notebook finds it at once, by the list's 404.
+    const later = await Replica.open({
+      client: ann.notebook(shared.id),
+      storage: new MemoryReplicaStorage(),
+      maxDelayMs: 100,
+    })
+    t.after(() => later.close())
+    await assert.rejects(later.sync(timeout()))
+    await until(() => later.lost, 'a later replica saw the notebook lost')
   })
 })
