@@ -27,12 +27,14 @@ const userTokens = !userTokensOn(config)
         ...(config.authIssuer === '' ? {} : { issuer: config.authIssuer }),
         ...(config.authAudience === '' ? {} : { audience: config.authAudience }),
         tokenTypes: config.authTokenTypes,
+        writeScope: config.authWriteScope,
       })
     : new UserTokens({
         jwksUrl: new URL(config.authJwksUrl),
         issuer: config.authIssuer,
         audience: config.authAudience,
         tokenTypes: config.authTokenTypes,
+        writeScope: config.authWriteScope,
       })
 // The journal is opened (locked, replayed) before anything listens, and the database waited for
 // and migrated, so that no instance takes traffic it cannot serve.

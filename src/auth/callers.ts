@@ -58,6 +58,23 @@ const METRICS_NEED_KEY: Decision = Object.freeze({
 interface Remembered {
   readonly decision: Decision
   readonly until: number
+  /** The refusal of a write, for a token whose scope lets it only read. */
+  readonly readOnly: Decision | undefined
+}
+
+const READ_METHODS = new Set(['GET', 'HEAD'])
+
+/** The 403 of a write with a token that may only read (its scope lacks `scope`). */
+function readOnlyRefusal(key: string, scope: string): Decision {
+  return Object.freeze({
+    allowed: false,
+    status: 403,
+    detail: `This token may only read (GET, HEAD): its scope lacks ${scope}, which writing needs. Ask the provider for a token with that scope to change notes.`,
+    headers: Object.freeze({
+      'www-authenticate': `Bearer error="insufficient_scope", scope="${scope}"`,
+    }),
+    key,
+  })
 }
 
 /**
@@ -119,8 +136,18 @@ export class Callers {
       let decision: Decision
       if (verdict.ok) {
         const notebook = userNotebook(verdict.user)
-        decision = Object.freeze({ allowed: true, notebook, key: notebook, user: verdict.user })
-        this.#remember(bearerOf(request) as string, decision, verdict.exp)
+        const allowed = Object.freeze({
+          allowed: true,
+          notebook,
+          key: notebook,
+          user: verdict.user,
+        })
+        const readOnly = verdict.readOnly
+          ? readOnlyRefusal(notebook, tokens.writeScope as string)
+          : undefined
+        this.#remember(bearerOf(request) as string, allowed, verdict.exp, readOnly)
+        decision =
+          readOnly !== undefined && !READ_METHODS.has(request.method ?? 'GET') ? readOnly : allowed
       } else {
         const refusal = this.#keys === undefined ? verdict : withServiceKeys(verdict)
         decision = Object.freeze({
@@ -164,7 +191,11 @@ export class Callers {
         if (tokenInQuery(request.url ?? '/')) return undefined
         const remembered = this.#remembered.get(token)
         if (remembered !== undefined) {
-          if (this.#now() < remembered.until) return remembered.decision
+          if (this.#now() < remembered.until) {
+            return remembered.readOnly !== undefined && !READ_METHODS.has(method)
+              ? remembered.readOnly
+              : remembered.decision
+          }
           this.#remembered.delete(token)
         }
       }
@@ -173,13 +204,13 @@ export class Callers {
     return undefined
   }
 
-  #remember(token: string, decision: Decision, exp: number): void {
+  #remember(token: string, decision: Decision, exp: number, readOnly: Decision | undefined): void {
     if (token.length > REMEMBERED_TOKEN_LENGTH || this.#capacity === 0) return
     if (this.#remembered.size >= this.#capacity) {
       const oldest = this.#remembered.keys().next().value as string
       this.#remembered.delete(oldest)
     }
-    this.#remembered.set(token, { decision, until: (exp + LEEWAY_SECONDS) * 1000 })
+    this.#remembered.set(token, { decision, until: (exp + LEEWAY_SECONDS) * 1000, readOnly })
   }
 }
 

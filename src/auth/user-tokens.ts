@@ -119,11 +119,20 @@ export type UserTokensOptions = (SecretSource | JwksSource) & {
    * JWT or none with a secret.
    */
   tokenTypes?: readonly string[]
+  /**
+   * The scope a token must hold to write (AUTH_WRITE_SCOPE): a token whose `scope` (RFC 9068's
+   * space-separated string, or an `scp` list as some providers send) lacks it may only read.
+   * Unset or empty: every token may write.
+   */
+  writeScope?: string
 }
 
-/** A request's user: the token's `sub`, and its `exp` (seconds since 1970). */
+/**
+ * A request's user: the token's `sub`, its `exp` (seconds since 1970), and whether its scope lets
+ * it only read.
+ */
 export type TokenVerdict =
-  | { readonly ok: true; readonly user: string; readonly exp: number }
+  | { readonly ok: true; readonly user: string; readonly exp: number; readonly readOnly: boolean }
   | TokenRefusal
 
 const DEFAULT_JWKS_TIMEOUT_MS = 2_000
@@ -149,6 +158,12 @@ export class UserTokens {
   readonly #issuer: string | undefined
   readonly #audience: string | undefined
   readonly #now: (() => number) | undefined
+  readonly #writeScope: string | undefined
+
+  /** The scope writing needs (AUTH_WRITE_SCOPE), when set. */
+  get writeScope(): string | undefined {
+    return this.#writeScope
+  }
 
   /** @throws RangeError or TypeError, naming the option, for a source that cannot be used. */
   constructor(options: UserTokensOptions) {
@@ -195,6 +210,14 @@ export class UserTokens {
     this.#issuer = options.issuer
     this.#audience = options.audience
     this.#now = options.now
+    const writeScope = options.writeScope === '' ? undefined : options.writeScope
+    // A scope-token of RFC 6749 §3.3: it goes into WWW-Authenticate's quoted scope as it is.
+    if (writeScope !== undefined && !/^[\x21\x23-\x5b\x5d-\x7e]+$/.test(writeScope)) {
+      throw new RangeError(
+        'The write scope must be one scope token: printable ASCII without spaces, quotes or backslashes.',
+      )
+    }
+    this.#writeScope = writeScope
     this.#options = {
       algorithms: [...this.#accepted],
       clockTolerance: LEEWAY_SECONDS,
@@ -244,7 +267,9 @@ export class UserTokens {
     } catch (error) {
       return this.#refusalFor(error, header)
     }
-    return userOf(payload)
+    const user = userOf(payload)
+    if (!user.ok || this.#writeScope === undefined) return user
+    return { ...user, readOnly: !scopesOf(payload).includes(this.#writeScope) }
   }
 
   async #verified(token: string): Promise<JWTPayload> {
@@ -309,7 +334,16 @@ function userOf(payload: JWTPayload): TokenVerdict {
   if (sub.length > MAX_SUBJECT_LENGTH) return LONG_SUBJECT
   // Two such subs could be one notebook once stored (a lone surrogate becomes U+FFFD in UTF-8).
   if (!isNotebookName(sub)) return UNSTORABLE_SUBJECT
-  return { ok: true, user: sub, exp: payload.exp as number }
+  return { ok: true, user: sub, exp: payload.exp as number, readOnly: false }
+}
+
+/** The token's scopes: `scope` split at spaces (RFC 9068), or `scp` (a list, or one string). */
+function scopesOf(payload: JWTPayload): readonly string[] {
+  const { scope, scp } = payload as { scope?: unknown; scp?: unknown }
+  if (typeof scope === 'string') return scope.split(' ')
+  if (Array.isArray(scp)) return scp.filter((value): value is string => typeof value === 'string')
+  if (typeof scp === 'string') return scp.split(' ')
+  return []
 }
 
 /**

@@ -126,6 +126,11 @@ export interface Config {
    * JWT or no typ with `authJwtSecret`. ID tokens are refused whatever it lists.
    */
   authTokenTypes: readonly string[]
+  /**
+   * The scope a user token needs to write ('' unless set: every token may): a token whose scope
+   * lacks it may only read (GET, HEAD), and a write with it is 403.
+   */
+  authWriteScope: string
   /** Most notes one user's notebook holds (507 above it). */
   maxNotesPerUser: number
   /** Most UTF-8 bytes of note JSON one user's notebook holds (507 above it). */
@@ -387,6 +392,13 @@ export const OPTIONS: readonly Option<Setting>[] = [
     'header typ values user tokens may carry besides at+jwt (at+jwt,JWT for a provider that types its access tokens JWT; none: no typ); unset, at+jwt alone with AUTH_JWKS_URL, at+jwt, JWT or none with AUTH_JWT_SECRET; ID tokens are refused whatever it lists',
     Object.freeze([]),
     tokenTypes,
+  ),
+  opt(
+    'authWriteScope',
+    'AUTH_WRITE_SCOPE',
+    'the scope a user token needs to write (in its space-separated scope, or its scp list); a token without it may only read (GET, HEAD); unset, every token may write',
+    '',
+    text,
   ),
   opt(
     'maxNotesPerUser',

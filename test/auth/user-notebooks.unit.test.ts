@@ -34,7 +34,7 @@ interface UserApp {
 function userApp(
   context: SuiteContext,
   overrides: Partial<Config> = {},
-  options: { keys?: boolean; logs?: string[] } = {},
+  options: { keys?: boolean; logs?: string[]; writeScope?: string } = {},
 ): UserApp {
   let now = T * 1000
   const clock = (): number => now
@@ -53,7 +53,11 @@ function userApp(
   const logs = options.logs
   const app = buildApp({
     notebooks,
-    userTokens: new UserTokens({ secret: SECRET, now: clock }),
+    userTokens: new UserTokens({
+      secret: SECRET,
+      now: clock,
+      ...(options.writeScope === undefined ? {} : { writeScope: options.writeScope }),
+    }),
     now: clock,
     config,
     ...(logs === undefined
@@ -123,6 +127,57 @@ function assertRefused(response: LightMyRequestResponse, status: number, detail:
 }
 
 describeEachLane('user notebooks', (context) => {
+  it('with a write scope set, lets a token whose scope lacks it only read, on its first request and after', async () => {
+    const { app } = userApp(context, {}, { writeScope: 'notes:write' })
+    const writer = as(
+      app,
+      bearer(await tokenFor('alice', { scope: 'openid notes:read notes:write' })),
+    )
+    const listed = as(app, bearer(await tokenFor('alice', { scp: ['notes:read', 'notes:write'] })))
+    const reader = as(app, bearer(await tokenFor('alice', { scope: 'openid notes:read' })))
+    const bare = as(app, bearer(await tokenFor('alice')))
+    // Scopes are whole words: a prefix or a longer one is not the scope.
+    const near = as(app, bearer(await tokenFor('alice', { scope: 'notes:writer notes:writ' })))
+    const note = await writer.create({ title: 'by the writer' })
+    assert.equal(
+      (await listed.request('PATCH', `/api/note/${note.id}`, { by: 'scp' })).statusCode,
+      200,
+    )
+    for (const client of [reader, bare, near]) {
+      // The first request of a token is a read (verified then remembered), or a write.
+      for (const order of [0, 1]) {
+        if (order === 1) assert.equal((await client.request('GET', '/api/note')).statusCode, 200)
+        for (const [method, url, body] of [
+          ['POST', '/api/note', { title: 'no' }],
+          ['PATCH', `/api/note/${note.id}`, { title: 'no' }],
+          ['DELETE', `/api/note/${note.id}`, undefined],
+          ['POST', '/api/batch', [{ method: 'POST', path: '/api/note', body: {} }]],
+        ] as const) {
+          const refused = await client.request(method, url, body)
+          assertRefused(
+            refused,
+            403,
+            /^This token may only read \(GET, HEAD\): its scope lacks notes:write/,
+          )
+          assert.equal(
+            refused.headers['www-authenticate'],
+            'Bearer error="insufficient_scope", scope="notes:write"',
+          )
+        }
+      }
+      const read = await client.request('GET', `/api/note/${note.id}`)
+      assert.equal(read.statusCode, 200)
+    }
+    assert.deepEqual(await writer.list(), [{ id: note.id, title: 'by the writer', by: 'scp' }])
+    // Without a write scope, a token with no scope writes as before.
+    const open = userApp(context).app
+    assert.equal(
+      (await as(open, bearer(await tokenFor('bob'))).request('POST', '/api/note', {})).statusCode,
+      200,
+    )
+    assert.throws(() => new UserTokens({ secret: SECRET, writeScope: 'notes "write"' }), RangeError)
+  })
+
   it("acts on the caller's notebook alone: another user's note is the empty 404 for every operation, and ids stay unique", async () => {
     const { app } = userApp(context)
     const alice = as(app, bearer(await tokenFor('alice')))

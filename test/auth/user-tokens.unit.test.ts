@@ -67,7 +67,12 @@ const refreshing = (kid: string, retryAfter: number): TokenVerdict => ({
 })
 
 const refused = (detail: string): TokenVerdict => ({ ok: false, status: 401, detail })
-const user = (name: string, exp: number): TokenVerdict => ({ ok: true, user: name, exp })
+const user = (name: string, exp: number): TokenVerdict => ({
+  ok: true,
+  user: name,
+  exp,
+  readOnly: false,
+})
 const bearer = (token: string): string => `Bearer ${token}`
 const good = (claims: JWTPayload = {}): JWTPayload => ({ sub: 'alice', exp: T + 3600, ...claims })
 
