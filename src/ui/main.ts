@@ -17,6 +17,7 @@ import {
 import {
   IndexedDbReplicaStorage,
   MemoryReplicaStorage,
+  NotesProblem,
   parseJson,
   Replica,
   type ReplicaEntry,
@@ -85,6 +86,8 @@ let loadFailure: Failure | undefined
 let generation = 0
 /** A 401 stopped the replica: it waits for a key (the requests still under way say it again). */
 let waitingForKey = false
+/** What #sync-error says of a change the service refused: cleared once nothing waits. */
+let sendFailure: string | undefined
 
 const count = (n: number, one: string, many: string): string =>
   `${n.toLocaleString('en')} ${n === 1 ? one : many}`
@@ -188,7 +191,8 @@ function showWaiting(): void {
   const waiting = replica?.waiting ?? 0
   const text = waiting === 0 ? '' : `${count(waiting, 'change', 'changes')} waiting to be sent.`
   if (waitingText.textContent !== text) waitingText.textContent = text
-  if (waiting === 0) syncError.textContent = ''
+  // Only the refusal of a change: why an invitation or this device's storage failed stays.
+  if (waiting === 0 && syncError.textContent === sendFailure) syncError.textContent = ''
 }
 
 /**
@@ -264,6 +268,12 @@ async function openNotebook(notebook: OpenedNotebook | undefined): Promise<void>
     if (event.type === 'change' || event.type === 'reset') render()
     if (event.type === 'waiting' || event.type === 'online') showWaiting()
     if (event.type === 'conflict' || event.type === 'change') conflicts.show(opened.conflicts)
+    if (event.type === 'lost') {
+      // Deleted, or the person removed from it, elsewhere: the switcher lists the notebooks
+      // again, and shows their own one instead.
+      syncError.textContent = `“${notebook?.name}” is no longer one of your notebooks: it was deleted, or you are no longer a member.`
+      void switcher.refresh()
+    }
   })
   render()
   showWaiting()
@@ -299,7 +309,10 @@ watchAnswers({
     else if (failure.status === 403) readOnlyNote.hidden = false
     const why = describeFailure(failure)
     if (method === 'POST') createError.textContent = `Not created. ${why}`
-    else syncError.textContent = `A change could not be sent. ${why}`
+    else {
+      sendFailure = `A change could not be sent. ${why}`
+      syncError.textContent = sendFailure
+    }
   },
   listFailed(failure) {
     if (loaded) return
@@ -466,7 +479,9 @@ async function join(): Promise<string | undefined> {
     announce(`You joined “${notebook.name}” as ${notebook.role}.`)
     return notebook.id
   } catch (err) {
-    syncError.textContent = `The invitation could not be used. ${(err as Error).message}`
+    // The service's detail says why in words ('unknown, expired, used up or withdrawn').
+    const why = err instanceof NotesProblem ? err.detail : (err as Error).message
+    syncError.textContent = `The invitation could not be used. ${why}`
     return undefined
   }
 }

@@ -35,8 +35,11 @@ function roleSelect(label: string, value: Role): HTMLSelectElement {
 export class ShareDialog {
   readonly #hooks: ShareHooks
   #notebook: OpenedNotebook | undefined
-  /** The link made last, shown until the dialog is opened again. */
-  #link: string | undefined
+  /**
+   * The link made last and its invitation's id, shown until the dialog is opened again or the
+   * invitation is withdrawn.
+   */
+  #link: { invite: string; url: string } | undefined
 
   constructor(hooks: ShareHooks) {
     this.#hooks = hooks
@@ -160,14 +163,17 @@ export class ShareDialog {
           role: role.value as Role,
           uses: Number.isSafeInteger(count) && count > 0 ? count : 1,
         })
-        this.#link = `${location.origin}/#invite=${encodeURIComponent(invite.token)}`
+        this.#link = {
+          invite: invite.id,
+          url: `${location.origin}/#invite=${encodeURIComponent(invite.token)}`,
+        }
       }, 'Invitation link made: copy it and send it to whom you invite.')
     })
     return form
   }
 
   #linkPart(): HTMLElement | undefined {
-    const link = this.#link
+    const link = this.#link?.url
     if (link === undefined) return undefined
     const id = uniqueId('share-link')
     const input = h('input', { type: 'text', id, readonly: true, value: link, class: 'code' })
@@ -193,7 +199,11 @@ export class ShareDialog {
     const words = `${invite.role}, ${invite.uses} ${invite.uses === 1 ? 'use' : 'uses'} left, until ${new Date(invite.expires).toLocaleString('en')}`
     withdraw.setAttribute('aria-label', `Withdraw the invitation: ${words}`)
     withdraw.addEventListener('click', () => {
-      void this.#do(() => client.withdrawInvite(this.#id(), invite.id), 'Invitation withdrawn.')
+      void this.#do(async () => {
+        await client.withdrawInvite(this.#id(), invite.id)
+        // A withdrawn link is no longer offered to copy.
+        if (this.#link?.invite === invite.id) this.#link = undefined
+      }, 'Invitation withdrawn.')
     })
     return h('li', {}, words, ' ', withdraw)
   }
