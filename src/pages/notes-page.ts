@@ -10,7 +10,8 @@ import { compressedPageFile, contentDigest } from './page-compression.js'
 const SERVICE_WORKER_POLICY = 'notes-service-worker'
 
 /**
- * The page's policy: everything from this origin only, no inline script or style, no plugins, no
+ * The page's policy: everything from this origin only (images also from the page's own blob:
+ * URLs), no inline script or style, no plugins, no
  * framing, and Trusted Types required, so that assigning a string to innerHTML (or any other
  * HTML sink) throws: note content can only ever reach the page as text.
  */
@@ -25,7 +26,8 @@ export function pageCsp(signInOrigin?: string): string {
     "default-src 'self'",
     "script-src 'self'",
     "style-src 'self'",
-    "img-src 'self'",
+    // blob: for the attachments, whose bytes the page reads with the tab's key.
+    "img-src 'self' blob:",
     signInOrigin === undefined ? "connect-src 'self'" : `connect-src 'self' ${signInOrigin}`,
     "worker-src 'self'",
     "manifest-src 'self'",

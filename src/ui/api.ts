@@ -86,6 +86,11 @@ function notebookPath(pathname: string): 'note' | 'events' | undefined {
     | undefined
 }
 
+/** '/api/files', '/api/notebooks/n4Q/uploads/u1' -> true: a file's, or its upload's. */
+function filesPath(pathname: string): boolean {
+  return /^\/api(?:\/notebooks\/[^/]+)?\/(?:files|uploads)(?:\/|$)/.test(pathname)
+}
+
 /** Answers that say the service itself could not answer: a gateway's, or load shedding's. */
 const UNREACHABLE = new Set([502, 503, 504])
 
@@ -116,7 +121,8 @@ async function heard(method: string, url: URL, response: Response, stale: boolea
   answerWatcher?.reached(!UNREACHABLE.has(response.status))
   if (response.ok || stale) return
   const list = method === 'GET' && notebookPath(url.pathname) === 'note'
-  const write = method !== 'GET' && method !== 'HEAD'
+  // A refused file is said at the note it was attached to.
+  const write = method !== 'GET' && method !== 'HEAD' && !filesPath(url.pathname)
   if (response.status !== 401 && !write && !list) return
   // A 412 or an empty 404 on a write is the replica's to handle (a conflict).
   if (write && (response.status === 412 || response.status === 404)) return

@@ -4,6 +4,7 @@
  * every notebook) would weigh on every first load.
  */
 export { NotesProblem } from './client/errors.js'
+export type { FilesClient, StoredFile } from './client/files-client.js'
 export { NotesClient } from './client/notes-client.js'
 export { parseJson } from './client/parse-json.js'
 export { IndexedDbReplicaStorage } from './client/replica/indexeddb-storage.js'

@@ -15,6 +15,7 @@ import {
   watchFeed,
 } from './api.js'
 import {
+  type FilesClient,
   IndexedDbReplicaStorage,
   MemoryReplicaStorage,
   NotesProblem,
@@ -34,6 +35,7 @@ import { registerServiceWorker } from './service-worker.js'
 import { ShareDialog } from './share-dialog.js'
 import { OidcSignIn, signInSettings } from './sign-in.js'
 import { TrashView } from './trash.js'
+import { Uploads } from './uploads.js'
 
 /** Notes shown at first, and added by each "Load more notes". */
 const PAGE_SIZE = 50
@@ -67,6 +69,9 @@ const conflicts = new ConflictList(byId('conflicts', HTMLElement), {
 
 /** The notebook on this device, while one is open. */
 let replica: Replica | undefined
+/** Its files, and the files on their way to its notes. */
+let files: FilesClient | undefined
+let uploads: Uploads | undefined
 /** Its API path: '/api' for the default notebook, '/api/notebooks/<id>' for another. */
 let base = '/api'
 const order = new ListOrder()
@@ -96,6 +101,8 @@ const context: ItemContext = {
   announce,
   base: () => base,
   replica: () => replica,
+  files: () => files,
+  uploads: () => uploads,
   deleted() {
     announce('Note deleted.')
     createTitle.focus()
@@ -141,6 +148,7 @@ function render(): void {
   for (const [key, item] of items) {
     if (keep.has(key)) continue
     items.delete(key)
+    item.dispose()
     // Someone editing a note deleted elsewhere is told, rather than losing the editor.
     if (item.editing && open.get(key) === undefined) item.gone()
     else item.element.remove()
@@ -216,8 +224,12 @@ async function openNotebook(notebook: OpenedNotebook | undefined): Promise<void>
   document.body.dataset.role = access.signedOut ? 'none' : (notebook?.role ?? 'editor')
   const old = replica
   replica = undefined
+  files = undefined
+  uploads?.close()
+  uploads = undefined
   unsubscribe()
   await old?.close()
+  for (const item of items.values()) item.dispose()
   items.clear()
   list.replaceChildren()
   order.reset()
@@ -250,11 +262,15 @@ async function openNotebook(notebook: OpenedNotebook | undefined): Promise<void>
   const notebookClient =
     notebook === undefined || notebook.default ? client : client.notebook(notebook.id)
   const opened = await Replica.open({ client: notebookClient, storage, maxDelayMs: 5_000 })
+  const sending = await Uploads.open(notebookName(notebook), uploadHost)
   if (run !== generation) {
+    sending.close()
     await opened.close()
     return
   }
   replica = opened
+  files = notebookClient.files
+  uploads = sending
   loaded = opened.notes().length > 0 || opened.waiting > 0 || opened.conflicts.length > 0
   unsubscribe = opened.subscribe((event) => {
     if (replica !== opened) return
@@ -267,6 +283,8 @@ async function openNotebook(notebook: OpenedNotebook | undefined): Promise<void>
     }
     if (event.type === 'change' || event.type === 'reset') render()
     if (event.type === 'waiting' || event.type === 'online') showWaiting()
+    // The service answers again: the files kept while it could not be reached go now.
+    if (event.type === 'online' && opened.online) void sending.flush()
     if (event.type === 'conflict' || event.type === 'change') conflicts.show(opened.conflicts)
     if (event.type === 'lost') {
       // Deleted, or the person removed from it, elsewhere: the switcher lists the notebooks
@@ -279,7 +297,26 @@ async function openNotebook(notebook: OpenedNotebook | undefined): Promise<void>
   showWaiting()
   conflicts.show(opened.conflicts)
   opened.start()
+  void sending.flush()
   if (nearEnd()) showMore()
+}
+
+const uploadHost = {
+  replica: () => replica,
+  files: () => files,
+  changed: (key: string) => items.get(key)?.showUploads(),
+  say(key: string, text: string, kind: 'status' | 'error') {
+    const item = items.get(key)
+    if (item === undefined) announce(text)
+    else item.say(text, kind)
+  },
+}
+
+// A file dropped beside a note is not opened in place of the page (which would leave it).
+for (const type of ['dragover', 'drop'] as const) {
+  addEventListener(type, (event) => {
+    if (event.dataTransfer?.types.includes('Files') === true) event.preventDefault()
+  })
 }
 
 const link = new LinkStatus(feedStatus, () => waitingForKey)

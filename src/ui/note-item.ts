@@ -1,9 +1,17 @@
 import { hasPath, type Note } from './api.js'
-import { parseJson, type Replica, type ReplicaEntry } from './client-parts.js'
+import {
+  type Attachment,
+  AttachmentView,
+  FILES_FIELD,
+  onlyAttachments,
+  withoutAttachment,
+} from './attachments.js'
+import { type FilesClient, parseJson, type Replica, type ReplicaEntry } from './client-parts.js'
 import { h, replaceChildren, uniqueId } from './dom.js'
 import { type HistoryContext, NoteHistory } from './note-history.js'
 import { type Fields, isObject, planPatch, sameJson } from './note-patch.js'
 import { DATE_TIME, firstText, TITLE_FIELDS } from './note-text.js'
+import type { Uploads } from './uploads.js'
 
 /** Fields shown as its text, likewise. */
 const BODY_FIELDS = ['body', 'text', 'content', 'description', 'note', 'message']
@@ -16,6 +24,9 @@ export interface ItemContext extends HistoryContext {
   replica(): Replica | undefined
   /** The person deleted the note (on this device; the replica sends it). */
   deleted(item: NoteItem): void
+  /** The open notebook's files, and the uploads to its notes. */
+  files(): FilesClient | undefined
+  uploads(): Uploads | undefined
 }
 
 /** The note without its id, for showing and editing as JSON. */
@@ -55,6 +66,9 @@ export class NoteItem {
   #message: HTMLElement
   /** The note's history, while it is open. */
   #history: NoteHistory | undefined
+  readonly #attachments: AttachmentView
+  /** How the note is named to assistive technology: its heading. */
+  #label = ''
 
   constructor(entry: ReplicaEntry, context: ItemContext) {
     this.#note = entry.note as Note
@@ -63,7 +77,28 @@ export class NoteItem {
     this.#context = context
     this.#message = h('p', { class: 'message', role: 'status' })
     this.element = h('li', { class: 'note' })
+    this.#attachments = new AttachmentView({
+      files: () => context.files(),
+      base: () => context.base(),
+      remove: (file) => void this.#removeAttachment(file),
+    })
+    this.#listenForDrops()
     this.#show()
+  }
+
+  /** The uploads to this note changed: its attachments are shown again (nothing else). */
+  showUploads(): void {
+    this.#attachments.show(this.#note, this.#context.uploads()?.of(this.key) ?? [], this.#label)
+  }
+
+  /** Says something about the note, under it (an upload's end, say). */
+  say(text: string, kind: 'status' | 'error'): void {
+    this.#say(text, kind)
+  }
+
+  /** The note left the list: the bytes read for its attachments are let go. */
+  dispose(): void {
+    this.#attachments.dispose()
   }
 
   get note(): Note {
@@ -110,6 +145,7 @@ export class NoteItem {
   /** The note was deleted elsewhere. */
   gone(): void {
     this.#editor = undefined
+    this.dispose()
     replaceChildren(this.element, h('p', { class: 'gone' }, 'This note was deleted.'))
   }
 
@@ -134,6 +170,8 @@ export class NoteItem {
     const rest = withoutId(note)
     if (titleKey !== undefined) delete rest[titleKey]
     if (bodyKey !== undefined) delete rest[bodyKey]
+    // Shown as attachments, not as JSON.
+    if (onlyAttachments(note)) delete rest[FILES_FIELD]
     const editButton = h('button', { type: 'button', 'aria-describedby': this.#headingId }, 'Edit')
     const deleteButton = h(
       'button',
@@ -153,12 +191,24 @@ export class NoteItem {
     historyButton.addEventListener('click', () => this.#toggleHistory())
     editButton.addEventListener('click', () => this.#openEditor())
     deleteButton.addEventListener('click', () => this.#confirmDelete('yes'))
+    const picker = h('input', { type: 'file', multiple: true, hidden: true, tabindex: '-1' })
+    picker.setAttribute('aria-label', 'Files to attach')
+    const attachButton = h(
+      'button',
+      { type: 'button', class: 'attach', 'aria-describedby': this.#headingId },
+      'Attach files…',
+    )
+    attachButton.addEventListener('click', () => picker.click())
+    picker.addEventListener('change', () => {
+      this.#attach(picker.files)
+      picker.value = ''
+    })
     const actions = h(
       'div',
       { class: 'actions' },
       ...(note.id !== undefined && !hasPath(note.id)
         ? [h('span', { class: 'hint' }, 'Its id is not a number, so it cannot be changed here.')]
-        : [editButton, historyButton, deleteButton]),
+        : [editButton, attachButton, picker, historyButton, deleteButton]),
     )
     const heading = h(
       'h3',
@@ -169,6 +219,8 @@ export class NoteItem {
           : `Note ${JSON.stringify(note.id)}`
         : String(note[titleKey]),
     )
+    this.#label = heading.textContent ?? ''
+    this.showUploads()
     const time = createdAt(note.id)
     const where =
       note.id === undefined
@@ -182,6 +234,7 @@ export class NoteItem {
         heading,
         bodyKey !== undefined && h('p', { class: 'body' }, String(note[bodyKey])),
         Object.keys(rest).length > 0 && fieldsJson(rest),
+        this.#attachments.element,
         h('p', { class: 'meta' }, where, time && ' · ', time),
         actions,
         this.#message,
@@ -190,6 +243,80 @@ export class NoteItem {
     )
     // Shown anew (the note changed): the person stays where they were in its history.
     if (focused instanceof HTMLElement) focused.focus()
+  }
+
+  /** Files dropped on the note are attached to it, as the picker's are. */
+  #listenForDrops(): void {
+    const carriesFiles = (event: DragEvent): boolean =>
+      this.#editor === undefined &&
+      this.#changeable() &&
+      event.dataTransfer?.types.includes('Files') === true
+    const over = (event: DragEvent): void => {
+      if (!carriesFiles(event)) return
+      event.preventDefault()
+      if (event.dataTransfer !== null) event.dataTransfer.dropEffect = 'copy'
+      this.element.classList.add('dropping')
+    }
+    this.element.addEventListener('dragenter', over)
+    this.element.addEventListener('dragover', over)
+    this.element.addEventListener('dragleave', (event) => {
+      if (!this.element.contains(event.relatedTarget as Node | null)) {
+        this.element.classList.remove('dropping')
+      }
+    })
+    this.element.addEventListener('drop', (event) => {
+      this.element.classList.remove('dropping')
+      if (!carriesFiles(event)) return
+      event.preventDefault()
+      this.#attach(event.dataTransfer?.files ?? null)
+    })
+  }
+
+  /** Whether the person may change this note here (an editor, and an id the API can name). */
+  #changeable(): boolean {
+    const role = document.body.dataset.role
+    return (
+      role !== 'viewer' &&
+      role !== 'none' &&
+      (this.#note.id === undefined || hasPath(this.#note.id))
+    )
+  }
+
+  #attach(files: FileList | null): void {
+    const uploads = this.#context.uploads()
+    if (files === null || files.length === 0) return
+    if (uploads === undefined) {
+      this.#say('Not attached: the notes are being opened again. Try once more.', 'error')
+      return
+    }
+    this.#say('')
+    for (const file of files) void uploads.attach(this.key, file)
+  }
+
+  /** Takes the attachment out of the note (the service removes the file once nothing refers to it). */
+  async #removeAttachment(file: Attachment): Promise<void> {
+    const replica = this.#context.replica()
+    if (replica === undefined) return
+    const fields = withoutId(this.#note)
+    const plan = planPatch(fields, withoutAttachment(fields, file.id))
+    if (plan.kind === 'impossible') {
+      this.#say(`Not removed. ${plan.why}`, 'error')
+      return
+    }
+    if (plan.kind === 'unchanged') return
+    try {
+      const saved = await replica.update(this.key, plan.body, {
+        mergePatch: plan.contentType === 'application/merge-patch+json',
+      })
+      this.#note = saved.note as Note
+      this.#pending = saved.pending
+    } catch (err) {
+      this.#say(`Not removed. ${(err as Error).message}`, 'error')
+      return
+    }
+    if (this.#editor === undefined) this.#show()
+    this.#say(`Removed “${file.name}” from this note.`)
+    this.#focusButton('Attach files…')
   }
 
   /** Opens the note's history under it, or closes it. */

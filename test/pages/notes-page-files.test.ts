@@ -1,0 +1,410 @@
+/**
+ * Attachments on the notes page, in Chromium against the real service: a file attached with the
+ * picker or dropped on a note is stored on the service and referred to by the note; an image
+ * shows, any other file is a link that downloads the same bytes; offline, a file waits on the
+ * device (across a reload) and goes when the network is back; an attachment can be removed.
+ */
+import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
+import { existsSync, readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { after, before, describe, it } from 'node:test'
+import { deflateSync } from 'node:zlib'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { type ServerProcess, startServer } from '../hostile/server-process.js'
+import { CHROMIUM, launchChromium, MISSING, SKIP } from '../support/chromium.js'
+
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js')
+
+type Json = Record<string, unknown>
+
+/** CRC-32 of PNG chunks (ISO 3309). */
+function crc32(bytes: Buffer): number {
+  let crc = 0xffffffff
+  for (const byte of bytes) {
+    crc ^= byte
+    for (let k = 0; k < 8; k++) crc = crc & 1 ? (crc >>> 1) ^ 0xedb88320 : crc >>> 1
+  }
+  return (crc ^ 0xffffffff) >>> 0
+}
+
+function chunk(type: string, data: Buffer): Buffer {
+  const length = Buffer.alloc(4)
+  length.writeUInt32BE(data.length)
+  const body = Buffer.concat([Buffer.from(type, 'latin1'), data])
+  const crc = Buffer.alloc(4)
+  crc.writeUInt32BE(crc32(body))
+  return Buffer.concat([length, body, crc])
+}
+
+/** A valid 2x2 RGB PNG: red, green / blue, white. */
+function tinyPng(): Buffer {
+  const header = Buffer.alloc(13)
+  header.writeUInt32BE(2, 0)
+  header.writeUInt32BE(2, 4)
+  header[8] = 8 // bit depth
+  header[9] = 2 // colour type: RGB
+  const rows = Buffer.from([0, 255, 0, 0, 0, 255, 0, 0, 0, 0, 255, 255, 255, 255])
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', header),
+    chunk('IDAT', deflateSync(rows)),
+    chunk('IEND', Buffer.alloc(0)),
+  ])
+}
+
+const sha256 = (bytes: Buffer): string => createHash('sha256').update(bytes).digest('hex')
+
+let browser: Browser | undefined
+const servers: ServerProcess[] = []
+
+async function serve(env: Record<string, string> = {}): Promise<string> {
+  const server = await startServer({ env })
+  servers.push(server)
+  return `http://127.0.0.1:${server.port}`
+}
+
+async function create(origin: string, note: Json): Promise<Json> {
+  const answer = await fetch(`${origin}/api/note`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(note),
+  })
+  assert.equal(answer.status, 200)
+  return ((await answer.json()) as { data: Json }).data
+}
+
+/** The note as the service holds it, read from outside the browser. */
+async function stored(origin: string, id: unknown): Promise<Json> {
+  const answer = await fetch(`${origin}/api/note/${id}`)
+  assert.equal(answer.status, 200)
+  return ((await answer.json()) as { data: Json }).data
+}
+
+/** The file's bytes as the service serves them. */
+async function fileBytes(origin: string, id: string): Promise<Buffer> {
+  const answer = await fetch(`${origin}/api/files/${id}`)
+  assert.equal(answer.status, 200)
+  return Buffer.from(await answer.arrayBuffer())
+}
+
+async function fileCount(origin: string): Promise<number> {
+  return Number((await fetch(`${origin}/api/files`)).headers.get('x-total-count'))
+}
+
+/** Polls `check` (every 100 ms, at most 20 s) until it holds. */
+async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
+  for (const started = Date.now(); Date.now() - started < 20_000; ) {
+    if (await check()) return
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  assert.fail(`never: ${what}`)
+}
+
+const item = (page: Page, text: string) =>
+  page.locator('#notes > li').filter({ has: page.locator('h3', { hasText: text }) })
+
+interface Watched {
+  page: Page
+  context: BrowserContext
+  /** Uncaught exceptions and content the page's policy refused. */
+  errors: string[]
+}
+
+/**
+ * The page in a fresh profile, once its service worker controls it (so that it reloads offline);
+ * `axe`: without the page's policy, which refuses axe's own innerHTML.
+ */
+async function open(origin: string, options: { axe?: boolean } = {}): Promise<Watched> {
+  assert.ok(browser, `${MISSING}: CI must install it (.ci/run does).`)
+  const context = await browser.newContext({
+    viewport: { width: 900, height: 900 },
+    bypassCSP: options.axe === true,
+  })
+  const page = await context.newPage()
+  const errors: string[] = []
+  page.on('pageerror', (error) => errors.push(`pageerror: ${error.message}`))
+  page.on('console', (message) => {
+    if (/^Refused to|violates|Trusted ?Type/i.test(message.text())) errors.push(message.text())
+  })
+  const response = await page.goto(`${origin}/`)
+  assert.equal(response?.status(), 200)
+  for (const started = Date.now(); ; ) {
+    if ((await page.evaluate('navigator.serviceWorker.controller !== null')) === true) break
+    assert.ok(Date.now() - started < 10_000, 'the service worker never took control')
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  await page.locator('#list-status:not(:text("Loading"))').waitFor()
+  await page.locator('#feed-status[data-state="live"]').waitFor()
+  return { page, context, errors }
+}
+
+/** Picks files with the note's "Attach files…" button, through the browser's file chooser. */
+async function pick(
+  page: Page,
+  title: string,
+  files: { name: string; mimeType: string; buffer: Buffer }[],
+): Promise<void> {
+  const chooser = page.waitForEvent('filechooser')
+  await item(page, title).getByRole('button', { name: 'Attach files…' }).click()
+  await (await chooser).setFiles(files)
+}
+
+/** The image shown for `name` is decoded (its natural width is known). */
+async function decoded(page: Page, title: string, name: string): Promise<number> {
+  const image = item(page, title).getByRole('img', { name })
+  await image.waitFor()
+  for (const started = Date.now(); Date.now() - started < 10_000; ) {
+    const width = await image.evaluate((img: { complete: boolean; naturalWidth: number }) =>
+      img.complete ? img.naturalWidth : 0,
+    )
+    if (width > 0) return width
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  assert.fail(`the image ${name} was never decoded`)
+}
+
+async function axeClean(page: Page, state: string): Promise<void> {
+  if ((await page.evaluate('typeof axe')) !== 'object') {
+    await page.evaluate(readFileSync(AXE, 'utf8'))
+  }
+  const violations = (await page.evaluate(
+    `axe.run({ runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] }).then((result) =>
+      result.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(' ')) })))`,
+  )) as { impact: string }[]
+  assert.deepEqual(
+    violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'),
+    [],
+    `${state}: ${JSON.stringify(violations)}`,
+  )
+}
+
+const PNG = tinyPng()
+const TEXT = Buffer.from('Milk, eggs, bread, and 12,345 other things.\n'.repeat(280))
+
+describe("the notes page's attachments, in Chromium", { skip: SKIP, concurrency: false }, () => {
+  before(async () => {
+    if (existsSync(CHROMIUM)) browser = await launchChromium()
+  })
+  after(async () => {
+    await browser?.close()
+    await Promise.all(servers.map((server) => server.stop()))
+  })
+
+  it('attaches with the picker: the image shows, another file is a link with its size, the note refers to both, the bytes are those picked', async () => {
+    const origin = await serve()
+    const note = await create(origin, { title: 'Trip', body: 'photos', place: { lake: true } })
+    const { page, context, errors } = await open(origin)
+    await pick(page, 'Trip', [{ name: 'map.png', mimeType: 'image/png', buffer: PNG }])
+    assert.equal(await decoded(page, 'Trip', 'map.png'), 2)
+    await item(page, 'Trip').locator('.message', { hasText: 'Attached “map.png”.' }).waitFor()
+    const pngFile = { id: sha256(PNG), name: 'map.png', size: PNG.length, type: 'image/png' }
+    await eventually(
+      async () =>
+        JSON.stringify((await stored(origin, note.id)).files) === JSON.stringify([pngFile]),
+      'the note refers to the image',
+    )
+    assert.deepEqual(await fileBytes(origin, pngFile.id), PNG)
+
+    await pick(page, 'Trip', [{ name: 'list.txt', mimeType: 'text/plain', buffer: TEXT }])
+    const link = item(page, 'Trip').getByRole('link', { name: 'list.txt' })
+    await link.waitFor()
+    assert.equal(TEXT.length, 12_320)
+    assert.equal(
+      await item(page, 'Trip')
+        .locator('.files li', { has: page.getByRole('link', { name: 'list.txt' }) })
+        .textContent(),
+      'list.txt 12.3 KB · Remove',
+    )
+    const textFile = { id: sha256(TEXT), name: 'list.txt', size: TEXT.length, type: 'text/plain' }
+    await eventually(
+      async () => ((await stored(origin, note.id)).files as unknown[]).length === 2,
+      'the note refers to both',
+    )
+    // Every other field of the note stays as it was.
+    assert.deepEqual(await stored(origin, note.id), {
+      ...note,
+      files: [pngFile, textFile],
+    })
+    assert.deepEqual(await fileBytes(origin, textFile.id), TEXT)
+    // The files field is shown as attachments, not as JSON.
+    assert.equal(
+      await item(page, 'Trip').locator('pre.fields').textContent(),
+      '{"place":{"lake":true}}',
+    )
+    // The link downloads the file's bytes, read with the client (a blob: URL).
+    const download = page.waitForEvent('download')
+    await link.click()
+    const saved = await download
+    assert.equal(saved.suggestedFilename(), 'list.txt')
+    assert.match(saved.url(), /^blob:/)
+    assert.deepEqual(readFileSync(await saved.path()), TEXT)
+    assert.deepEqual(errors, [])
+    await context.close()
+  })
+
+  it('attaches files dropped on a note', async () => {
+    const origin = await serve()
+    const note = await create(origin, { title: 'Drop here' })
+    await create(origin, { title: 'Not here' })
+    const { page, context, errors } = await open(origin)
+    // A drop as the browser makes it: a DataTransfer holding files (the Node side has no DOM).
+    const transfer = await page.evaluateHandle(`(() => {
+      const data = new DataTransfer()
+      const png = Uint8Array.from(atob('${PNG.toString('base64')}'), (c) => c.charCodeAt(0))
+      data.items.add(new File([png], 'drop.png', { type: 'image/png' }))
+      data.items.add(new File(['dropped *text*'], 'notes.md', { type: 'text/markdown' }))
+      return data
+    })()`)
+    const target = item(page, 'Drop here')
+    await target.dispatchEvent('dragenter', { dataTransfer: transfer })
+    await target.dispatchEvent('dragover', { dataTransfer: transfer })
+    assert.equal(await target.evaluate((li) => li.classList.contains('dropping')), true)
+    await target.locator('h3').dispatchEvent('drop', { dataTransfer: transfer })
+    assert.equal(await target.evaluate((li) => li.classList.contains('dropping')), false)
+    assert.equal(await decoded(page, 'Drop here', 'drop.png'), 2)
+    await target.getByRole('link', { name: 'notes.md' }).waitFor()
+    const markdown = Buffer.from('dropped *text*')
+    await eventually(async () => {
+      const files = (await stored(origin, note.id)).files as Json[] | undefined
+      return files?.length === 2
+    }, 'the note refers to both dropped files')
+    const files = (await stored(origin, note.id)).files as Json[]
+    assert.deepEqual(
+      [...files].sort((a, b) => String(a.name).localeCompare(String(b.name))),
+      [
+        { id: sha256(PNG), name: 'drop.png', size: PNG.length, type: 'image/png' },
+        { id: sha256(markdown), name: 'notes.md', size: markdown.length, type: 'text/markdown' },
+      ],
+    )
+    assert.deepEqual(await fileBytes(origin, sha256(markdown)), markdown)
+    assert.equal(await item(page, 'Not here').locator('.files li').count(), 0)
+    assert.deepEqual(errors, [])
+    await context.close()
+  })
+
+  it('keeps a file attached offline on the device, across a reload, and sends it when the network is back', {
+    timeout: 90_000,
+  }, async () => {
+    const origin = await serve()
+    const note = await create(origin, { title: 'Offline photo' })
+    const { page, context, errors } = await open(origin, { axe: true })
+    await context.setOffline(true)
+    await pick(page, 'Offline photo', [{ name: 'later.png', mimeType: 'image/png', buffer: PNG }])
+    const waiting = item(page, 'Offline photo').locator('.uploads li')
+    await waiting.filter({ hasText: 'waiting to upload' }).waitFor()
+    assert.equal(
+      await waiting.textContent(),
+      `later.png ${PNG.length} bytes · waiting to upload · Cancel`,
+    )
+    await axeClean(page, 'a file waiting to upload')
+
+    await page.reload()
+    await page.locator('#feed-status[data-state="retrying"]').waitFor()
+    await waiting.filter({ hasText: 'waiting to upload' }).waitFor()
+    assert.equal(await fileCount(origin), 0)
+    assert.equal((await stored(origin, note.id)).files, undefined)
+
+    await context.setOffline(false)
+    await eventually(
+      async () => Array.isArray((await stored(origin, note.id)).files),
+      'the note refers to the file',
+    )
+    assert.deepEqual((await stored(origin, note.id)).files, [
+      { id: sha256(PNG), name: 'later.png', size: PNG.length, type: 'image/png' },
+    ])
+    assert.deepEqual(await fileBytes(origin, sha256(PNG)), PNG)
+    assert.equal(await decoded(page, 'Offline photo', 'later.png'), 2)
+    await waiting.waitFor({ state: 'detached' })
+    // Sent once: nothing waits on the device any more, and a reload sends nothing again.
+    await page.reload()
+    await page.locator('#feed-status[data-state="live"]').waitFor()
+    assert.equal(await item(page, 'Offline photo').locator('.uploads').count(), 0)
+    assert.equal(await fileCount(origin), 1)
+    assert.deepEqual(errors, [])
+    await context.close()
+  })
+
+  it('removes an attachment from the note, keeping the others and every other field', async () => {
+    const origin = await serve()
+    const png = { id: sha256(PNG), name: 'a.png', size: PNG.length, type: 'image/png' }
+    const text = { id: sha256(TEXT), name: 'b.txt', size: TEXT.length, type: 'text/plain' }
+    for (const [bytes, type] of [
+      [PNG, 'image/png'],
+      [TEXT, 'text/plain'],
+    ] as const) {
+      const answer = await fetch(`${origin}/api/files`, {
+        method: 'POST',
+        headers: { 'content-type': type },
+        body: bytes,
+      })
+      assert.equal(answer.status, 201)
+    }
+    const note = await create(origin, { title: 'Two files', body: 'keep me', files: [png, text] })
+    const { page, context, errors } = await open(origin)
+    assert.equal(await decoded(page, 'Two files', 'a.png'), 2)
+    await item(page, 'Two files')
+      .getByRole('button', { name: 'Remove a.png from Two files' })
+      .click()
+    await item(page, 'Two files').getByRole('img').waitFor({ state: 'detached' })
+    await eventually(
+      async () => ((await stored(origin, note.id)).files as unknown[]).length === 1,
+      'one file left',
+    )
+    assert.deepEqual(await stored(origin, note.id), { ...note, files: [text] })
+    await item(page, 'Two files')
+      .getByRole('button', { name: 'Remove b.txt from Two files' })
+      .click()
+    await eventually(
+      async () => !Object.hasOwn(await stored(origin, note.id), 'files'),
+      'the files field gone',
+    )
+    assert.deepEqual(await stored(origin, note.id), {
+      id: note.id,
+      title: 'Two files',
+      body: 'keep me',
+    })
+    assert.equal(
+      await item(page, 'Two files').locator('.message').textContent(),
+      'Removed “b.txt” from this note.',
+    )
+    assert.deepEqual(errors, [])
+    await context.close()
+  })
+
+  it('says a file is too large, with the limit, at its note; shows progress with a label; stays axe-clean', async () => {
+    const origin = await serve({ MAX_FILE_BYTES: '1000' })
+    await create(origin, { title: 'Small only' })
+    const { page, context, errors } = await open(origin, { axe: true })
+    await pick(page, 'Small only', [{ name: 'big.txt', mimeType: 'text/plain', buffer: TEXT }])
+    await item(page, 'Small only')
+      .locator('.message.error', {
+        hasText:
+          '“big.txt” is too large to attach. A file may hold at most 1000 bytes. Send a smaller file.',
+      })
+      .waitFor()
+    assert.equal(await page.locator('#create-error').textContent(), '')
+    assert.equal(await page.locator('#sync-error').textContent(), '')
+
+    // An upload held on its way shows its progress, labelled with the file's name.
+    let release: () => void = () => {}
+    const held = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    await page.route('**/api/files', async (route) => {
+      await held
+      await route.continue()
+    })
+    await pick(page, 'Small only', [{ name: 'dot.png', mimeType: 'image/png', buffer: PNG }])
+    const progress = page.getByRole('progressbar', { name: 'Uploading dot.png' })
+    await progress.waitFor()
+    assert.equal(await progress.getAttribute('max'), String(PNG.length))
+    await axeClean(page, 'an upload in progress')
+    release()
+    assert.equal(await decoded(page, 'Small only', 'dot.png'), 2)
+    await progress.waitFor({ state: 'detached' })
+    await axeClean(page, 'an image attached')
+    assert.deepEqual(errors, [])
+    await context.close()
+  })
+})
