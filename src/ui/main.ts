@@ -55,6 +55,7 @@ const createJsonMode = byId('create-mode-json', HTMLInputElement)
 const createFieldsMode = byId('create-mode-fields', HTMLInputElement)
 const createFieldsPart = byId('create-fields', HTMLElement)
 const createJsonPart = byId('create-json-part', HTMLElement)
+const createFiles = byId('create-files', HTMLInputElement)
 const createError = byId('create-error', HTMLElement)
 const createButton = byId('create-button', HTMLButtonElement)
 
@@ -394,7 +395,10 @@ function noteToCreate(): Record<string, unknown> | string {
   const fields: Record<string, string> = {}
   if (createTitle.value.trim() !== '') fields.title = createTitle.value
   if (createBody.value.trim() !== '') fields.body = createBody.value
-  return Object.keys(fields).length === 0 ? 'Write a title or a body first.' : fields
+  const files = createFiles.files?.length ?? 0
+  return Object.keys(fields).length === 0 && files === 0
+    ? 'Write a title or a body first, or pick a file.'
+    : fields
 }
 
 createForm.addEventListener('submit', (event) => {
@@ -416,9 +420,13 @@ async function create(): Promise<void> {
   }
   createButton.disabled = true
   const sent = createFields()
+  const picked = [...(createFiles.files ?? [])]
   try {
     // Kept on this device at once (durably), sent with an Idempotency-Key: never twice.
-    await open.create(note)
+    const entry = await open.create(note)
+    // The files go to the note once it is kept (offline too: they wait on the device).
+    createFiles.value = ''
+    for (const file of picked) void uploads?.attach(entry.key, file)
   } catch (err) {
     createError.textContent = `Not created. ${(err as Error).message}`
     return

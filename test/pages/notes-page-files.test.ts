@@ -64,10 +64,13 @@ async function serve(env: Record<string, string> = {}): Promise<string> {
   return `http://127.0.0.1:${server.port}`
 }
 
-async function create(origin: string, note: Json): Promise<Json> {
+async function create(origin: string, note: Json, key?: string): Promise<Json> {
   const answer = await fetch(`${origin}/api/note`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: {
+      'content-type': 'application/json',
+      ...(key === undefined ? {} : { authorization: `Bearer ${key}` }),
+    },
     body: JSON.stringify(note),
   })
   assert.equal(answer.status, 200)
@@ -75,18 +78,21 @@ async function create(origin: string, note: Json): Promise<Json> {
 }
 
 /** The note as the service holds it, read from outside the browser. */
-async function stored(origin: string, id: unknown): Promise<Json> {
-  const answer = await fetch(`${origin}/api/note/${id}`)
+async function stored(origin: string, id: unknown, key?: string): Promise<Json> {
+  const answer = await fetch(`${origin}/api/note/${id}`, { headers: bearer(key) })
   assert.equal(answer.status, 200)
   return ((await answer.json()) as { data: Json }).data
 }
 
 /** The file's bytes as the service serves them. */
-async function fileBytes(origin: string, id: string): Promise<Buffer> {
-  const answer = await fetch(`${origin}/api/files/${id}`)
+async function fileBytes(origin: string, id: string, key?: string): Promise<Buffer> {
+  const answer = await fetch(`${origin}/api/files/${id}`, { headers: bearer(key) })
   assert.equal(answer.status, 200)
   return Buffer.from(await answer.arrayBuffer())
 }
+
+const bearer = (key: string | undefined): Record<string, string> =>
+  key === undefined ? {} : { authorization: `Bearer ${key}` }
 
 async function fileCount(origin: string): Promise<number> {
   return Number((await fetch(`${origin}/api/files`)).headers.get('x-total-count'))
@@ -115,7 +121,10 @@ interface Watched {
  * The page in a fresh profile, once its service worker controls it (so that it reloads offline);
  * `axe`: without the page's policy, which refuses axe's own innerHTML.
  */
-async function open(origin: string, options: { axe?: boolean } = {}): Promise<Watched> {
+async function open(
+  origin: string,
+  options: { axe?: boolean; key?: string } = {},
+): Promise<Watched> {
   assert.ok(browser, `${MISSING}: CI must install it (.ci/run does).`)
   const context = await browser.newContext({
     viewport: { width: 900, height: 900 },
@@ -133,6 +142,11 @@ async function open(origin: string, options: { axe?: boolean } = {}): Promise<Wa
     if ((await page.evaluate('navigator.serviceWorker.controller !== null')) === true) break
     assert.ok(Date.now() - started < 10_000, 'the service worker never took control')
     await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  if (options.key !== undefined) {
+    const dialog = page.getByRole('dialog', { name: 'Access key' })
+    await dialog.getByLabel('Key').fill(options.key)
+    await dialog.getByRole('button', { name: 'Use this key' }).click()
   }
   await page.locator('#list-status:not(:text("Loading"))').waitFor()
   await page.locator('#feed-status[data-state="live"]').waitFor()
@@ -243,6 +257,60 @@ describe("the notes page's attachments, in Chromium", { skip: SKIP, concurrency:
     await context.close()
   })
 
+  it('reads and sends the files with the tab’s access key, which an <img src> could not carry', async () => {
+    const origin = await serve({ API_KEYS: 'write-key' })
+    const note = await create(origin, { title: 'Locked' }, 'write-key')
+    const { page, context, errors } = await open(origin, { key: 'write-key' })
+    assert.equal((await fetch(`${origin}/api/files`)).status, 401)
+    await pick(page, 'Locked', [
+      { name: 'key.png', mimeType: 'image/png', buffer: PNG },
+      { name: 'key.txt', mimeType: 'text/plain', buffer: TEXT },
+    ])
+    assert.equal(await decoded(page, 'Locked', 'key.png'), 2)
+    await eventually(
+      async () =>
+        ((await stored(origin, note.id, 'write-key')).files as unknown[] | undefined)?.length === 2,
+      'the note refers to both',
+    )
+    assert.deepEqual(await fileBytes(origin, sha256(PNG), 'write-key'), PNG)
+    const download = page.waitForEvent('download')
+    await item(page, 'Locked').getByRole('link', { name: 'key.txt' }).click()
+    assert.deepEqual(readFileSync(await (await download).path()), TEXT)
+    assert.equal(await page.getByRole('dialog', { name: 'Access key' }).isVisible(), false)
+    assert.deepEqual(errors, [])
+    await context.close()
+  })
+
+  it('attaches the files picked in the new-note form to the note it creates', async () => {
+    const origin = await serve()
+    const { page, context, errors } = await open(origin)
+    await page.locator('#create-title').fill('With a picture')
+    await page.getByLabel('Attach files').setInputFiles({
+      name: 'new.png',
+      mimeType: 'image/png',
+      buffer: PNG,
+    })
+    await page.getByRole('button', { name: 'Create note' }).click()
+    assert.equal(await decoded(page, 'With a picture', 'new.png'), 2)
+    assert.equal(await page.getByLabel('Attach files').inputValue(), '')
+    let notes: Json[] = []
+    await eventually(async () => {
+      notes = ((await (await fetch(`${origin}/api/note`)).json()) as { data: Json[] }).data
+      return Array.isArray(notes[0]?.files)
+    }, 'the created note refers to the file')
+    assert.deepEqual(
+      notes.map(({ id: _id, ...fields }) => fields),
+      [
+        {
+          title: 'With a picture',
+          files: [{ id: sha256(PNG), name: 'new.png', size: PNG.length, type: 'image/png' }],
+        },
+      ],
+    )
+    assert.deepEqual(errors, [])
+    await context.close()
+  })
+
   it('attaches files dropped on a note', async () => {
     const origin = await serve()
     const note = await create(origin, { title: 'Drop here' })
@@ -297,11 +365,23 @@ describe("the notes page's attachments, in Chromium", { skip: SKIP, concurrency:
       await waiting.textContent(),
       `later.png ${PNG.length} bytes · waiting to upload · Cancel`,
     )
-    await axeClean(page, 'a file waiting to upload')
+    // A note made offline, with a file: both wait, the file for the note's id.
+    await page.locator('#create-title').fill('Made offline')
+    await page.getByLabel('Attach files').setInputFiles({
+      name: 'made.txt',
+      mimeType: 'text/plain',
+      buffer: TEXT,
+    })
+    await page.getByRole('button', { name: 'Create note' }).click()
+    await item(page, 'Made offline')
+      .locator('.uploads li', { hasText: 'waiting to upload' })
+      .waitFor()
+    await axeClean(page, 'files waiting to upload')
 
     await page.reload()
     await page.locator('#feed-status[data-state="retrying"]').waitFor()
     await waiting.filter({ hasText: 'waiting to upload' }).waitFor()
+    await item(page, 'Made offline').locator('.uploads li', { hasText: 'made.txt' }).waitFor()
     assert.equal(await fileCount(origin), 0)
     assert.equal((await stored(origin, note.id)).files, undefined)
 
@@ -316,11 +396,21 @@ describe("the notes page's attachments, in Chromium", { skip: SKIP, concurrency:
     assert.deepEqual(await fileBytes(origin, sha256(PNG)), PNG)
     assert.equal(await decoded(page, 'Offline photo', 'later.png'), 2)
     await waiting.waitFor({ state: 'detached' })
+    let made: Json | undefined
+    await eventually(async () => {
+      const notes = ((await (await fetch(`${origin}/api/note`)).json()) as { data: Json[] }).data
+      made = notes.find((n) => n.title === 'Made offline')
+      return Array.isArray(made?.files)
+    }, 'the note made offline refers to its file')
+    assert.deepEqual(made?.files, [
+      { id: sha256(TEXT), name: 'made.txt', size: TEXT.length, type: 'text/plain' },
+    ])
+    assert.deepEqual(await fileBytes(origin, sha256(TEXT)), TEXT)
     // Sent once: nothing waits on the device any more, and a reload sends nothing again.
     await page.reload()
     await page.locator('#feed-status[data-state="live"]').waitFor()
     assert.equal(await item(page, 'Offline photo').locator('.uploads').count(), 0)
-    assert.equal(await fileCount(origin), 1)
+    assert.equal(await fileCount(origin), 2)
     assert.deepEqual(errors, [])
     await context.close()
   })
