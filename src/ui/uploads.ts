@@ -59,11 +59,12 @@ function openDatabase(): Promise<IDBDatabase> {
   return done(request)
 }
 
-/** Whether an upload failed for want of a network (so it waits), rather than being refused. */
-function unreached(err: unknown): boolean {
-  return (
-    !(err instanceof NotesProblem) && !(err instanceof DOMException && err.name === 'AbortError')
-  )
+/** Answers after which a file waits to be sent again: no key yet, or no service behind a gateway. */
+const WAIT_STATUSES = new Set([401, 502, 503, 504])
+
+/** Whether an upload failed for want of a network or a key (so it waits), rather than refused. */
+function waits(err: unknown): boolean {
+  return err instanceof NotesProblem ? WAIT_STATUSES.has(err.status) : true
 }
 
 /** The uploads of one notebook: the kept ones read at open, new ones as the person attaches. */
@@ -88,22 +89,23 @@ export class Uploads {
   /** The uploads of the notebook whose replica's database is `notebook`, kept ones first. */
   static async open(notebook: string, host: UploadHost): Promise<Uploads> {
     let db: IDBDatabase | undefined
+    let kept: [IDBValidKey[], Kept[]] = [[], []]
     try {
       db = await openDatabase()
-    } catch {
-      db = undefined
-    }
-    const uploads = new Uploads(notebook, host, db)
-    if (db !== undefined) {
       const store = db.transaction(STORE).objectStore(STORE)
-      const [keys, values] = await Promise.all([
+      kept = await Promise.all([
         done(store.getAllKeys()),
         done(store.getAll() as IDBRequest<Kept[]>),
       ])
-      values.forEach((kept, i) => {
-        if (kept.notebook === notebook) uploads.#add(kept, keys[i] as number)
-      })
+    } catch {
+      // No IndexedDB here (a private window): files wait in memory only.
+      db = undefined
     }
+    const uploads = new Uploads(notebook, host, db)
+    const [keys, values] = kept
+    values.forEach((file, i) => {
+      if (file.notebook === notebook) uploads.#add(file, keys[i] as number)
+    })
     return uploads
   }
 
@@ -121,13 +123,19 @@ export class Uploads {
       type: file.type === '' ? 'application/octet-stream' : file.type,
       blob: file,
     }
-    if (navigator.onLine && this.#host.replica()?.online !== false) {
-      await this.#send(this.#add(kept, undefined))
-      return
-    }
     const upload = this.#add(kept, undefined)
-    await this.#keep(upload)
-    this.#host.say(key, `“${file.name}” will be uploaded when the network is back.`, 'status')
+    try {
+      if (navigator.onLine && this.#host.replica()?.online !== false) {
+        await this.#send(upload)
+        return
+      }
+      await this.#keep(upload)
+      this.#host.say(key, `“${file.name}” will be uploaded when the network is back.`, 'status')
+    } catch (err) {
+      // This device could not keep it (its storage is full, say).
+      this.#drop(upload)
+      this.#host.say(key, `“${file.name}” was not attached. ${explain(err)}`, 'error')
+    }
   }
 
   /** Sends the files that wait, in the order they were attached, while the network holds. */
@@ -136,8 +144,7 @@ export class Uploads {
     this.#flushing = true
     clearTimeout(this.#retry)
     try {
-      // One tab at a time, so that two tabs do not send the same kept file.
-      await navigator.locks.request(DATABASE, async () => {
+      const send = async (): Promise<void> => {
         for (const upload of [...this.#uploads]) {
           if (upload.sending || upload.seq === undefined) continue
           if (!(await this.#stillKept(upload))) {
@@ -146,7 +153,13 @@ export class Uploads {
           }
           if (!(await this.#send(upload))) break
         }
-      })
+      }
+      // One tab at a time, so that two tabs do not send the same kept file (Web Locks are for
+      // secure origins only: elsewhere each tab sends, and a note still refers to a file once).
+      const locks = navigator.locks as LockManager | undefined
+      await (locks === undefined ? send() : locks.request(DATABASE, send))
+    } catch {
+      // The database refused a read: the files stay kept, for the next flush.
     } finally {
       this.#flushing = false
     }
@@ -205,9 +218,13 @@ export class Uploads {
     } catch (err) {
       upload.sending = false
       if (this.#abort.signal.aborted) return false
-      if (unreached(err)) {
+      if (waits(err)) {
         await this.#keep(upload)
-        this.#retry = setTimeout(() => void this.flush(), RETRY_MS)
+        // Without a key, the next flush comes with one (the notebook opened again).
+        if (!(err instanceof NotesProblem)) {
+          clearTimeout(this.#retry)
+          this.#retry = setTimeout(() => void this.flush(), RETRY_MS)
+        }
         return false
       }
       this.#host.say(upload.note, refusal(upload.name, err), 'error')

@@ -188,7 +188,8 @@ describe('the notes page in Chromium', { skip: SKIP, concurrency: false }, () =>
     await loaded(page)
     assert.equal(await page.locator('#list-status').textContent(), 'No notes yet.')
 
-    // By keyboard alone: Tab to the title, type, Tab to the body, type, Tab to the button, Enter.
+    // By keyboard alone: Tab to the title, type, Tab to the body, type, Tab past the files to
+    // attach to the button, Enter.
     for (let i = 0; i < 6; i++) {
       await page.keyboard.press('Tab')
       if ((await inPage(page, 'document.activeElement?.id')) === 'create-title') break
@@ -197,6 +198,9 @@ describe('the notes page in Chromium', { skip: SKIP, concurrency: false }, () =>
     await page.keyboard.press('Tab')
     await page.keyboard.type('milk, eggs')
     await page.keyboard.press('Tab')
+    assert.equal(await inPage(page, 'document.activeElement?.id'), 'create-files')
+    await page.keyboard.press('Tab')
+    assert.equal(await inPage(page, 'document.activeElement?.id'), 'create-button')
     await page.keyboard.press('Enter')
     await item(page, 'Groceries').locator('.body', { hasText: 'milk, eggs' }).waitFor()
     // The note shows as soon as the replica holds it; the form is cleared and the title focused
