@@ -50,15 +50,18 @@ export function onlyAttachments(note: Note): boolean {
   return Array.isArray(files) && files.length > 0 && files.every(isAttachment)
 }
 
-/**
- * The note's fields with `file` attached (once: the same bytes are the same file), or why it
- * cannot hold one: a `files` field of its own that is not a list.
- */
+/** Why the note cannot hold attachments (a `files` field of its own that is not a list), if so. */
+export function cannotAttach(note: Fields): string | undefined {
+  const files = note[FILES_FIELD]
+  return files === undefined || Array.isArray(files)
+    ? undefined
+    : `This note’s “${FILES_FIELD}” field is not a list, so it cannot hold attachments.`
+}
+
+/** The note's fields with `file` attached (once: the same bytes are the same file), or why not. */
 export function withAttachment(note: Fields, file: Attachment): Fields | string {
   const files = note[FILES_FIELD] ?? []
-  if (!Array.isArray(files)) {
-    return `This note’s “${FILES_FIELD}” field is not a list, so it cannot hold attachments.`
-  }
+  if (!Array.isArray(files)) return cannotAttach(note) as string
   if (files.some((f) => isAttachment(f) && f.id === file.id)) return note
   return { ...note, [FILES_FIELD]: [...files, file] }
 }

@@ -2,6 +2,7 @@ import { hasPath, type Note } from './api.js'
 import {
   type Attachment,
   AttachmentView,
+  cannotAttach,
   FILES_FIELD,
   onlyAttachments,
   withoutAttachment,
@@ -287,6 +288,12 @@ export class NoteItem {
     if (files === null || files.length === 0) return
     if (uploads === undefined) {
       this.#say('Not attached: the notes are being opened again. Try once more.', 'error')
+      return
+    }
+    // A `files` field of the note's own that cannot hold them: said before anything is sent.
+    const refused = cannotAttach(this.#note)
+    if (refused !== undefined) {
+      this.#say(`Not attached. ${refused}`, 'error')
       return
     }
     this.#say('')

@@ -205,6 +205,52 @@ describe("the notes page's attachments, in Chromium", { skip: SKIP, concurrency:
     await Promise.all(servers.map((server) => server.stop()))
   })
 
+  it('names sizes in words, and adds and removes attachments in a note’s own fields (table)', async () => {
+    const origin = await serve()
+    const { page, context } = await open(origin)
+    const sizes = (await page.evaluate(`import('/ui/attachments.js').then(({ humanSize }) =>
+      [0, 1, 999, 1000, 12345, 999949, 999950, 5000000, 1.5e9, 2e15].map(humanSize))`)) as string[]
+    assert.deepEqual(sizes, [
+      '0 bytes',
+      '1 byte',
+      '999 bytes',
+      '1 KB',
+      '12.3 KB',
+      '999.9 KB',
+      '1 MB',
+      '5 MB',
+      '1.5 GB',
+      '2,000 TB',
+    ])
+    const a = { id: 'a'.repeat(64), name: 'a.png', size: 1, type: 'image/png' }
+    const b = { id: 'b'.repeat(64), name: 'b.txt', size: 2, type: 'text/plain' }
+    const cases: [string, Json, Json | string][] = [
+      ['withAttachment', { title: 't' }, { title: 't', files: [a] }],
+      ['withAttachment', { files: [b] }, { files: [b, a] }],
+      // The same file again: the note as it was.
+      ['withAttachment', { files: [a] }, { files: [a] }],
+      // Members the page did not write are kept.
+      ['withAttachment', { files: ['x', 7] }, { files: ['x', 7, a] }],
+      [
+        'withAttachment',
+        { files: 'mine' },
+        'This note’s “files” field is not a list, so it cannot hold attachments.',
+      ],
+      ['withoutAttachment', { title: 't', files: [a, b] }, { title: 't', files: [b] }],
+      ['withoutAttachment', { title: 't', files: [a] }, { title: 't' }],
+      ['withoutAttachment', { files: ['x', a] }, { files: ['x'] }],
+      ['withoutAttachment', { files: 'mine' }, { files: 'mine' }],
+    ]
+    for (const [call, note, expected] of cases) {
+      const argument = call === 'withAttachment' ? a : a.id
+      const got = await page.evaluate(
+        `import('/ui/attachments.js').then((m) => m.${call}(${JSON.stringify(note)}, ${JSON.stringify(argument)}))`,
+      )
+      assert.deepEqual(got, expected, `${call}(${JSON.stringify(note)})`)
+    }
+    await context.close()
+  })
+
   it('attaches with the picker: the image shows, another file is a link with its size, the note refers to both, the bytes are those picked', async () => {
     const origin = await serve()
     const note = await create(origin, { title: 'Trip', body: 'photos', place: { lake: true } })
@@ -465,7 +511,18 @@ describe("the notes page's attachments, in Chromium", { skip: SKIP, concurrency:
   it('says a file is too large, with the limit, at its note; shows progress with a label; stays axe-clean', async () => {
     const origin = await serve({ MAX_FILE_BYTES: '1000' })
     await create(origin, { title: 'Small only' })
+    await create(origin, { title: 'Own files', files: 'mine' })
     const { page, context, errors } = await open(origin, { axe: true })
+    // A files field of the note's own, not a list: said, and nothing is sent.
+    await pick(page, 'Own files', [{ name: 'dot.png', mimeType: 'image/png', buffer: PNG }])
+    assert.equal(
+      await item(page, 'Own files').locator('.message.error').textContent(),
+      'Not attached. This note’s “files” field is not a list, so it cannot hold attachments.',
+    )
+    assert.equal(
+      await item(page, 'Own files').locator('pre.fields').textContent(),
+      '{"files":"mine"}',
+    )
     await pick(page, 'Small only', [{ name: 'big.txt', mimeType: 'text/plain', buffer: TEXT }])
     await item(page, 'Small only')
       .locator('.message.error', {
@@ -494,6 +551,8 @@ describe("the notes page's attachments, in Chromium", { skip: SKIP, concurrency:
     assert.equal(await decoded(page, 'Small only', 'dot.png'), 2)
     await progress.waitFor({ state: 'detached' })
     await axeClean(page, 'an image attached')
+    // Only the one picked for "Small only" was stored.
+    assert.equal(await fileCount(origin), 1)
     assert.deepEqual(errors, [])
     await context.close()
   })
