@@ -126,10 +126,7 @@ export interface Config {
    * JWT or no typ with `authJwtSecret`. ID tokens are refused whatever it lists.
    */
   authTokenTypes: readonly string[]
-  /**
-   * The scope a user token needs to write ('' unless set: every token may): a token whose scope
-   * lacks it may only read (GET, HEAD), and a write with it is 403.
-   */
+  /** The scope a user token needs to write ('': every token may); without it, only reads. */
   authWriteScope: string
   /** Most notes one user's notebook holds (507 above it). */
   maxNotesPerUser: number

@@ -219,3 +219,53 @@ export class AttachmentView {
     this.#urls.clear()
   }
 }
+
+/**
+ * Files dropped on `element` go to `attach` while `accepts()` (the note is shown, not edited, and
+ * may be changed); the element is marked `dropping` while files are over it.
+ */
+export function listenForDrops(
+  element: HTMLElement,
+  accepts: () => boolean,
+  attach: (files: FileList | null) => void,
+): void {
+  const carriesFiles = (event: DragEvent): boolean =>
+    accepts() && event.dataTransfer?.types.includes('Files') === true
+  const over = (event: DragEvent): void => {
+    if (!carriesFiles(event)) return
+    event.preventDefault()
+    if (event.dataTransfer !== null) event.dataTransfer.dropEffect = 'copy'
+    element.classList.add('dropping')
+  }
+  element.addEventListener('dragenter', over)
+  element.addEventListener('dragover', over)
+  element.addEventListener('dragleave', (event) => {
+    if (!element.contains(event.relatedTarget as Node | null)) element.classList.remove('dropping')
+  })
+  element.addEventListener('drop', (event) => {
+    element.classList.remove('dropping')
+    if (!carriesFiles(event)) return
+    event.preventDefault()
+    attach(event.dataTransfer?.files ?? null)
+  })
+}
+
+/** A note's "Attach files…" button and the hidden picker it opens, whose files go to `attach`. */
+export function attachControls(
+  headingId: string,
+  attach: (files: FileList | null) => void,
+): [HTMLButtonElement, HTMLInputElement] {
+  const picker = h('input', { type: 'file', multiple: true, hidden: true, tabindex: '-1' })
+  picker.setAttribute('aria-label', 'Files to attach')
+  const button = h(
+    'button',
+    { type: 'button', class: 'attach', 'aria-describedby': headingId },
+    'Attach files…',
+  )
+  button.addEventListener('click', () => picker.click())
+  picker.addEventListener('change', () => {
+    attach(picker.files)
+    picker.value = ''
+  })
+  return [button, picker]
+}

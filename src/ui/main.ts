@@ -19,17 +19,17 @@ import {
   IndexedDbReplicaStorage,
   MemoryReplicaStorage,
   NotesProblem,
-  parseJson,
   Replica,
   type ReplicaEntry,
   type ReplicaStorage,
 } from './client-parts.js'
 import { ConflictList } from './conflicts.js'
+import { CreateForm } from './create-form.js'
 import { byId } from './dom.js'
 import { LinkStatus } from './link-status.js'
 import { ListOrder } from './list-order.js'
 import { type ItemContext, NoteItem } from './note-item.js'
-import { isObject, sameJson } from './note-patch.js'
+import { sameJson } from './note-patch.js'
 import { NotebookSwitcher, type OpenedNotebook } from './notebooks.js'
 import { registerServiceWorker } from './service-worker.js'
 import { ShareDialog } from './share-dialog.js'
@@ -47,18 +47,6 @@ const moreButton = byId('more', HTMLButtonElement)
 const feedStatus = byId('feed-status', HTMLElement)
 const announcer = byId('announcer', HTMLElement)
 const readOnlyNote = byId('read-only', HTMLElement)
-const createForm = byId('create-form', HTMLFormElement)
-const createTitle = byId('create-title', HTMLInputElement)
-const createBody = byId('create-body', HTMLTextAreaElement)
-const createJson = byId('create-json', HTMLTextAreaElement)
-const createJsonMode = byId('create-mode-json', HTMLInputElement)
-const createFieldsMode = byId('create-mode-fields', HTMLInputElement)
-const createFieldsPart = byId('create-fields', HTMLElement)
-const createJsonPart = byId('create-json-part', HTMLElement)
-const createFiles = byId('create-files', HTMLInputElement)
-const createError = byId('create-error', HTMLElement)
-const createButton = byId('create-button', HTMLButtonElement)
-
 const searchInput = byId('search', HTMLInputElement)
 const orderSelect = byId('order', HTMLSelectElement)
 const waitingText = byId('waiting', HTMLElement)
@@ -106,7 +94,7 @@ const context: ItemContext = {
   uploads: () => uploads,
   deleted() {
     announce('Note deleted.')
-    createTitle.focus()
+    createForm.focus()
   },
 }
 
@@ -346,7 +334,7 @@ watchAnswers({
     if (failure.status === 403 && switcher.current !== undefined) void switcher.refresh()
     else if (failure.status === 403) readOnlyNote.hidden = false
     const why = describeFailure(failure)
-    if (method === 'POST') createError.textContent = `Not created. ${why}`
+    if (method === 'POST') createForm.showError(`Not created. ${why}`)
     else {
       sendFailure = `A change could not be sent. ${why}`
       syncError.textContent = sendFailure
@@ -367,102 +355,18 @@ watchAnswers({
 })
 
 // Creating: a small form (title, body) or raw JSON, kept on this device and sent from there.
-function switchCreateMode(): void {
-  const json = createJsonMode.checked
-  createFieldsPart.hidden = json
-  createJsonPart.hidden = !json
-  createError.textContent = ''
-  if (json && createJson.value.trim() === '') {
-    const fields: Record<string, string> = {}
-    if (createTitle.value !== '') fields.title = createTitle.value
-    if (createBody.value !== '') fields.body = createBody.value
-    createJson.value = JSON.stringify(fields, null, 2)
-  }
-}
-createJsonMode.addEventListener('change', switchCreateMode)
-createFieldsMode.addEventListener('change', switchCreateMode)
-/** The note to create, or why not. */
-function noteToCreate(): Record<string, unknown> | string {
-  if (createJsonMode.checked) {
-    let value: unknown
-    try {
-      value = parseJson(createJson.value)
-    } catch (err) {
-      return `The JSON is not valid: ${(err as Error).message}`
+const createForm = new CreateForm({
+  announce,
+  replica: () => replica,
+  uploads: () => uploads,
+  created() {
+    if (query !== '') {
+      query = ''
+      searchInput.value = ''
+      render()
     }
-    return isObject(value) ? value : 'The JSON must be an object: { "field": value, ... }.'
-  }
-  const fields: Record<string, string> = {}
-  if (createTitle.value.trim() !== '') fields.title = createTitle.value
-  if (createBody.value.trim() !== '') fields.body = createBody.value
-  const files = createFiles.files?.length ?? 0
-  return Object.keys(fields).length === 0 && files === 0
-    ? 'Write a title or a body first, or pick a file.'
-    : fields
-}
-
-createForm.addEventListener('submit', (event) => {
-  event.preventDefault()
-  void create()
+  },
 })
-
-async function create(): Promise<void> {
-  createError.textContent = ''
-  const note = noteToCreate()
-  if (typeof note === 'string') {
-    createError.textContent = note
-    return
-  }
-  const open = replica
-  if (open === undefined) {
-    createError.textContent = 'Not created: the notes are still being opened. Try again.'
-    return
-  }
-  createButton.disabled = true
-  const sent = createFields()
-  const picked = [...(createFiles.files ?? [])]
-  try {
-    // Kept on this device at once (durably), sent with an Idempotency-Key: never twice.
-    const entry = await open.create(note)
-    // The files go to the note once it is kept (offline too: they wait on the device).
-    createFiles.value = ''
-    for (const file of picked) void uploads?.attach(entry.key, file)
-  } catch (err) {
-    createError.textContent = `Not created. ${(err as Error).message}`
-    return
-  } finally {
-    createButton.disabled = false
-  }
-  if (query !== '') {
-    query = ''
-    searchInput.value = ''
-    render()
-  }
-  clearCreated(sent)
-  announce(
-    open.online ? 'Note created.' : 'Note created; it will be sent when the service is back.',
-  )
-}
-
-/** The create form's fields, as the person left them. */
-const createFields = (): string[] => [createTitle.value, createBody.value, createJson.value]
-
-/**
- * Empties the form once its note is kept. The note shows before this device's storage confirms
- * it, and a person may be typing the next one by then: a field that no longer holds what was sent
- * is theirs, and stays, and so does their place in the form.
- */
-function clearCreated(sent: string[]): void {
-  const fields = [createTitle, createBody, createJson]
-  if (fields.some((field, i) => field.value !== sent[i])) {
-    for (const [i, field] of fields.entries()) if (field.value === sent[i]) field.value = ''
-    return
-  }
-  createForm.reset()
-  createJson.value = ''
-  switchCreateMode()
-  createTitle.focus()
-}
 
 // Search: the service's q rule, on this device's copy (so it works offline too).
 searchInput.addEventListener('input', () => {

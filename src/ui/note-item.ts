@@ -2,22 +2,28 @@ import { hasPath, type Note } from './api.js'
 import {
   type Attachment,
   AttachmentView,
+  attachControls,
   cannotAttach,
   FILES_FIELD,
+  listenForDrops,
   onlyAttachments,
   withoutAttachment,
 } from './attachments.js'
-import { type FilesClient, parseJson, type Replica, type ReplicaEntry } from './client-parts.js'
+import type { FilesClient, Replica, ReplicaEntry } from './client-parts.js'
 import { h, replaceChildren, uniqueId } from './dom.js'
+import {
+  BODY_FIELDS,
+  capitalised,
+  createdAt,
+  fieldsJson,
+  readJson,
+  setText,
+  withoutId,
+} from './note-fields.js'
 import { type HistoryContext, NoteHistory } from './note-history.js'
-import { type Fields, isObject, planPatch, sameJson } from './note-patch.js'
-import { DATE_TIME, firstText, TITLE_FIELDS } from './note-text.js'
+import { type Fields, planPatch, sameJson } from './note-patch.js'
+import { firstText, TITLE_FIELDS } from './note-text.js'
 import type { Uploads } from './uploads.js'
-
-/** Fields shown as its text, likewise. */
-const BODY_FIELDS = ['body', 'text', 'content', 'description', 'note', 'message']
-/** Longest JSON of the other fields shown before "Show all". */
-const SHOWN_JSON = 2_000
 
 /** What a note item needs from the list around it. */
 export interface ItemContext extends HistoryContext {
@@ -28,22 +34,6 @@ export interface ItemContext extends HistoryContext {
   /** The open notebook's files, and the uploads to its notes. */
   files(): FilesClient | undefined
   uploads(): Uploads | undefined
-}
-
-/** The note without its id, for showing and editing as JSON. */
-function withoutId(note: Note): Fields {
-  const { id: _id, ...fields } = note
-  return fields
-}
-
-/** 1795531269679 -> a <time> for 2026-11-24T14:41:09.679Z, when the id looks like a creation time. */
-function createdAt(id: unknown): HTMLTimeElement | undefined {
-  // 2001-09-09 to 2286-11-20: ids outside are not times (a PATCH can set any id).
-  if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1e12 || id >= 1e13) {
-    return undefined
-  }
-  const date = new Date(id)
-  return h('time', { datetime: date.toISOString() }, DATE_TIME.format(date))
 }
 
 /**
@@ -83,7 +73,11 @@ export class NoteItem {
       base: () => context.base(),
       remove: (file) => void this.#removeAttachment(file),
     })
-    this.#listenForDrops()
+    listenForDrops(
+      this.element,
+      () => this.#editor === undefined && this.#changeable(),
+      (files) => this.#attach(files),
+    )
     this.#show()
   }
 
@@ -192,18 +186,7 @@ export class NoteItem {
     historyButton.addEventListener('click', () => this.#toggleHistory())
     editButton.addEventListener('click', () => this.#openEditor())
     deleteButton.addEventListener('click', () => this.#confirmDelete('yes'))
-    const picker = h('input', { type: 'file', multiple: true, hidden: true, tabindex: '-1' })
-    picker.setAttribute('aria-label', 'Files to attach')
-    const attachButton = h(
-      'button',
-      { type: 'button', class: 'attach', 'aria-describedby': this.#headingId },
-      'Attach files…',
-    )
-    attachButton.addEventListener('click', () => picker.click())
-    picker.addEventListener('change', () => {
-      this.#attach(picker.files)
-      picker.value = ''
-    })
+    const [attachButton, picker] = attachControls(this.#headingId, (files) => this.#attach(files))
     const actions = h(
       'div',
       { class: 'actions' },
@@ -244,33 +227,6 @@ export class NoteItem {
     )
     // Shown anew (the note changed): the person stays where they were in its history.
     if (focused instanceof HTMLElement) focused.focus()
-  }
-
-  /** Files dropped on the note are attached to it, as the picker's are. */
-  #listenForDrops(): void {
-    const carriesFiles = (event: DragEvent): boolean =>
-      this.#editor === undefined &&
-      this.#changeable() &&
-      event.dataTransfer?.types.includes('Files') === true
-    const over = (event: DragEvent): void => {
-      if (!carriesFiles(event)) return
-      event.preventDefault()
-      if (event.dataTransfer !== null) event.dataTransfer.dropEffect = 'copy'
-      this.element.classList.add('dropping')
-    }
-    this.element.addEventListener('dragenter', over)
-    this.element.addEventListener('dragover', over)
-    this.element.addEventListener('dragleave', (event) => {
-      if (!this.element.contains(event.relatedTarget as Node | null)) {
-        this.element.classList.remove('dropping')
-      }
-    })
-    this.element.addEventListener('drop', (event) => {
-      this.element.classList.remove('dropping')
-      if (!carriesFiles(event)) return
-      event.preventDefault()
-      this.#attach(event.dataTransfer?.files ?? null)
-    })
   }
 
   /** Whether the person may change this note here (an editor, and an id the API can name). */
@@ -537,46 +493,4 @@ export class NoteItem {
       }
     }
   }
-}
-
-/** The other fields as compact JSON, long ones cut with a button to show all. */
-function fieldsJson(fields: Fields): HTMLElement {
-  const json = JSON.stringify(fields)
-  const pre = h(
-    'pre',
-    { class: 'fields' },
-    json.length > SHOWN_JSON ? `${json.slice(0, SHOWN_JSON)}…` : json,
-  )
-  if (json.length <= SHOWN_JSON) return pre
-  const more = h('button', { type: 'button', class: 'link' }, `Show all ${json.length} characters`)
-  more.addEventListener('click', () => {
-    pre.textContent = json
-    more.remove()
-  })
-  return h('div', {}, pre, more)
-}
-
-/**
- * {a:1}, 'title', 'x' -> {a:1, title:'x'}. Left empty, a field that was absent stays absent and
- * one that held no text (title: 7) keeps its value.
- */
-function setText(fields: Fields, key: string, value: string, base: Note): void {
-  if (value !== '' || typeof base[key] === 'string') fields[key] = value
-  else if (Object.hasOwn(base, key)) fields[key] = base[key]
-  else delete fields[key]
-}
-
-/** '{"a":1}' -> {a:1}; '[1]', '7', 'x' -> undefined. */
-function readJson(text: string): Fields | undefined {
-  try {
-    const value: unknown = parseJson(text)
-    return isObject(value) ? value : undefined
-  } catch {
-    return undefined
-  }
-}
-
-/** 'title' -> 'Title' */
-function capitalised(name: string): string {
-  return name.charAt(0).toUpperCase() + name.slice(1)
 }

@@ -53,7 +53,7 @@ describe('notes-service token', () => {
     assert.ok(iat >= before && iat <= after, `iat ${iat} not in [${before}, ${after}]`)
     assert.equal(claims.exp, iat + 3600)
     const verdict = await new UserTokens({ secret: SECRET }).verify(`Bearer ${jwt}`, '/api/note')
-    assert.deepEqual(verdict, { ok: true, user: 'alice', exp: iat + 3600 })
+    assert.deepEqual(verdict, { ok: true, user: 'alice', exp: iat + 3600, readOnly: false })
     // Typed at+jwt, it stays accepted whatever AUTH_TOKEN_TYPES lists.
     const typed = await new UserTokens({ secret: SECRET, tokenTypes: ['none'] }).verify(
       `Bearer ${jwt}`,
@@ -81,7 +81,11 @@ describe('notes-service token', () => {
       const claims = decodeJwt(stdout.trimEnd())
       assert.equal(claims.exp, (claims.iat as number) + ttl, args.join(' '))
       const verdict = await tokens.verify(`Bearer ${stdout.trimEnd()}`, '/api/note')
-      assert.deepEqual(verdict, { ok: true, user: sub, exp: claims.exp }, args.join(' '))
+      assert.deepEqual(
+        verdict,
+        { ok: true, user: sub, exp: claims.exp, readOnly: false },
+        args.join(' '),
+      )
     }
   })
 
