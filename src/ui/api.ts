@@ -225,7 +225,9 @@ export async function send(path: string, init: RequestInit = {}): Promise<Respon
     throw { status: 0, detail: undefined } satisfies Failure
   }
   answerWatcher?.reached(!UNREACHABLE.has(response.status))
-  if (response.status === 401) answerWatcher?.unauthorized(await failureFrom(response))
+  // A 401 of a key the tab no longer uses (sent before another was entered) says nothing of this one.
+  const stale = key !== (accessKey() ?? memoryKey ?? '')
+  if (response.status === 401 && !stale) answerWatcher?.unauthorized(await failureFrom(response))
   return response
 }
 
