@@ -33,7 +33,7 @@ interface Grant {
 }
 
 /** Methods a read key may use (the change feed, when it comes, is a GET). */
-const READ_METHODS = new Set(['GET', 'HEAD'])
+export const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD'])
 
 const OPEN: Access = Object.freeze({ allowed: true, key: undefined })
 const READ_ONLY =

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { sendProblem } from '../api/problem.js'
 import { authorizationsOf, bearerToken, requestPath, tokenInQuery } from '../api/request-target.js'
 import { SHARED_NOTEBOOK } from '../store/types.js'
-import { type AccessKeys, needsAccessKey } from './access-keys.js'
+import { type AccessKeys, needsAccessKey, READ_METHODS } from './access-keys.js'
 import { tokenRefusalHeaders, withServiceKeys } from './user-token-refusals.js'
 import { LEEWAY_SECONDS, type UserTokens } from './user-tokens.js'
 
@@ -61,8 +61,6 @@ interface Remembered {
   /** The refusal of a write, for a token whose scope lets it only read. */
   readonly readOnly: Decision | undefined
 }
-
-const READ_METHODS = new Set(['GET', 'HEAD'])
 
 /** The 403 of a write with a token that may only read (its scope lacks `scope`). */
 function readOnlyRefusal(key: string, scope: string): Decision {

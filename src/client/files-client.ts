@@ -160,7 +160,6 @@ export class FilesClient {
         }
         start = end
       }
-      if (size === 0) onProgress?.(0, 0)
       const done = await transport.send({ method: 'GET', path: url, repeatable: true, signal })
       return dataOf(done) as StoredFile
     } catch (err) {

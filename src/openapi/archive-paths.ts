@@ -5,15 +5,13 @@ import {
   jsonResponse,
   type Operation,
   type Paths,
+  parameter,
   problemResponse,
-  ref,
   requestIdHeader,
   response,
+  STORE_ERRORS,
   schema,
 } from './parts.js'
-
-const parameter = (name: string) => ref('parameters', name)
-const STORE_ERRORS = { '503': response('StoreUnavailable') }
 
 const NOTE_ID = {
   name: 'id',

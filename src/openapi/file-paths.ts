@@ -5,14 +5,11 @@ import {
   jsonResponse,
   type Operation,
   type Paths,
+  parameter,
   problemResponse,
-  ref,
   requestIdHeader,
-  response,
+  STORE_ERRORS,
 } from './parts.js'
-
-const parameter = (name: string) => ref('parameters', name)
-const STORE_ERRORS = { '503': response('StoreUnavailable') }
 
 /** A file as the API shows it. */
 export const fileSchema = {

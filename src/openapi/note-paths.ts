@@ -5,14 +5,14 @@ import {
   jsonResponse,
   type Operation,
   type Paths,
+  parameter,
   problemResponse,
   ref,
   requestIdHeader,
   response,
+  STORE_ERRORS,
   schema,
 } from './parts.js'
-
-const parameter = (name: string) => ref('parameters', name)
 
 /** What a JSON body can be refused for (DELETE parses one too, when it is sent). */
 const BODY_ERRORS = {
@@ -22,7 +22,6 @@ const BODY_ERRORS = {
 }
 
 /** On every note operation: the PostgreSQL store's answer while its database is away. */
-const STORE_ERRORS = { '503': response('StoreUnavailable') }
 
 const READ_HEADERS = {
   ...requestIdHeader,

@@ -16,9 +16,9 @@ import {
   jsonResponse,
   type Operation,
   type Paths,
+  parameter,
   pathParameter,
   problemResponse,
-  ref,
   requestIdHeader,
   response,
   schema,
@@ -69,7 +69,7 @@ export function notebookPaths(): Paths {
 }
 
 const NB = NOTEBOOK_PARAMETER
-const REQUEST_ID = ref('parameters', 'RequestId')
+const REQUEST_ID = parameter('RequestId')
 const USER = pathParameter(
   'user',
   `The member's \`sub\` (1 to ${MAX_SUB} characters), whether or not they ever signed in.`,

@@ -43,6 +43,10 @@ export const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind
 export const schema = (name: string) => ref('schemas', name)
 export const response = (name: string) => ref('responses', name)
 export const header = (name: string) => ref('headers', name)
+export const parameter = (name: string) => ref('parameters', name)
+
+/** The answer of any operation that reaches the store, when the store cannot serve it. */
+export const STORE_ERRORS = { '503': response('StoreUnavailable') }
 
 /** The header every answer carries. */
 export const requestIdHeader = { 'X-Request-Id': header('RequestId') }

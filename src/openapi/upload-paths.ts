@@ -5,10 +5,10 @@ import {
   jsonResponse,
   type Operation,
   type Paths,
+  parameter,
   problemResponse,
-  ref,
   requestIdHeader,
-  response,
+  STORE_ERRORS,
 } from './parts.js'
 
 /*
@@ -16,8 +16,6 @@ import {
  * upload-routes.ts serves it.
  */
 
-const parameter = (name: string) => ref('parameters', name)
-const STORE_ERRORS = { '503': response('StoreUnavailable') }
 const text = (description: string, required = true) => ({
   description,
   required,

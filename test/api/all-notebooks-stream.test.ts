@@ -13,6 +13,7 @@ import {
   SECRET,
   SERVICE_KEY,
   T,
+  team,
 } from '../support/notebook-requests.js'
 import { SseClient } from '../support/sse-client.js'
 import { withoutStarts } from '../support/unknown-starts.js'
@@ -364,14 +365,8 @@ describeEachNotebooks('notebooks: a resume after leaving a notebook and coming b
     await app.listen({ port: 0, host: '127.0.0.1' })
     t.after(() => app.close())
     const { port } = app.server.address() as AddressInfo
-    const ann = await as(app, 'ann')
-    const bob = await as(app, 'bob')
-    const cat = await as(app, 'cat')
+    const { ann, bob, cat, id: teamId, base } = await team(app)
     const bobDefault = ((await bob.data('GET', '/api/notebooks/me')) as { id: string }).id
-    const team = (await ann.data('POST', '/api/notebooks', { name: 'Team' })) as { id: string }
-    const base = `/api/notebooks/${team.id}`
-    await ann.data('PUT', `${base}/members/bob`, { role: 'editor' })
-    await ann.data('PUT', `${base}/members/cat`, { role: 'viewer' })
     const position = async (user: typeof bob) => {
       const stream = await SseClient.open(port, '/api/events?notebooks=all', user.authorization)
       t.after(() => stream.close())
@@ -385,7 +380,7 @@ describeEachNotebooks('notebooks: a resume after leaving a notebook and coming b
     await cats.events(1)
     const bobWas = bobs.messages.at(-1)?.id as string
     const catWas = cats.messages.at(-1)?.id as string
-    assert.deepEqual(named(bobs), [['created', { notebook: team.id, note: before }]])
+    assert.deepEqual(named(bobs), [['created', { notebook: teamId, note: before }]])
     bobs.close()
     cats.close()
 
@@ -409,7 +404,7 @@ describeEachNotebooks('notebooks: a resume after leaving a notebook and coming b
       await stream.until((client) =>
         named(client).some(
           ([event, data]) =>
-            data.notebook === team.id &&
+            data.notebook === teamId &&
             (event === 'reset' || (event === 'created' && data.note.text === 'after')),
         ),
       )
@@ -418,15 +413,15 @@ describeEachNotebooks('notebooks: a resume after leaving a notebook and coming b
     const bobIs = await resume(bob, bobWas)
     assert.doesNotMatch(bobIs.text, /secret/)
     // Team's events: its changes and resets name it, a joined lists it.
-    const teams = named(bobIs).filter(([, data]) => (data.notebook.id ?? data.notebook) === team.id)
+    const teams = named(bobIs).filter(([, data]) => (data.notebook.id ?? data.notebook) === teamId)
     const joined = [
       'joined',
-      { notebook: { id: team.id, name: 'Team', role: 'viewer', members: 3 } },
+      { notebook: { id: teamId, name: 'Team', role: 'viewer', members: 3 } },
     ]
-    const told = [joined, ['created', { notebook: team.id, note: later }]]
+    const told = [joined, ['created', { notebook: teamId, note: later }]]
     assert.ok(
       JSON.stringify(teams) === JSON.stringify(told) ||
-        JSON.stringify(teams) === JSON.stringify([['reset', { notebook: team.id }]]),
+        JSON.stringify(teams) === JSON.stringify([['reset', { notebook: teamId }]]),
       JSON.stringify(named(bobIs)),
     )
     // His own notebook, which he never left, resumes as it was: no reset.
@@ -434,8 +429,8 @@ describeEachNotebooks('notebooks: a resume after leaving a notebook and coming b
     // Cat was a member throughout: she gets everything she missed.
     const catIs = await resume(cat, catWas)
     assert.deepEqual(named(catIs), [
-      ['created', { notebook: team.id, note: secret }],
-      ['created', { notebook: team.id, note: later }],
+      ['created', { notebook: teamId, note: secret }],
+      ['created', { notebook: teamId, note: later }],
     ])
   }
 

@@ -10,7 +10,7 @@ import { MemoryFiles } from '../../src/store/memory/memory-files.js'
 import { MemoryNoteStore } from '../../src/store/memory/memory-store.js'
 import { describeEachNotebooks } from '../support/each-notebooks.js'
 import { bytesOf } from '../support/files.contract.js'
-import { as, assertProblem, notebookApp } from '../support/notebook-requests.js'
+import { assertProblem, notebookApp, team } from '../support/notebook-requests.js'
 
 const NO_NOTEBOOK = 'No notebook has this id, or you are not one of its members.'
 const NO_FILE = 'This notebook holds no file with this id.'
@@ -255,14 +255,7 @@ describe('files over HTTP', () => {
 describeEachNotebooks('files by notebook and role', (context) => {
   it("keeps each notebook's files its own, serves members by role, and nothing to others", async () => {
     const { app } = notebookApp(context)
-    const ann = await as(app, 'ann')
-    const bob = await as(app, 'bob')
-    const cat = await as(app, 'cat')
-    const eve = await as(app, 'eve')
-    const team = (await ann.data('POST', '/api/notebooks', { name: 'Team' })) as { id: string }
-    const base = `/api/notebooks/${team.id}`
-    await ann.data('PUT', `${base}/members/bob`, { role: 'editor' })
-    await ann.data('PUT', `${base}/members/cat`, { role: 'viewer' })
+    const { ann, bob, cat, eve, base } = await team(app)
     const bytes = bytesOf(3000, 5)
     const post = (who: typeof ann, url: string, body: Buffer) =>
       app.inject({

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import { describeEachNotebooks } from '../support/each-notebooks.js'
-import { as, assertProblem, notebookApp } from '../support/notebook-requests.js'
+import { assertProblem, notebookApp, team } from '../support/notebook-requests.js'
 
 const NO_NOTEBOOK = 'No notebook has this id, or you are not one of its members.'
 const EDITOR_NEEDED = 'This needs the editor role in this notebook; you are a viewer.'
@@ -9,14 +9,7 @@ const EDITOR_NEEDED = 'This needs the editor role in this notebook; you are a vi
 describeEachNotebooks('notebooks: history and trash by role', (context) => {
   it("serves a notebook's revisions and trash to its members, restores to editors, nothing to others", async () => {
     const { app } = notebookApp(context)
-    const ann = await as(app, 'ann')
-    const bob = await as(app, 'bob')
-    const cat = await as(app, 'cat')
-    const eve = await as(app, 'eve')
-    const team = (await ann.data('POST', '/api/notebooks', { name: 'Team' })) as { id: string }
-    const base = `/api/notebooks/${team.id}`
-    await ann.data('PUT', `${base}/members/bob`, { role: 'editor' })
-    await ann.data('PUT', `${base}/members/cat`, { role: 'viewer' })
+    const { ann, bob, cat, eve, base } = await team(app)
     const note = await bob.data('POST', `${base}/note`, { title: 'agenda' })
     const id = String(note.id)
     await bob.data('PATCH', `${base}/note/${id}`, { title: 'agenda, edited' })

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import type { AddressInfo } from 'node:net'
 import { it } from 'node:test'
 import { describeEachNotebooks } from '../support/each-notebooks.js'
-import { as, notebookApp } from '../support/notebook-requests.js'
+import { as, notebookApp, team } from '../support/notebook-requests.js'
 import { SseClient } from '../support/sse-client.js'
 import { withoutStarts } from '../support/unknown-starts.js'
 
@@ -18,13 +18,7 @@ describeEachNotebooks('notebooks: streams of members', (context) => {
     await app.listen({ port: 0, host: '127.0.0.1' })
     t.after(() => app.close())
     const { port } = app.server.address() as AddressInfo
-    const ann = await as(app, 'ann')
-    const bob = await as(app, 'bob')
-    const cat = await as(app, 'cat')
-    const { id } = (await ann.data('POST', '/api/notebooks', { name: 'Live' })) as { id: string }
-    const base = `/api/notebooks/${id}`
-    await ann.data('PUT', `${base}/members/bob`, { role: 'editor' })
-    await ann.data('PUT', `${base}/members/cat`, { role: 'viewer' })
+    const { ann, bob, cat, id, base } = await team(app, 'Live')
     const bobStream = await SseClient.open(port, `${base}/events`, bob.authorization)
     const catStream = await SseClient.open(port, `${base}/events`, cat.authorization)
     t.after(() => {
@@ -62,13 +56,7 @@ describeEachNotebooks('notebooks: a stream resumed after leaving and coming back
     await app.listen({ port: 0, host: '127.0.0.1' })
     t.after(() => app.close())
     const { port } = app.server.address() as AddressInfo
-    const ann = await as(app, 'ann')
-    const bob = await as(app, 'bob')
-    const cat = await as(app, 'cat')
-    const { id } = (await ann.data('POST', '/api/notebooks', { name: 'Away' })) as { id: string }
-    const base = `/api/notebooks/${id}`
-    await ann.data('PUT', `${base}/members/bob`, { role: 'editor' })
-    await ann.data('PUT', `${base}/members/cat`, { role: 'viewer' })
+    const { ann, bob, cat, base } = await team(app, 'Away')
     const follow = async (user: typeof bob, headers: Record<string, string> = {}) => {
       const stream = await SseClient.open(port, `${base}/events`, {
         ...user.authorization,

@@ -158,6 +158,16 @@ describe('the client library: files', () => {
         [0, 1000],
         [1000, 1000],
       ])
+
+      // An empty stream: one upload of no bytes, its progress once, at 0 of 0.
+      sent.length = 0
+      progress.length = 0
+      const empty = await client.files.upload(streamOf(new Uint8Array(0)), {
+        size: 0,
+        onProgress: (held, total) => progress.push([held, total]),
+      })
+      assert.equal(empty.size, 0)
+      assert.deepEqual(progress, [[0, 0]])
     } finally {
       await app.close()
     }

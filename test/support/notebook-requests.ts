@@ -93,3 +93,19 @@ export function assertProblem(
     detail,
   })
 }
+
+/**
+ * The team of the notebook suites: ann owns a notebook `name` in which bob is an editor and cat a
+ * viewer; eve is in none of it.
+ */
+export async function team(app: FastifyInstance, name = 'Team') {
+  const ann = await as(app, 'ann')
+  const bob = await as(app, 'bob')
+  const cat = await as(app, 'cat')
+  const eve = await as(app, 'eve')
+  const { id } = (await ann.data('POST', '/api/notebooks', { name })) as { id: string }
+  const base = `/api/notebooks/${id}`
+  await ann.data('PUT', `${base}/members/bob`, { role: 'editor' })
+  await ann.data('PUT', `${base}/members/cat`, { role: 'viewer' })
+  return { ann, bob, cat, eve, id, base }
+}

@@ -266,3 +266,24 @@ export function pooledStore<S extends { close(): Promise<void> }>(
   }
   return store
 }
+
+/**
+ * One statement on `schema` through `admin`, behind the stores' backs: what a test reads of a
+ * store's tables, or writes where no act of the store would.
+ */
+export function onSchemaOf(admin: pg.Pool) {
+  return async <R extends pg.QueryResultRow>(
+    schema: string,
+    sql: string,
+    values: unknown[] = [],
+  ): Promise<R[]> => {
+    const client = await admin.connect()
+    try {
+      await client.query(`SET search_path TO ${quoteIdent(schema)}`)
+      return (await client.query<R>(sql, values)).rows
+    } finally {
+      await client.query('RESET search_path').catch(() => {})
+      client.release()
+    }
+  }
+}

@@ -10,7 +10,6 @@ import { isRefusal, notebookStore, type Refusal } from '../../../src/store/direc
 import { FileTooLargeError } from '../../../src/store/files.js'
 import { CHUNK_BYTES } from '../../../src/store/postgres/files-chunks.js'
 import { PostgresNotebooks } from '../../../src/store/postgres/notebooks.js'
-import { quoteIdent } from '../../../src/store/postgres/schema.js'
 import { PostgresNoteStore } from '../../../src/store/postgres/store.js'
 import { AccessLostError, SHARED_NOTEBOOK, StoreFullError } from '../../../src/store/types.js'
 import {
@@ -22,7 +21,7 @@ import {
   sha256,
 } from '../../support/files.contract.js'
 import { postgresAvailable, testDatabase } from '../../support/postgres-cluster.js'
-import { pooledStore } from '../../support/schema-pool.js'
+import { onSchemaOf, pooledStore } from '../../support/schema-pool.js'
 
 const MiB = 1024 * 1024
 
@@ -69,21 +68,7 @@ if (url !== '') {
     await admin.end()
   })
 
-  /** One statement on `schema` behind the stores' backs (what the directory would hold). */
-  const onSchema = async <R extends pg.QueryResultRow>(
-    schema: string,
-    sql: string,
-    values: unknown[] = [],
-  ): Promise<R[]> => {
-    const client = await admin.connect()
-    try {
-      await client.query(`SET search_path TO ${quoteIdent(schema)}`)
-      return (await client.query<R>(sql, values)).rows
-    } finally {
-      await client.query('RESET search_path').catch(() => {})
-      client.release()
-    }
-  }
+  const onSchema = onSchemaOf(admin)
   /** `user` holds `role` in the notebook kept under `store` (a row of the directory of its own). */
   const setRole = async (schema: string, store: string, user: string, role?: string) => {
     await onSchema(

@@ -8,12 +8,11 @@ import { buildApp } from '../../../src/app.js'
 import { DEFAULT_CONFIG } from '../../../src/config/config.js'
 import { CHUNK_BYTES } from '../../../src/store/postgres/files-chunks.js'
 import { PostgresNotebooks } from '../../../src/store/postgres/notebooks.js'
-import { quoteIdent } from '../../../src/store/postgres/schema.js'
 import { PostgresNoteStore } from '../../../src/store/postgres/store.js'
 import { UploadBusyError } from '../../../src/store/uploads.js'
 import { bytesOf, chunked } from '../../support/files.contract.js'
 import { postgresAvailable, testDatabase } from '../../support/postgres-cluster.js'
-import { pooledStore } from '../../support/schema-pool.js'
+import { onSchemaOf, pooledStore } from '../../support/schema-pool.js'
 import { readAll, runUploadContract, uploadInfo } from '../../support/uploads.contract.js'
 
 const MiB = 1024 * 1024
@@ -60,21 +59,7 @@ if (url !== '') {
     await admin.end()
   })
 
-  /** One statement on `schema` behind the stores' backs. */
-  const onSchema = async <R extends pg.QueryResultRow>(
-    schema: string,
-    sql: string,
-    values: unknown[] = [],
-  ): Promise<R[]> => {
-    const client = await admin.connect()
-    try {
-      await client.query(`SET search_path TO ${quoteIdent(schema)}`)
-      return (await client.query<R>(sql, values)).rows
-    } finally {
-      await client.query('RESET search_path').catch(() => {})
-      client.release()
-    }
-  }
+  const onSchema = onSchemaOf(admin)
   /** What the schema holds of bytes: chunk rows, pending file blobs, blobs to collect. */
   const leftovers = async (schema: string) => {
     const [row] = await onSchema<{ chunks: string; pending: string; garbage: string }>(
