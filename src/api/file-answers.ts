@@ -50,10 +50,19 @@ function shownInline(type: string): boolean {
 }
 
 /**
- * The headers of every answer about a file's bytes (200, 206, 304, 416): its validators and
- * caching (the bytes of an id never change), and the guards: the type is never sniffed, the file
- * runs in a sandbox with nothing allowed even when opened directly, and anything a browser could
- * run is a download.
+ * What every answer of a file's route carries, an error's too: nothing in it is ever sniffed, run
+ * as a page of this origin, or read by another origin's page.
+ */
+export const FILE_SAFETY_HEADERS: readonly (readonly [string, string])[] = [
+  ['x-content-type-options', 'nosniff'],
+  ['content-security-policy', "sandbox; default-src 'none'"],
+  ['cross-origin-resource-policy', 'same-origin'],
+]
+
+/**
+ * The headers of a file's own answer (200, 206, 304, HEAD): its ETag, kept for a year (its id is
+ * its bytes' hash, so it never changes), ranges, and `attachment` for any type a browser would run.
+ * An error answer has none of them (FILE_ONLY_HEADERS), so no cache keeps a refusal as the file.
  */
 export function fileHeaders(record: FileRecord): string[] {
   const headers = [
@@ -63,16 +72,13 @@ export function fileHeaders(record: FileRecord): string[] {
     'private, max-age=31536000, immutable',
     'accept-ranges',
     'bytes',
-    'x-content-type-options',
-    'nosniff',
-    'content-security-policy',
-    "sandbox; default-src 'none'",
-    'cross-origin-resource-policy',
-    'same-origin',
   ]
   if (!shownInline(record.type)) headers.push('content-disposition', 'attachment')
   return headers
 }
+
+/** The headers of a file's own answer that an error answer must not keep. */
+export const FILE_ONLY_HEADERS = ['etag', 'accept-ranges', 'content-disposition'] as const
 
 /** A media type token: RFC 9110's `token "/" token`, then parameters. */
 const MEDIA_TYPE =

@@ -11,7 +11,14 @@ import { AccessLostError, StoreFullError, StoreUnavailableError } from '../store
 import { JSON_CONTENT_TYPE } from './answer.js'
 import { nextLink, pagingOf, readSequence } from './archive-operations.js'
 import { noneMatch } from './conditional.js'
-import { fileHeaders, fileJson, rangeOf, uploadType } from './file-answers.js'
+import {
+  FILE_ONLY_HEADERS,
+  FILE_SAFETY_HEADERS,
+  fileHeaders,
+  fileJson,
+  rangeOf,
+  uploadType,
+} from './file-answers.js'
 import { isRefused, targetOf } from './notebook-access.js'
 import { sendProblem } from './problem.js'
 import { queryOf } from './request-target.js'
@@ -103,6 +110,17 @@ export function registerFileRoutes(app: FastifyInstance, options: FileRoutesOpti
   app.register(async (scope) => {
     // An upload's body is the file's bytes, whatever its type.
     takeRawBodies(scope)
+    // The guards on every answer, a refusal's too. A refusal (thrown anywhere, or a read that
+    // failed before its first byte) keeps nothing of the file's own headers and is never cached;
+    // a 416 is an answer about the file's bytes (no range of them is asked for), and keeps them.
+    scope.addHook('onSend', (_request, reply, payload, done) => {
+      for (const [name, value] of FILE_SAFETY_HEADERS) reply.header(name, value)
+      if (reply.statusCode >= 400 && reply.statusCode !== 416) {
+        for (const name of FILE_ONLY_HEADERS) reply.removeHeader(name)
+        reply.header('cache-control', 'no-store')
+      }
+      done(null, payload)
+    })
     // A Content-Type that is not a media type is this API's 400, before Fastify's parser would
     // answer it with a 415 about JSON.
     scope.addHook('preParsing', async (request) => {
@@ -117,10 +135,10 @@ export function registerFileRoutes(app: FastifyInstance, options: FileRoutesOpti
         if (declared !== undefined && Number(declared) > maxFileBytes) {
           throw new FileTooLargeError(maxFileBytes)
         }
-        const type = uploadType(request.headers['content-type'])
-        if ('bad' in type) throw refusal(400, type.bad)
+        // A Content-Type that is not a media type was refused before the body (preParsing).
+        const { type } = uploadType(request.headers['content-type']) as { type: string }
         const { files, base } = await filesOf(request, true)
-        const record = await upload(files, type.type, request)
+        const record = await upload(files, type, request)
         return reply
           .code(201)
           .header('location', `${base}/files/${record.id}`)
@@ -200,6 +218,18 @@ export function registerFileRoutes(app: FastifyInstance, options: FileRoutesOpti
 const STORE_REFUSALS = [FileTooLargeError, StoreFullError, AccessLostError, StoreUnavailableError]
 
 /**
+ * Whether `error` came of a body that ended before its last byte (the client went away, or sent
+ * less than its Content-Length), rather than of a refusal: a 400 of the client's, not a failure
+ * of ours (nor a line in the error log).
+ */
+export function bodyEndedEarly(error: unknown, request: FastifyRequest): boolean {
+  const refused =
+    STORE_REFUSALS.some((kind) => error instanceof kind) ||
+    typeof (error as { statusCode?: unknown } | null)?.statusCode === 'number'
+  return !refused && !request.raw.complete
+}
+
+/**
  * Stores the request's body as a file. A body that ends before its last byte (the client went
  * away, or sent less than its Content-Length) keeps nothing and is a 400, not a failure of ours.
  */
@@ -213,8 +243,7 @@ async function upload(
     // carry the refusal, and the rest of the body is read and dropped as the connection closes.
     return await files.put(type, request.raw.iterator({ destroyOnReturn: false }))
   } catch (error) {
-    const refused = STORE_REFUSALS.some((kind) => error instanceof kind)
-    if (!refused && !request.raw.complete) {
+    if (bodyEndedEarly(error, request)) {
       throw refusal(400, 'The upload ended before its last byte; nothing was kept.')
     }
     throw error

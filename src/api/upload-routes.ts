@@ -12,7 +12,14 @@ import {
 } from '../store/uploads.js'
 import { JSON_CONTENT_TYPE } from './answer.js'
 import { fileJson, uploadType } from './file-answers.js'
-import { filesIn, type NotebookScope, refusal, scopeOf, takeRawBodies } from './file-routes.js'
+import {
+  bodyEndedEarly,
+  filesIn,
+  type NotebookScope,
+  refusal,
+  scopeOf,
+  takeRawBodies,
+} from './file-routes.js'
 import { sendProblem } from './problem.js'
 
 /*
@@ -127,7 +134,15 @@ export function registerUploadRoutes(app: FastifyInstance, options: UploadRoutes
           now(),
         )
         .catch((err: unknown) => {
-          throw err instanceof UploadBusyError ? refusal(409, BUSY) : err
+          if (err instanceof UploadBusyError) throw refusal(409, BUSY)
+          // The connection cut mid-part (tus's everyday case): the bytes that came are kept.
+          if (bodyEndedEarly(err, request)) {
+            throw refusal(
+              400,
+              'The part ended before its last byte (the connection was cut); the bytes received are kept: HEAD gives the offset to send from.',
+            )
+          }
+          throw err
         })
       if (offset === state.length) await finish({ ...state, offset }, scope)
       return offset

@@ -82,6 +82,59 @@ describe('files over HTTP', () => {
     await app.close()
   })
 
+  it("answers a refusal of a file's route with the guards and nothing of the file's own headers, never cached", async () => {
+    // A store whose reads fail (a disk or a database that went away) or whose file is gone by
+    // the time it is read: the answer must not carry the file's ETag or a year of caching.
+    let reads: 'fail' | 'gone' = 'fail'
+    const files = new MemoryFiles({ maxFileBytes: 1 << 20 })
+    const failing: typeof files = Object.create(files)
+    failing.files = (notebook) => {
+      const inner = files.files(notebook)
+      return Object.assign(Object.create(inner), {
+        read: () => {
+          if (reads === 'gone') return undefined
+          throw new Error('the disk went away')
+        },
+      })
+    }
+    const app = buildApp({
+      store: new MemoryNoteStore({ maxNotes: 1000, maxBytes: 1 << 20 }),
+      files: failing,
+      config: { ...DEFAULT_CONFIG, maxFileBytes: 1 << 20 },
+    })
+    const id = String(dataOf(await upload(app, bytesOf(1000), 'text/html')).id)
+    const guarded = (response: LightMyRequestResponse, status: number) => {
+      assert.equal(response.statusCode, status, response.body)
+      assert.equal(response.headers['content-type'], 'application/problem+json')
+      assert.equal(response.headers['x-content-type-options'], 'nosniff')
+      assert.equal(response.headers['content-security-policy'], "sandbox; default-src 'none'")
+      assert.equal(response.headers['cache-control'], 'no-store')
+      for (const name of ['etag', 'accept-ranges', 'content-disposition']) {
+        assert.equal(response.headers[name], undefined, `${status} ${name}`)
+      }
+    }
+    guarded(await app.inject({ method: 'GET', url: `/api/files/${id}` }), 500)
+    reads = 'gone'
+    guarded(await app.inject({ method: 'GET', url: `/api/files/${id}` }), 404)
+    guarded(await app.inject({ method: 'GET', url: `/api/files/${'0'.repeat(64)}` }), 404)
+    guarded(await app.inject({ method: 'GET', url: '/api/files/not-an-id' }), 404)
+    // The file's own answers keep theirs, a 416 (about its bytes) too.
+    const outside = await app.inject({
+      method: 'GET',
+      url: `/api/files/${id}`,
+      headers: { range: 'bytes=5000-' },
+    })
+    assert.equal(outside.statusCode, 416)
+    assert.equal(outside.headers['content-range'], 'bytes */1000')
+    assert.equal(outside.headers.etag, `"${id}"`)
+    assert.equal(outside.headers['x-content-type-options'], 'nosniff')
+    const head = await app.inject({ method: 'HEAD', url: `/api/files/${id}` })
+    assert.equal(head.headers.etag, `"${id}"`)
+    assert.equal(head.headers['content-disposition'], 'attachment')
+    assert.equal(head.headers['x-content-type-options'], 'nosniff')
+    await app.close()
+  })
+
   it('sends anything a browser could run as an attachment, never sniffed', async () => {
     const app = openApp()
     for (const [type, attachment] of [

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
+import { request } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -25,12 +26,17 @@ const TUS = { 'tus-resumable': '1.0.0' }
 const PART = { ...TUS, 'content-type': 'application/offset+octet-stream' }
 const sha256 = (bytes: Buffer): string => createHash('sha256').update(bytes).digest('hex')
 
-function memoryApp(maxFileBytes = 16 << 20) {
+/** `errors`, when given, gets every line the app logs at level error or above. */
+function memoryApp(maxFileBytes = 16 << 20, errors?: string[]) {
   return buildApp({
     store: new MemoryNoteStore({ maxNotes: 100, maxBytes: 1 << 20 }),
     files: new MemoryFiles({ maxFileBytes }),
     uploads: new MemoryUploads(),
     config: { ...DEFAULT_CONFIG, maxFileBytes },
+    logger:
+      errors === undefined
+        ? false
+        : { level: 'error', stream: { write: (line: string) => errors.push(line) } },
   })
 }
 
@@ -143,6 +149,46 @@ describe('resumable uploads (tus 1.0)', () => {
     })
     assert.equal(unknown.statusCode, 400)
     await app.close()
+  })
+
+  it('keeps the bytes of a PATCH cut in the middle, and logs no error of its own for it', async () => {
+    const errors: string[] = []
+    const app = memoryApp(1 << 20, errors)
+    const port = await listening(app)
+    try {
+      const created = await app.inject({
+        method: 'POST',
+        url: '/api/uploads',
+        headers: { ...TUS, 'upload-length': '700' },
+      })
+      const url = String(created.headers.location)
+      // 350 of the 700 bytes the request says it carries, then the connection is gone.
+      const part = request({
+        port,
+        host: '127.0.0.1',
+        path: url,
+        method: 'PATCH',
+        headers: { ...PART, 'upload-offset': '0', 'content-length': '700' },
+      })
+      part.on('error', () => {})
+      part.write(bytesOf(350))
+      const until = Date.now() + 5_000
+      let offset = '0'
+      while (offset !== '350' && Date.now() < until) {
+        await new Promise((resolve) => setTimeout(resolve, 20))
+        offset = String(
+          (await app.inject({ method: 'HEAD', url, headers: TUS })).headers['upload-offset'],
+        )
+        if (offset === '350') part.destroy()
+      }
+      assert.equal(offset, '350')
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      const head = await app.inject({ method: 'HEAD', url, headers: TUS })
+      assert.equal(head.headers['upload-offset'], '350')
+      assert.deepEqual(errors, [])
+    } finally {
+      await app.close()
+    }
   })
 
   it('tus-js-client uploads through a connection cut in the middle, unchanged', async () => {
