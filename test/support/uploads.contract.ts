@@ -22,7 +22,7 @@ export interface MadeStaging {
   close?(): Promise<void>
 }
 
-const T0 = 1_700_000_000_000
+export const T0 = 1_700_000_000_000
 
 /** A new upload's info: an id as the routes draw it, in notebook `notebook`. */
 export function uploadInfo(length: number, fields: Partial<UploadInfo> = {}): UploadInfo {

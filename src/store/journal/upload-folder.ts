@@ -9,7 +9,7 @@ import {
 } from 'node:fs'
 import { type FileHandle, open, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { Readable } from 'node:stream'
+import { Readable } from 'node:stream'
 import { replaceFile } from '../../durable/file-steps.js'
 import {
   bytesHeld,
@@ -40,8 +40,13 @@ export class UploadFolder implements UploadStaging {
   constructor(folder: string) {
     this.#folder = folder
     mkdirSync(folder, { recursive: true })
-    for (const name of readdirSync(folder)) {
+    const names = readdirSync(folder)
+    for (const name of names) {
       if (name.endsWith('.tmp')) rmSync(join(folder, name), { force: true })
+      // Bytes of an upload whose record was never written (a crash inside create) or is gone.
+      if (name.endsWith('.part') && !names.includes(`${name.slice(0, -'.part'.length)}.json`)) {
+        rmSync(join(folder, name), { force: true })
+      }
       if (!name.endsWith('.json')) continue
       const id = name.slice(0, -'.json'.length)
       if (!ID.test(id)) continue
@@ -92,19 +97,27 @@ export class UploadFolder implements UploadStaging {
     this.#busy.add(id)
     let part: FileHandle
     try {
-      part = await open(this.#part(id), 'a')
+      // Not 'a': each byte is written at its offset, so bytes of a write that failed part way
+      // (a full disk) are written over by the next part rather than shifting it.
+      part = await open(this.#part(id), 'r+')
     } catch (err) {
       // Not opened (removed meanwhile, a full disk): the upload is not left busy.
       this.#busy.delete(id)
       throw err
     }
     let offset = state.offset
+    let synced = false
     try {
       for await (const piece of body) {
         room(offset + piece.byteLength)
-        // Appended in order, each write awaited: a slow disk slows the reader, not memory.
+        // In order, each write awaited: a slow disk slows the reader, not memory.
         for (let done = 0; done < piece.byteLength; ) {
-          const { bytesWritten } = await part.write(piece, done, piece.byteLength - done)
+          const { bytesWritten } = await part.write(
+            piece,
+            done,
+            piece.byteLength - done,
+            offset + done,
+          )
           done += bytesWritten
         }
         offset += piece.byteLength
@@ -112,17 +125,26 @@ export class UploadFolder implements UploadStaging {
     } finally {
       try {
         await part.sync()
+        synced = true
       } finally {
         await part.close()
         this.#busy.delete(id)
-        this.#uploads.set(id, { ...state, offset, touched })
+        // Only what is on disk counts; an upload removed meanwhile (expired, its notebook gone)
+        // stays removed, its bytes with it.
+        if (this.#uploads.get(id) === state) {
+          this.#uploads.set(id, { ...state, offset: synced ? offset : state.offset, touched })
+        } else {
+          await rm(this.#part(id), { force: true })
+        }
       }
     }
     return offset
   }
 
   read(id: string): Readable {
-    return createReadStream(this.#part(id))
+    const length = this.#uploads.get(id)?.length ?? 0
+    // Its bytes up to its length, never more.
+    return length === 0 ? Readable.from([]) : createReadStream(this.#part(id), { end: length - 1 })
   }
 
   async finish(id: string, file: string): Promise<void> {
