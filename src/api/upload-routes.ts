@@ -224,7 +224,13 @@ export function registerUploadRoutes(app: FastifyInstance, options: UploadRoutes
         })
         let state = (await staging.state(id)) as UploadState
         if (withBytes || length === 0) {
-          await receive(request, state, scope)
+          try {
+            await receive(request, state, scope)
+          } catch (err) {
+            // The client never learns where the upload is: nothing of it may stay counted.
+            await staging.remove(id).catch(() => {})
+            throw err
+          }
           state = (await staging.state(id)) as UploadState
         }
         return tusHeaders(reply.code(201), state)
@@ -241,9 +247,16 @@ export function registerUploadRoutes(app: FastifyInstance, options: UploadRoutes
           if (request.method === 'HEAD') {
             // Complete, but not yet a file (its store refused it before): a client that reads the
             // offset takes it as done, so it is stored now, or the refusal answered.
+            // A viewer's HEAD answers the offset; the next writer's request stores it.
             if (state.file === undefined && state.offset === state.length) {
-              await finish(state, await scopeOf(request, directory, true))
-              state = (await staging.state(state.id)) as UploadState
+              const writer = await scopeOf(request, directory, true).catch((err: unknown) => {
+                if ((err as { statusCode?: unknown }).statusCode === 403) return undefined
+                throw err
+              })
+              if (writer !== undefined) {
+                await finish(state, writer)
+                state = (await staging.state(state.id)) as UploadState
+              }
             }
             return tusHeaders(reply.code(200), state).header('content-length', 0).send()
           }

@@ -151,6 +151,26 @@ describe('resumable uploads (tus 1.0)', () => {
     await app.close()
   })
 
+  it('keeps nothing of a creation whose first bytes are refused: its Location was never sent', async () => {
+    const uploads = new MemoryUploads()
+    const app = buildApp({
+      store: new MemoryNoteStore({ maxNotes: 100, maxBytes: 1 << 20 }),
+      files: new MemoryFiles({ maxFileBytes: 1000 }),
+      uploads,
+      config: { ...DEFAULT_CONFIG, maxFileBytes: 1000 },
+    })
+    const refused = await app.inject({
+      method: 'POST',
+      url: '/api/uploads',
+      headers: { ...PART, 'upload-length': '600' },
+      payload: bytesOf(700),
+    })
+    assert.equal(refused.statusCode, 400)
+    assert.equal(refused.headers.location, undefined)
+    assert.deepEqual(await uploads.list(), [])
+    await app.close()
+  })
+
   it('keeps the bytes of a PATCH cut in the middle, and logs no error of its own for it', async () => {
     const errors: string[] = []
     const app = memoryApp(1 << 20, errors)
