@@ -119,21 +119,26 @@ export type RangeAsked = { start: number; end: number } | 'none' | 'whole'
  */
 export function rangeOf(header: string | undefined, size: number): RangeAsked {
   if (header === undefined) return 'whole'
-  const match = /^bytes=[ \t]*(\d*)-(\d*)[ \t]*$/.exec(header)
+  // The unit is case-insensitive (RFC 9110 §14.1); leading zeros say nothing.
+  const match = /^bytes=[ \t]*(\d*)-(\d*)[ \t]*$/i.exec(header)
   if (match === null) return 'whole'
-  const [, first = '', last = ''] = match
+  const [first = '', last = ''] = [match[1], match[2]].map((digits = '') =>
+    digits.replace(/^0+(?=\d)/, ''),
+  )
   if (first === '' && last === '') return 'whole'
   // No range of an empty file can be met, a suffix range included.
   if (size === 0) return 'none'
-  if (first.length > 16 || last.length > 16) return first === '' ? 'whole' : 'none'
+  // Past 15 digits a number is past any file's size (and no longer exact as a double).
+  const huge = (digits: string) => digits.length > 15
   if (first === '') {
-    const suffix = Number(last)
+    const suffix = huge(last) ? size : Number(last)
     if (suffix === 0) return 'none'
     return { start: Math.max(0, size - suffix), end: size }
   }
+  if (huge(first)) return 'none'
   const start = Number(first)
-  const end = last === '' ? size : Math.min(size, Number(last) + 1)
-  if (last !== '' && Number(last) < start) return 'whole'
+  if (last !== '' && !huge(last) && Number(last) < start) return 'whole'
   if (start >= size) return 'none'
+  const end = last === '' || huge(last) ? size : Math.min(size, Number(last) + 1)
   return { start, end }
 }

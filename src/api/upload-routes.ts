@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Directory } from '../store/directory.js'
-import { type FileLimits, type FileSpace, FileTooLargeError } from '../store/files.js'
+import { type FileLimits, type FileSpace, FileTooLargeError, UNKNOWN_TYPE } from '../store/files.js'
 import { checkFileRoom } from '../store/kernel/file-intake.js'
 import {
   expired,
@@ -63,7 +63,7 @@ function bytesHeader(value: string | string[] | undefined): number | undefined {
  * `type`/`contentType`), or a refusal of a header that is not tus's `key base64,key base64`.
  */
 function metadataType(header: string | undefined): { type: string } | { bad: string } {
-  if (header === undefined || header === '') return { type: 'application/octet-stream' }
+  if (header === undefined || header === '') return { type: UNKNOWN_TYPE }
   const bad = {
     bad: `Upload-Metadata must be comma-separated "key base64value" pairs, at most ${MAX_METADATA} characters.`,
   }
@@ -78,7 +78,7 @@ function metadataType(header: string | undefined): { type: string } | { bad: str
     }
   }
   const checked = uploadType(type)
-  return 'bad' in checked ? { type: 'application/octet-stream' } : checked
+  return 'bad' in checked ? { type: UNKNOWN_TYPE } : checked
 }
 
 export function registerUploadRoutes(app: FastifyInstance, options: UploadRoutesOptions): void {

@@ -193,6 +193,11 @@ describe('files over HTTP', () => {
       ['bytes=-5', 995, 1000],
       ['bytes=-5000', 0, 1000],
       ['bytes=500-99999', 500, 1000],
+      // The unit in any case, leading zeros, and numbers past any size.
+      ['Bytes=10-19', 10, 20],
+      ['bytes=00000000000000000010-0000000000000000000019', 10, 20],
+      ['bytes=5-99999999999999999999999', 5, 1000],
+      ['bytes=-99999999999999999999999', 0, 1000],
     ] as const) {
       const got = await ranged(range)
       assert.equal(got.statusCode, 206, range)
@@ -201,7 +206,12 @@ describe('files over HTTP', () => {
       assert.ok(got.rawPayload.equals(bytes.subarray(start, end)), range)
       assert.equal(got.headers.etag, `"${id}"`)
     }
-    for (const range of ['bytes=1000-', 'bytes=5000-6000', 'bytes=-0']) {
+    for (const range of [
+      'bytes=1000-',
+      'bytes=5000-6000',
+      'bytes=-0',
+      'bytes=99999999999999999999-',
+    ]) {
       const got = await ranged(range)
       assert.equal(got.statusCode, 416, range)
       assert.equal(got.headers['content-range'], 'bytes */1000')
