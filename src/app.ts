@@ -38,8 +38,7 @@ import { turnedOff } from './ops/turned-off.js'
 import { registerApiDocs } from './pages/api-docs.js'
 import { registerNotesPage } from './pages/notes-page.js'
 import { FILE_LIMIT_DEFAULTS, type FileSpace } from './store/files.js'
-import { MemoryFiles } from './store/memory/memory-files.js'
-import { MemoryUploads } from './store/memory/memory-uploads.js'
+import { memoryFileStores } from './store/memory/memory-file-stores.js'
 import type { Notebooks, NoteStore, StoreGauges } from './store/types.js'
 import { SHARED_NOTEBOOK } from './store/types.js'
 import type { UploadStaging } from './store/uploads.js'
@@ -86,10 +85,14 @@ export interface AppOptions {
   notebooks?: Notebooks
   /**
    * Where the files live, by notebook; defaults to `notebooks.files`, or files in memory beside a
-   * `store` (whose caps are then FILE_LIMIT_DEFAULTS's).
+   * `store` (whose caps are then FILE_LIMIT_DEFAULTS's; beside a memory store they count toward
+   * its byte cap too).
    */
   files?: FileSpace
-  /** Where resumable uploads keep their bytes until they are files; in memory by default. */
+  /**
+   * Where resumable uploads keep their bytes until they are files; in memory by default, counted
+   * as the files of a memory store are.
+   */
   uploads?: UploadStaging
   /** User tokens: each request under /api/ then needs one, or a service key. */
   userTokens?: UserTokens
@@ -298,7 +301,8 @@ export function buildApp({
     const scope = config.authPageScope ?? 'openid'
     registerNotesPage(app, clientId === '' ? undefined : { issuer, clientId, scope })
   }
-  const staging = uploads ?? new MemoryUploads()
+  const inMemory = memoryFileStores({ store, notebooks })
+  const staging = uploads ?? inMemory.uploads
   if (directory !== undefined) {
     registerNotebookRoutes(app, {
       directory,
@@ -314,7 +318,7 @@ export function buildApp({
   }
   registerNoteRoutes(app, services, directory)
   registerArchiveRoutes(app, services, directory)
-  const space = files ?? notebooks?.files ?? new MemoryFiles()
+  const space = files ?? notebooks?.files ?? inMemory.files
   const maxFileBytes = config.maxFileBytes ?? FILE_LIMIT_DEFAULTS.maxFileBytes
   registerFileRoutes(app, { space, directory, maxFileBytes })
   registerUploadRoutes(app, {

@@ -6,10 +6,9 @@ import { JournalOpenError } from './store/journal/journal-open-error.js'
 import { JournaledNotebooks } from './store/journal/journaled-notebooks.js'
 import { UploadFolder } from './store/journal/upload-folder.js'
 import { FileSweeper } from './store/kernel/file-sweep.js'
-import { MemoryFiles } from './store/memory/memory-files.js'
+import { memoryFileStores } from './store/memory/memory-file-stores.js'
 import { MemoryNotebooks } from './store/memory/memory-notebooks.js'
 import { MemoryNoteStore } from './store/memory/memory-store.js'
-import { MemoryUploads } from './store/memory/memory-uploads.js'
 import { openFailure, redactUrl } from './store/postgres/connection.js'
 import { Database } from './store/postgres/database.js'
 import { PostgresNotebooks } from './store/postgres/notebooks.js'
@@ -114,11 +113,12 @@ export function openStores(config: Config, { perUser }: { perUser: boolean }): O
       close: () => postgres.close(),
     }
   }
+  // Files and uploads in memory count toward MAX_STORE_BYTES with the notes.
   const memory = perUser
     ? { notebooks: new MemoryNotebooks({ ...caps, ...notebookCaps }) }
-    : { store: new MemoryNoteStore(caps), files: new MemoryFiles(caps.files) }
+    : { store: new MemoryNoteStore(caps) }
   return {
-    stores: { ...memory, uploads: new MemoryUploads() },
+    stores: { ...memoryFileStores(memory, caps.files), ...memory },
     ready: async () => {},
     close: async () => {},
   }

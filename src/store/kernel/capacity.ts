@@ -14,6 +14,15 @@ export const SHARED_ROOM_ADVICE = 'Its room is shared by every notebook; try aga
 export const TRASH_ROOM_ADVICE =
   'Delete notes, or empty the trash, to make room: deleted notes count until they leave it.'
 
+/** The advice of a refusal by a byte cap that files hold room of too (a memory store's). */
+const FILE_ROOM_ADVICE = {
+  own: 'Delete notes or files to make room.',
+  trash:
+    'Delete notes or files, or empty the trash, to make room: deleted notes count until they leave it.',
+  shared:
+    'Its room is shared by every notebook: deleting notes or files frees it; try again later.',
+} as const
+
 export class Capacity {
   /** Notes held. */
   notes = 0
@@ -22,6 +31,11 @@ export class Capacity {
   /** Deleted notes in the trash, and their bytes: counted toward the caps as notes are. */
   trashNotes = 0
   trashBytes = 0
+  /**
+   * Bytes of files and unfinished uploads held beside the notes (a memory store's, in the same
+   * memory), counted toward maxBytes: in the whole only, as notebooks' file caps are their own.
+   */
+  fileBytes = 0
   readonly maxNotes: number
   readonly maxBytes: number
   /** Who holds what, in a refusal's words: 'The store', 'This notebook', 'The service'. */
@@ -48,9 +62,23 @@ export class Capacity {
 
   /** Throws StoreFullError unless `bytes` more (fewer when negative) fit, here and in the whole. */
   roomForBytes(bytes: number): void {
-    if (this.bytes + this.trashBytes + bytes > this.maxBytes)
-      throw this.#full(`${this.maxBytes} bytes of notes`)
+    if (this.#held() + bytes > this.maxBytes) throw this.#fullOfBytes()
     this.#whole?.roomForBytes(bytes)
+  }
+
+  /**
+   * Throws StoreFullError unless `bytes` more of files fit beside the notes, in the whole:
+   * 'The store holds its maximum of 1024 bytes of notes and files.'
+   */
+  roomForFiles(bytes: number): void {
+    if (this.#whole !== undefined) return this.#whole.roomForFiles(bytes)
+    if (this.#held() + bytes > this.maxBytes) throw this.#fullOfBytes(true)
+  }
+
+  /** Records `bytes` more (fewer when negative) of files held beside the notes, in the whole. */
+  addFiles(bytes: number): void {
+    if (this.#whole !== undefined) this.#whole.addFiles(bytes)
+    else this.fileBytes += bytes
   }
 
   /** Records `notes` more notes (1, 0 or -1) of `bytes` more bytes, here and in the whole. */
@@ -65,6 +93,20 @@ export class Capacity {
     this.trashNotes += notes
     this.trashBytes += bytes
     this.#whole?.trash(notes, bytes)
+  }
+
+  /** Bytes counted toward maxBytes: notes, the trash's and files'. */
+  #held(): number {
+    return this.bytes + this.trashBytes + this.fileBytes
+  }
+
+  /** The byte cap's refusal; it names files too once they hold some of its room (or would). */
+  #fullOfBytes(files = this.fileBytes > 0): StoreFullError {
+    if (!files) return this.#full(`${this.maxBytes} bytes of notes`)
+    const message = `${this.#holder} holds its maximum of ${this.maxBytes} bytes of notes and files.`
+    const { own, trash, shared } = FILE_ROOM_ADVICE
+    if (this.#holder === 'The service') return new StoreFullError(message, shared)
+    return new StoreFullError(message, this.trashNotes > 0 ? trash : own)
   }
 
   #full(what: string): StoreFullError {

@@ -11,6 +11,7 @@ import {
 import { checkFileRoom, takeIn } from '../kernel/file-intake.js'
 import { filePage } from '../kernel/file-pages.js'
 import { AccessLostError } from '../types.js'
+import type { FileRoom } from './file-room.js'
 
 /** One file in memory: what it is and its bytes. */
 interface HeldFile {
@@ -29,11 +30,14 @@ export interface MemoryFilesOptions extends Partial<FileLimits> {
   roleOf?: (notebook: string, user: string) => Role | undefined
   /** The clock of a file's `created`; Date.now by default. */
   now?: () => number
+  /** The room the files take beside the notes of their store (MAX_STORE_BYTES); none without. */
+  room?: FileRoom
 }
 
 /**
  * Every notebook's files in memory: each file's bytes in one Buffer (so the file itself is what an
- * upload costs), under its notebook, counted toward the notebook's and the service's caps.
+ * upload costs), under its notebook, counted toward the notebook's and the service's caps of
+ * files, and, with a `room`, toward the store's byte cap beside its notes, at its byte length.
  * Each put is kept in one synchronous step once its bytes have arrived, so the caps, the
  * writer's role and the same bytes stored twice are checked with nothing in between.
  */
@@ -41,16 +45,18 @@ export class MemoryFiles implements FileSpace {
   readonly #limits: FileLimits
   readonly #roleOf: MemoryFilesOptions['roleOf']
   readonly #now: () => number
+  readonly #room: FileRoom | undefined
   readonly #shelves = new Map<string, Shelf>()
   #bytes = 0
   #files = 0
   #sequence = 0
 
   constructor(options: MemoryFilesOptions = {}) {
-    const { roleOf, now = Date.now, ...limits } = options
+    const { roleOf, now = Date.now, room, ...limits } = options
     this.#limits = { ...FILE_LIMIT_DEFAULTS, ...limits }
     this.#roleOf = roleOf
     this.#now = now
+    this.#room = room
   }
 
   files(notebook: string): NotebookFiles {
@@ -79,6 +85,7 @@ export class MemoryFiles implements FileSpace {
     if (shelf === undefined) return
     this.#bytes -= shelf.bytes
     this.#files -= shelf.byId.size
+    this.#room?.add(-shelf.bytes)
     this.#shelves.delete(notebook)
   }
 
@@ -87,8 +94,12 @@ export class MemoryFiles implements FileSpace {
     return {
       put: async (type, body, created) => {
         const chunks: Buffer[] = []
-        const room = (more: number) =>
+        // The bytes are in memory as they arrive: they need room before the file is known, even
+        // when they turn out to be a file the notebook holds already (then nothing more counts).
+        const room = (more: number) => {
           checkFileRoom(shelfOf()?.bytes ?? 0, this.#bytes, more, this.#limits)
+          this.#room?.check(more, body)
+        }
         const { id, size } = await takeIn(
           body,
           this.#limits.maxFileBytes,
@@ -117,6 +128,7 @@ export class MemoryFiles implements FileSpace {
         shelf.bytes += size
         this.#bytes += size
         this.#files += 1
+        this.#room?.add(size)
         return record
       },
       stat: (id) => shelfOf()?.byId.get(id)?.record,
@@ -135,6 +147,7 @@ export class MemoryFiles implements FileSpace {
         shelf.bytes -= held.record.size
         this.#bytes -= held.record.size
         this.#files -= 1
+        this.#room?.add(-held.record.size)
         if (shelf.byId.size === 0) this.#shelves.delete(notebook)
         return true
       },

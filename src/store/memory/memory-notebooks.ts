@@ -6,9 +6,11 @@ import { guardedStore } from '../kernel/guarded-store.js'
 import { IdSpace } from '../kernel/id-space.js'
 import { randomEpoch } from '../kernel/version-token.js'
 import type { Notebooks, NoteStore, StoreStats } from '../types.js'
+import { FileRoom } from './file-room.js'
 import { MemoryDirectory, type MemoryDirectoryOptions } from './memory-directory.js'
 import { MemoryFiles } from './memory-files.js'
 import { MemoryNoteStore } from './memory-store.js'
+import { MemoryUploads } from './memory-uploads.js'
 import type { MemoryStoreOptions, SharedParts } from './options.js'
 import { HistoryBudget } from './revisions.js'
 
@@ -44,7 +46,8 @@ export const DEFAULT_DIRECTORY_LIMITS: DirectoryLimits = Object.freeze({
 /**
  * The notebooks of one service in memory. Each is a MemoryNoteStore of its own,
  * with its own random epoch, so that a version token or ETag of one notebook is never valid in
- * another; they share one IdSpace (ids unique over the service) and the service's Capacity.
+ * another; they share one IdSpace (ids unique over the service) and the service's Capacity,
+ * whose byte cap the files and unfinished uploads count toward too.
  * A notebook, once asked for, stays for the life of the process, empty or not.
  */
 export class MemoryNotebooks implements Notebooks {
@@ -57,6 +60,8 @@ export class MemoryNotebooks implements Notebooks {
   /** Who may see which notebook. */
   readonly directory: MemoryDirectory
   readonly files: MemoryFiles
+  /** Resumable uploads' bytes until they are files, counted as the files are. */
+  readonly uploads: MemoryUploads
 
   constructor(options: MemoryNotebooksOptions, onRecord?: MemoryDirectoryOptions['onRecord']) {
     const {
@@ -76,11 +81,6 @@ export class MemoryNotebooks implements Notebooks {
       versionOf: (store) => this.notebook(store).version(),
       ...(onRecord === undefined ? {} : { onRecord }),
     })
-    this.files = new MemoryFiles({
-      ...files,
-      roleOf: (store, user) => this.directory.roleIn(store, user),
-      ...(service.now === undefined ? {} : { now: service.now }),
-    })
     this.#shared = {
       ids: new IdSpace(),
       capacity: new Capacity(service.maxNotes, service.maxBytes, 'The service'),
@@ -88,6 +88,14 @@ export class MemoryNotebooks implements Notebooks {
         service.archive?.maxHistoryBytes ?? ARCHIVE_DEFAULTS.maxHistoryBytes,
       ),
     }
+    const room = new FileRoom(this.#shared.capacity)
+    this.files = new MemoryFiles({
+      ...files,
+      roleOf: (store, user) => this.directory.roleIn(store, user),
+      ...(service.now === undefined ? {} : { now: service.now }),
+      room,
+    })
+    this.uploads = new MemoryUploads(room)
     this.#store = {
       ...service,
       maxNotes: maxNotesPerNotebook ?? service.maxNotes,

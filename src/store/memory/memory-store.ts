@@ -15,6 +15,7 @@ import type {
   NoteStore,
   NoteWriter,
 } from '../types.js'
+import { FileRoom } from './file-room.js'
 import { entryOf, imageNotes } from './image-notes.js'
 import { type Batch, MemoryStoreCore } from './memory-store-core.js'
 import type { RecordedWrite, RememberedKey, StoreImage } from './records.js'
@@ -29,6 +30,17 @@ import type { RecordedWrite, RememberedKey, StoreImage } from './records.js'
  * (read-cache.ts) are parts of their own.
  */
 export class MemoryNoteStore extends MemoryStoreCore implements NoteStore, NoteArchive {
+  #fileRoom: FileRoom | undefined
+
+  /**
+   * The room files held beside this store take in its byte cap (the service's, for a notebook):
+   * one for the store, shared by its files and its uploads.
+   */
+  fileRoom(): FileRoom {
+    this.#fileRoom ??= new FileRoom(this.capacity)
+    return this.#fileRoom
+  }
+
   revisions(id: number, limit: number, after: string | undefined): RevisionPage | undefined {
     const entry = this.byId.find(id)
     return entry === undefined ? undefined : this.archive.revisions(entry, limit, after, this.now())

@@ -7,15 +7,28 @@ import {
   type UploadState,
   type UploadsHeld,
 } from '../uploads.js'
+import type { FileRoom } from './file-room.js'
 
 interface Held {
   state: UploadState
   chunks: Buffer[]
 }
 
-/** Uploads in memory: their parts as they arrived, until they become files (or go). */
+/** The bytes an unfinished upload holds (a finished one's went with its parts). */
+const heldBytes = (held: Held): number => (held.state.file === undefined ? held.state.offset : 0)
+
+/**
+ * Uploads in memory: their parts as they arrived, until they become files (or go). With a `room`,
+ * an unfinished upload's bytes count toward its store's byte cap as they arrive, and its
+ * termination, expiry or becoming a file gives them back.
+ */
 export class MemoryUploads implements UploadStaging {
   readonly #uploads = new Map<string, Held>()
+  readonly #room: FileRoom | undefined
+
+  constructor(room?: FileRoom) {
+    this.#room = room
+  }
 
   async create(info: UploadInfo): Promise<void> {
     this.#uploads.set(info.id, {
@@ -41,6 +54,8 @@ export class MemoryUploads implements UploadStaging {
       for await (const piece of body) {
         const chunk = Buffer.from(piece)
         room(held.state.offset + chunk.length)
+        this.#room?.check(chunk.length)
+        this.#room?.add(chunk.length)
         held.chunks.push(chunk)
         held.state = { ...held.state, offset: held.state.offset + chunk.length, touched }
       }
@@ -51,23 +66,31 @@ export class MemoryUploads implements UploadStaging {
   }
 
   read(id: string): Readable {
-    return Readable.from(this.#uploads.get(id)?.chunks ?? [])
+    const held = this.#uploads.get(id)
+    const stream = Readable.from(held?.chunks ?? [])
+    // Its bytes are counted as the upload's until it is finished: the file is not counted twice.
+    if (held !== undefined) this.#room?.carry(stream, heldBytes(held))
+    return stream
   }
 
   async finish(id: string, file: string): Promise<void> {
     const held = this.#uploads.get(id)
     if (held === undefined) return
+    this.#room?.add(-heldBytes(held))
     held.chunks = []
     held.state = { ...held.state, file }
   }
 
   async remove(id: string): Promise<void> {
+    const held = this.#uploads.get(id)
+    if (held === undefined) return
+    this.#room?.add(-heldBytes(held))
     this.#uploads.delete(id)
   }
 
   async drop(notebook: string): Promise<void> {
     for (const [id, held] of this.#uploads) {
-      if (held.state.notebook === notebook) this.#uploads.delete(id)
+      if (held.state.notebook === notebook) await this.remove(id)
     }
   }
 
