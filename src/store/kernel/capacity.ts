@@ -71,8 +71,8 @@ export class Capacity {
    * 'The store holds its maximum of 1024 bytes of notes and files.'
    */
   roomForFiles(bytes: number): void {
-    if (this.#whole !== undefined) return this.#whole.roomForFiles(bytes)
-    if (this.#held() + bytes > this.maxBytes) throw this.#fullOfBytes(true)
+    if (this.#whole !== undefined) this.#whole.roomForFiles(bytes)
+    else if (this.#held() + bytes > this.maxBytes) throw this.#fullOfBytes(true)
   }
 
   /** Records `bytes` more (fewer when negative) of files held beside the notes, in the whole. */
