@@ -34,6 +34,8 @@ describe('HTTP fuzzing (short form)', () => {
         seed: SEED,
         requests: REQUESTS,
         limits: FUZZ_LIMITS,
+        // A memory store: its files count toward MAX_STORE_BYTES with its notes.
+        filesShareStoreBytes: true,
       }).catch((err: unknown) => {
         if (err instanceof FuzzFailure) {
           err.message += `\nreplay: npm run fuzz -- --seed ${err.seed} --requests ${err.index}`

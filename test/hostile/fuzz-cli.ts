@@ -102,6 +102,7 @@ async function fuzz([first, ...others]: ServerProcess[]): Promise<void> {
       seed,
       requests,
       limits: FUZZ_LIMITS,
+      filesShareStoreBytes: kind === 'memory',
       onProgress: (s) => {
         if (Date.now() - lastReport < 10_000) return
         lastReport = Date.now()

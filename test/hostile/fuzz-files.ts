@@ -21,11 +21,48 @@ interface ModelFile {
   readonly type: string
 }
 
+/** The store's byte cap that files count toward beside the notes (the memory store's). */
+export interface SharedRoom {
+  readonly maxBytes: number
+  /** The bytes the notes hold toward it, the trash's included. */
+  notesBytes(): number
+  /** Whether the trash holds notes (the refusal then says to empty it). */
+  trashHolds(): boolean
+}
+
 /** The notebook's files as the service should hold them, in the order stored. */
 export class FileModel {
   readonly files = new Map<string, ModelFile>()
   /** Bytes uploaded before, to send again (the same bytes are one file). */
   readonly sent: Buffer[] = []
+  /** The cap the files share with the notes, on the memory store; none elsewhere. */
+  readonly room: SharedRoom | undefined
+
+  constructor(room?: SharedRoom) {
+    this.room = room
+  }
+
+  /** The bytes of the files held: each file once, at its byte length. */
+  get bytes(): number {
+    let total = 0
+    for (const file of this.files.values()) total += file.bytes.length
+    return total
+  }
+
+  /**
+   * The 507's detail when an upload of `size` bytes finds no room beside the notes, else
+   * undefined. Bytes need room as they arrive, the same bytes as a file held included.
+   */
+  refusal(size: number): string | undefined {
+    const room = this.room
+    if (room === undefined || room.notesBytes() + this.bytes + size <= room.maxBytes) {
+      return undefined
+    }
+    const advice = room.trashHolds()
+      ? 'Delete notes or files, or empty the trash, to make room: deleted notes count until they leave it.'
+      : 'Delete notes or files to make room.'
+    return `The store holds its maximum of ${room.maxBytes} bytes of notes and files. ${advice}`
+  }
 }
 
 /** `size` bytes of the seeded generator, so that a seed replays the same uploads. */
@@ -166,6 +203,12 @@ export function checkFile(
     case 'file-upload': {
       const kept = TYPES.find(([sent]) => sent === expect.contentType)?.[1]
       if (kept === undefined) return status === 400 ? undefined : `expected 400, got ${status}`
+      const refusal = model.refusal(expect.bytes.length)
+      if (refusal !== undefined) {
+        if (status !== 507) return `expected 507 (${refusal}), got ${status}`
+        const { detail } = json() as unknown as { detail?: unknown }
+        return detail === refusal ? undefined : `the 507 says ${JSON.stringify(detail)}`
+      }
       if (status !== 201) return `expected 201, got ${status}: ${response.body.toString('utf8')}`
       const id = sha256(expect.bytes)
       const first = model.files.get(id)

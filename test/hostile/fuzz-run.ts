@@ -21,6 +21,11 @@ export interface FuzzOptions {
   requests: number
   /** The limits the server runs with; the model needs them to know what to expect. */
   limits: ModelLimits
+  /**
+   * Whether files count toward MAX_STORE_BYTES beside the notes: on the memory store they do
+   * (they are in its memory); on a journal or PostgreSQL they have caps of their own alone.
+   */
+  filesShareStoreBytes: boolean
   /** Longest wait for one response before the server counts as hung, in ms. */
   timeoutMs?: number
   onProgress?: (stats: FuzzStats) => void
@@ -80,7 +85,16 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzStats> {
   const model = new NoteModel(limits)
   // The service keeps deleted notes in its trash (TRASH_DAYS), counted toward the caps.
   model.keepsTrash = true
-  const files = new FileModel()
+  const files = new FileModel(
+    options.filesShareStoreBytes
+      ? {
+          maxBytes: limits.maxStoreBytes,
+          notesBytes: () => model.bytes + model.trashBytes,
+          trashHolds: () => model.trashNotes > 0,
+        }
+      : undefined,
+  )
+  if (options.filesShareStoreBytes) model.fileBytes = () => files.bytes
   const stats: FuzzStats = {
     seed,
     requests: 0,

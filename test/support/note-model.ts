@@ -183,13 +183,19 @@ export class NoteModel {
     return [stateOf(note), ...[...note.past].reverse()]
   }
 
-  /** Notes and bytes counted toward the caps: the live ones and the trash. */
+  /**
+   * The bytes of files counted toward the byte cap beside the notes: the memory store's files
+   * (none on the other stores, where files have caps of their own alone).
+   */
+  fileBytes: () => number = () => 0
+
+  /** Notes and bytes counted toward the caps: the live ones and the trash (and files, as above). */
   get heldNotes(): number {
     return this.notes.length + this.trashNotes
   }
 
   get heldBytes(): number {
-    return this.bytes + this.trashBytes
+    return this.bytes + this.trashBytes + this.fileBytes()
   }
 
   delete(id: number): boolean {
@@ -371,6 +377,7 @@ export class NoteModel {
     copy.epoch = this.epoch
     copy.keepsTrash = this.keepsTrash
     copy.trash = [...this.trash]
+    copy.fileBytes = this.fileBytes
     return copy
   }
 
