@@ -191,7 +191,7 @@ export const OPTIONS: readonly Option<Setting>[] = [
   opt(
     'maxStoreBytes',
     'MAX_STORE_BYTES',
-    'most bytes of note JSON stored at once',
+    'most bytes of note JSON stored at once (on the memory store, with its files)',
     256 * MIB,
     integer(1 * KIB, 448 * MIB),
   ),

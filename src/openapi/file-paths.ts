@@ -148,7 +148,7 @@ function uploadFile(): Operation {
       ),
       ...STORE_ERRORS,
       '507': problemResponse(
-        "The notebook's files would pass `MAX_FILES_BYTES_PER_USER` (1 GiB by default), or the service's `MAX_FILES_BYTES` (16 GiB by default). Nothing was kept.",
+        "The notebook's files would pass `MAX_FILES_BYTES_PER_USER` (1 GiB by default), or the service's `MAX_FILES_BYTES` (16 GiB by default); on the memory store, where files count toward `MAX_STORE_BYTES` with the notes, that cap too (`The store holds its maximum of 268435456 bytes of notes and files. Delete notes or files to make room.`). Nothing was kept.",
         507,
         'This notebook holds its maximum of 1073741824 bytes of files. Delete files to make room.',
       ),

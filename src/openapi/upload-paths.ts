@@ -69,7 +69,7 @@ const VERSION = problemResponse(
   { 'Tus-Version': text('`1.0.0`.') },
 )
 const FULL = problemResponse(
-  "The upload would pass the notebook's MAX_FILES_BYTES_PER_USER or the service's MAX_FILES_BYTES; an upload counts toward them as it grows. The bytes already acknowledged stay.",
+  "The upload would pass the notebook's MAX_FILES_BYTES_PER_USER or the service's MAX_FILES_BYTES, or, on the memory store, MAX_STORE_BYTES, which its files share with the notes; an upload counts toward them as it grows. The bytes already acknowledged stay.",
   507,
   'This notebook holds its maximum of 1073741824 bytes of files. Delete files to make room.',
 )

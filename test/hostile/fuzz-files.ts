@@ -50,14 +50,13 @@ export class FileModel {
   }
 
   /**
-   * The 507's detail when an upload of `size` bytes finds no room beside the notes, else
-   * undefined. Bytes need room as they arrive, the same bytes as a file held included.
+   * The 507's detail when an upload of `bytes` finds no room beside the notes, else undefined.
+   * The bytes of a file held take no more room, so they always pass.
    */
-  refusal(size: number): string | undefined {
+  refusal(bytes: Buffer): string | undefined {
     const room = this.room
-    if (room === undefined || room.notesBytes() + this.bytes + size <= room.maxBytes) {
-      return undefined
-    }
+    if (room === undefined || this.files.has(sha256(bytes))) return undefined
+    if (room.notesBytes() + this.bytes + bytes.length <= room.maxBytes) return undefined
     const advice = room.trashHolds()
       ? 'Delete notes or files, or empty the trash, to make room: deleted notes count until they leave it.'
       : 'Delete notes or files to make room.'
@@ -203,7 +202,7 @@ export function checkFile(
     case 'file-upload': {
       const kept = TYPES.find(([sent]) => sent === expect.contentType)?.[1]
       if (kept === undefined) return status === 400 ? undefined : `expected 400, got ${status}`
-      const refusal = model.refusal(expect.bytes.length)
+      const refusal = model.refusal(expect.bytes)
       if (refusal !== undefined) {
         if (status !== 507) return `expected 507 (${refusal}), got ${status}`
         const { detail } = json() as unknown as { detail?: unknown }

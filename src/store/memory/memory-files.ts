@@ -94,11 +94,13 @@ export class MemoryFiles implements FileSpace {
     return {
       put: async (type, body, created) => {
         const chunks: Buffer[] = []
-        // The bytes are in memory as they arrive: they need room before the file is known, even
-        // when they turn out to be a file the notebook holds already (then nothing more counts).
-        const room = (more: number) => {
+        // The store's room is asked as the bytes arrive once they pass the notebook's largest
+        // file (until then they may be one it holds, which takes no more room), and for all of
+        // them once they are known to be a new file.
+        const largest = largestOf(shelfOf())
+        const room = (more: number, known = false) => {
           checkFileRoom(shelfOf()?.bytes ?? 0, this.#bytes, more, this.#limits)
-          this.#room?.check(more, body)
+          if (known || more > largest) this.#room?.check(more, body)
         }
         const { id, size } = await takeIn(
           body,
@@ -112,7 +114,7 @@ export class MemoryFiles implements FileSpace {
         let shelf = shelfOf()
         const held = shelf?.byId.get(id)
         if (held !== undefined) return held.record
-        room(size)
+        room(size, true)
         if (shelf === undefined) {
           shelf = new Shelf()
           this.#shelves.set(notebook, shelf)
@@ -157,6 +159,13 @@ export class MemoryFiles implements FileSpace {
       },
     }
   }
+}
+
+/** The size of the shelf's largest file; -1 without any. */
+function largestOf(shelf: Shelf | undefined): number {
+  let largest = -1
+  for (const record of recordsOf(shelf)) largest = Math.max(largest, record.size)
+  return largest
 }
 
 /** A shelf's records in the order stored: a Map keeps them so, which is sequence order. */
