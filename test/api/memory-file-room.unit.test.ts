@@ -4,7 +4,7 @@ import { buildApp } from '../../src/app.js'
 import { DEFAULT_CONFIG } from '../../src/config/config.js'
 import { MemoryNoteStore } from '../../src/store/memory/memory-store.js'
 import { bytesOf } from '../support/files.contract.js'
-import { assertProblem } from '../support/notebook-requests.js'
+import { assertProblem } from '../support/helpers.js'
 
 const T0 = 1_700_000_000_000
 const CAP = 4096

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict'
 import { createHmac } from 'node:crypto'
 import type { RequestListener } from 'node:http'
 import { describe } from 'node:test'
@@ -225,3 +226,19 @@ export function dataOf(response: LightMyRequestResponse): unknown {
 }
 
 export const JSON_HEADERS = { 'content-type': 'application/json' }
+
+/** Asserts a problem answer: this status, problem JSON, and exactly this detail. */
+export function assertProblem(
+  response: LightMyRequestResponse,
+  status: number,
+  detail: string,
+): void {
+  assert.equal(response.statusCode, status, response.body)
+  assert.equal(response.headers['content-type'], 'application/problem+json')
+  assert.deepEqual(JSON.parse(response.body), {
+    type: 'about:blank',
+    title: (JSON.parse(response.body) as { title: string }).title,
+    status,
+    detail,
+  })
+}

@@ -7,6 +7,9 @@ import type { Notebooks } from '../../src/store/types.js'
 import type { NotebooksSuite } from './each-notebooks.js'
 import { signed } from './jwks-server.js'
 
+/** Problem answers are checked alike everywhere (helpers.ts, which unit tests can import). */
+export { assertProblem } from './helpers.js'
+
 /** Apps with user tokens and notebooks, and the requests of their users, for the notebook suites. */
 
 export const SECRET = 'a-secret-of-32-bytes-or-more-000'
@@ -77,21 +80,6 @@ export async function as(app: FastifyInstance, sub: string, key?: string) {
       return (JSON.parse(response.body) as { data: Record<string, unknown> }).data
     },
   }
-}
-
-export function assertProblem(
-  response: LightMyRequestResponse,
-  status: number,
-  detail: string,
-): void {
-  assert.equal(response.statusCode, status, response.body)
-  assert.equal(response.headers['content-type'], 'application/problem+json')
-  assert.deepEqual(JSON.parse(response.body), {
-    type: 'about:blank',
-    title: (JSON.parse(response.body) as { title: string }).title,
-    status,
-    detail,
-  })
 }
 
 /**
