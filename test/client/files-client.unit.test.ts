@@ -12,7 +12,8 @@ import { bytesOf } from '../support/files.contract.js'
 
 async function serving(maxFileBytes = 1 << 20, fetcher?: typeof fetch) {
   const app = buildApp({
-    store: new MemoryNoteStore({ maxNotes: 100, maxBytes: 1 << 20 }),
+    // Room for the uploads' bytes: on a memory store they count toward its cap.
+    store: new MemoryNoteStore({ maxNotes: 100, maxBytes: 1 << 26 }),
     files: new MemoryFiles({ maxFileBytes }),
     config: { ...DEFAULT_CONFIG, maxFileBytes },
   })

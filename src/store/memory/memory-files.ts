@@ -13,10 +13,23 @@ import { filePage } from '../kernel/file-pages.js'
 import { AccessLostError } from '../types.js'
 import type { FileRoom } from './file-room.js'
 
-/** One file in memory: what it is and its bytes. */
+/** One file in memory: what it is and its bytes, as the pieces they arrived in (never copied). */
 interface HeldFile {
   readonly record: FileRecord
-  readonly bytes: Buffer
+  readonly parts: readonly Buffer[]
+}
+
+/** The bytes [start, end) of `parts`, piece by piece, each a view of what is held. */
+function* rangeOf(parts: readonly Buffer[], start: number, end: number): Generator<Buffer> {
+  let at = 0
+  for (const part of parts) {
+    const next = at + part.length
+    if (next > start && at < end) {
+      yield part.subarray(Math.max(0, start - at), Math.min(part.length, end - at))
+    }
+    if (next >= end) return
+    at = next
+  }
 }
 
 /** One notebook's files, in the order they were stored. */
@@ -35,8 +48,8 @@ export interface MemoryFilesOptions extends Partial<FileLimits> {
 }
 
 /**
- * Every notebook's files in memory: each file's bytes in one Buffer (so the file itself is what an
- * upload costs), under its notebook, counted toward the notebook's and the service's caps of
+ * Every notebook's files in memory: each file's bytes in the pieces they came in (so the file itself
+ * is what an upload costs), under its notebook, counted toward the notebook's and the service's caps of
  * files, and, with a `room`, toward the store's byte cap beside its notes, at its byte length.
  * Each put is kept in one synchronous step once its bytes have arrived, so the caps, the
  * writer's role and the same bytes stored twice are checked with nothing in between.
@@ -106,7 +119,9 @@ export class MemoryFiles implements FileSpace {
           body,
           this.#limits.maxFileBytes,
           (chunk) => {
-            chunks.push(chunk)
+            // A copy of each piece as it comes (the body's owner may use its buffer again), kept
+            // as it is: the file costs its bytes once, never twice while they are joined.
+            chunks.push(Buffer.from(chunk))
           },
           room,
         )
@@ -126,7 +141,7 @@ export class MemoryFiles implements FileSpace {
           created: created ?? this.#now(),
           sequence: ++this.#sequence,
         }
-        shelf.byId.set(id, { record, bytes: Buffer.concat(chunks, size) })
+        shelf.byId.set(id, { record, parts: chunks })
         shelf.bytes += size
         this.#bytes += size
         this.#files += 1
@@ -137,7 +152,7 @@ export class MemoryFiles implements FileSpace {
       read: (id, start, end) => {
         const held = shelfOf()?.byId.get(id)
         if (held === undefined) return undefined
-        return Readable.from([held.bytes.subarray(start, end)], { objectMode: false })
+        return Readable.from(rangeOf(held.parts, start, end), { objectMode: false })
       },
       list: (limit, after) => filePage(recordsOf(shelfOf()), limit, after),
       delete: (id) => {
