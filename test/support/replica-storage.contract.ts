@@ -172,6 +172,100 @@ const NOT_JSON: Record<string, () => unknown> = {
   },
 }
 
+/** `size` bytes of a pattern that repeats only every 251 bytes (so a shifted copy differs). */
+function patterned(size: number, seed: number): Uint8Array<ArrayBuffer> {
+  const bytes = new Uint8Array(size)
+  for (let i = 0; i < size; i++) bytes[i] = (i * 7 + seed) % 251
+  return bytes
+}
+
+/** The bytes kept under `key` are `expected` exactly, with no type. */
+async function expectBytes(
+  storage: ReplicaStorage,
+  key: string,
+  expected: Uint8Array | undefined,
+  what: string,
+): Promise<void> {
+  const blob = await storage.getBytes(key)
+  if (expected === undefined) {
+    expectEqual(blob, undefined, what)
+    return
+  }
+  if (blob === undefined) throw new Error(`${what}: no bytes, expected ${expected.length}`)
+  expectEqual(blob.type, '', `${what}, the type`)
+  const actual = new Uint8Array(await blob.arrayBuffer())
+  expectEqual(actual.length, expected.length, `${what}, the length`)
+  for (let i = 0; i < expected.length; i++) {
+    if (actual[i] !== expected[i]) throw new Error(`${what}: byte ${i} is ${actual[i]}`)
+  }
+}
+
+const LARGE_BYTES = patterned(3 << 20, 1)
+const SMALL_BYTES = patterned(1000, 2)
+
+/** What each storage does with files' bytes (a file waiting to be uploaded). */
+const EACH_STORAGE_BYTES: readonly ContractCase[] = [
+  {
+    name: 'keeps files’ bytes by key apart from the tables: put, replace, get, delete, keys',
+    run: (subject, name) =>
+      using(subject, name, async (storage) => {
+        await storage.write(puts(EVERY_TABLE))
+        expectEqual(await storage.bytesKeys(), [], 'the keys of a new storage')
+        await expectBytes(storage, 'f.none', undefined, 'a key never put')
+        await storage.putBytes('f.b', new Blob([LARGE_BYTES], { type: 'image/png' }))
+        await storage.putBytes('f.a', new Blob([]))
+        await storage.putBytes('f.c', new Blob([SMALL_BYTES.subarray(0, 10), SMALL_BYTES]))
+        expectEqual(await storage.bytesKeys(), ['f.a', 'f.b', 'f.c'], 'the keys, sorted')
+        await expectBytes(storage, 'f.b', LARGE_BYTES, 'a 3 MiB file')
+        await expectBytes(storage, 'f.a', new Uint8Array(0), 'an empty file')
+        const joined = new Uint8Array([...SMALL_BYTES.subarray(0, 10), ...SMALL_BYTES])
+        await expectBytes(storage, 'f.c', joined, 'a Blob of two parts')
+        await storage.putBytes('f.c', new Blob([SMALL_BYTES]))
+        await expectBytes(storage, 'f.c', SMALL_BYTES, 'replaced')
+        await storage.deleteBytes('f.b')
+        await storage.deleteBytes('f.never')
+        await expectBytes(storage, 'f.b', undefined, 'deleted')
+        expectEqual(await storage.bytesKeys(), ['f.a', 'f.c'], 'the keys after a delete')
+        await expectContents(storage, EVERY_TABLE, 'the tables, untouched by the bytes')
+        for (const key of ['', '../x', 'a/b', '..']) {
+          const bytes = new Blob([SMALL_BYTES])
+          await expectRefused(storage.putBytes(key, bytes), 'invalid', `putting ${key}`)
+          await expectRefused(storage.getBytes(key), 'invalid', `getting ${key}`)
+          await expectRefused(storage.deleteBytes(key), 'invalid', `deleting ${key}`)
+        }
+      }),
+  },
+  {
+    name: 'refuses files’ bytes once closed',
+    run: async (subject, name) => {
+      const storage = await subject.open(name)
+      await storage.putBytes('f.a', new Blob([SMALL_BYTES]))
+      await storage.close()
+      await expectRefused(storage.putBytes('f.b', new Blob([])), 'closed', 'put after close')
+      await expectRefused(storage.getBytes('f.a'), 'closed', 'get after close')
+      await expectRefused(storage.deleteBytes('f.a'), 'closed', 'delete after close')
+      await expectRefused(storage.bytesKeys(), 'closed', 'keys after close')
+    },
+  },
+  {
+    name: 'keeps files’ bytes across close and open',
+    persistentOnly: true,
+    run: async (subject, name) => {
+      await using(subject, name, async (storage) => {
+        await storage.putBytes('f.a', new Blob([LARGE_BYTES]))
+        await storage.putBytes('f.b', new Blob([SMALL_BYTES]))
+        await storage.putBytes('f.gone', new Blob([SMALL_BYTES]))
+        await storage.deleteBytes('f.gone')
+      })
+      await using(subject, name, async (again) => {
+        expectEqual(await again.bytesKeys(), ['f.a', 'f.b'], 'the keys after opening again')
+        await expectBytes(again, 'f.a', LARGE_BYTES, 'the large file again')
+        await expectBytes(again, 'f.b', SMALL_BYTES, 'the small file again')
+      })
+    },
+  },
+]
+
 /** What each storage does. */
 const EACH_STORAGE: readonly ContractCase[] = [
   {
@@ -407,6 +501,23 @@ const EACH_KEY: readonly ContractCase[] = [
     },
   },
   {
+    name: 'removes a key’s files’ bytes with it, and keeps another key’s',
+    run: async (subject, name) => {
+      const storages = subject.keyed(name)
+      await usingKey(storages, NOTEBOOK_A, (a) => a.putBytes('f.1', new Blob([SMALL_BYTES])))
+      await usingKey(storages, NOTEBOOK_B, async (b) => {
+        expectEqual(await b.bytesKeys(), [], 'another key’s bytes, new')
+        await b.putBytes('f.1', new Blob([LARGE_BYTES]))
+      })
+      await usingKey(storages, NOTEBOOK_A, (a) => expectBytes(a, 'f.1', SMALL_BYTES, 'key A'))
+      await storages.remove(NOTEBOOK_A)
+      await usingKey(storages, NOTEBOOK_A, async (a) => {
+        expectEqual(await a.bytesKeys(), [], 'key A’s bytes once removed')
+      })
+      await usingKey(storages, NOTEBOOK_B, (b) => expectBytes(b, 'f.1', LARGE_BYTES, 'key B'))
+    },
+  },
+  {
     name: 'keeps every key (notebook) across close and open',
     persistentOnly: true,
     run: async (subject, name) => {
@@ -422,7 +533,7 @@ const EACH_KEY: readonly ContractCase[] = [
   },
 ]
 
-export const CASES: readonly ContractCase[] = [...EACH_STORAGE, ...EACH_KEY]
+export const CASES: readonly ContractCase[] = [...EACH_STORAGE, ...EACH_STORAGE_BYTES, ...EACH_KEY]
 
 /** Runs the case called `caseName` (the page calls this).
  * @public: the Chromium test loads this module by its URL (import(contract)).

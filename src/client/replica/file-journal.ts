@@ -1,3 +1,8 @@
+import { closeSync, fsync, openAsBlob, openSync } from 'node:fs'
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { promisify } from 'node:util'
+import { syncFolder, writeAll } from '../../durable/file-steps.js'
 import { describeHolder, takePidLock } from '../../durable/pid-lock.js'
 import { encodeRecord, scanRecords } from '../../durable/record-frame.js'
 import {
@@ -14,8 +19,8 @@ import {
 /**
  * The file replica storage's bytes and file system steps (Node only, with file-storage.ts): the
  * record format (a header line, then a frame of durable/record-frame.ts per write), its replay,
- * the snapshot a compaction writes, and the storage's words for the lock and the file system's
- * errors. The frames, the file steps and the PID lock are the durable/ floor's, shared with the
+ * the snapshot a compaction writes, the files' bytes kept beside the journal, and the storage's
+ * words for the lock and the file system's errors. The frames, the file steps and the PID lock are the durable/ floor's, shared with the
  * service's journal.
  */
 
@@ -140,4 +145,76 @@ export function asStorageError(err: unknown, path: string): ReplicaStorageError 
   return new ReplicaStorageError('io', `Cannot use ${path}: ${message.split('\n')[0]}`, {
     cause: err,
   })
+}
+
+const fullSync = promisify(fsync)
+
+/** A name of the bytes folder that no key can have ('#' is not in a key): a write on its way. */
+const TMP_SUFFIX = '#tmp'
+
+/** The folder of a storage's files' bytes, beside its journal: '<path>.files'. */
+export function bytesFolder(path: string): string {
+  return `${path}.files`
+}
+
+/**
+ * Writes `bytes` as the file `key` of `folder` durably: into '<key>#tmp', fsync, rename, fsync
+ * of the folder (and of its parent when the folder is new), streamed a chunk at a time.
+ */
+export async function writeBytesFile(folder: string, key: string, bytes: Blob): Promise<void> {
+  const made = await mkdir(folder, { recursive: true })
+  if (made !== undefined) await syncFolder(dirname(folder))
+  const path = join(folder, key)
+  const tmp = `${path}${TMP_SUFFIX}`
+  const fd = openSync(tmp, 'w')
+  try {
+    let at = 0
+    for await (const chunk of bytes.stream()) {
+      await writeAll(fd, Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength), at)
+      at += chunk.byteLength
+    }
+    await fullSync(fd)
+  } catch (err) {
+    closeSync(fd)
+    await rm(tmp, { force: true })
+    throw err
+  }
+  closeSync(fd)
+  await rename(tmp, path)
+  await syncFolder(folder)
+}
+
+/** The file `key` of `folder` as a Blob read from the disk when used, or undefined. */
+export async function readBytesFile(folder: string, key: string): Promise<Blob | undefined> {
+  const path = join(folder, key)
+  let size: number
+  try {
+    size = (await stat(path)).size
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw err
+  }
+  // Node's openAsBlob refuses an empty file.
+  return size === 0 ? new Blob([]) : openAsBlob(path)
+}
+
+/** Removes the file `key` of `folder` (none is fine), and fsyncs the folder. */
+export async function removeBytesFile(folder: string, key: string): Promise<void> {
+  await rm(join(folder, key), { force: true })
+  await syncFolder(folder)
+}
+
+/** The keys of the files in `folder`, sorted; writes cut off by a crash are removed. */
+export async function bytesFileKeys(folder: string): Promise<string[]> {
+  let names: string[]
+  try {
+    names = await readdir(folder)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return []
+    throw err
+  }
+  for (const name of names) {
+    if (name.endsWith(TMP_SUFFIX)) await rm(join(folder, name), { force: true })
+  }
+  return names.filter((name) => !name.endsWith(TMP_SUFFIX)).sort()
 }

@@ -15,13 +15,18 @@ import { releasePidLock } from '../../durable/pid-lock.js'
 import { encodeRecord } from '../../durable/record-frame.js'
 import {
   asStorageError,
+  bytesFileKeys,
+  bytesFolder,
   EMPTY,
   HEADER,
   liveBytes,
   payloadOf,
+  readBytesFile,
+  removeBytesFile,
   replay,
   snapshotRecords,
   takeLock,
+  writeBytesFile,
 } from './file-journal.js'
 import {
   applyWrites,
@@ -48,6 +53,8 @@ import {
  * error naming its byte offset. Once the file passes twice the live data it is rewritten as
  * SQLite commits: a snapshot to `path.tmp`, fsync, rename, fsync of the directory. A lock file
  * (`path.lock`, holding the owner's identity: durable/pid-lock.ts) keeps a second opener out.
+ * The bytes of files waiting to be uploaded are files of their own beside it, in `path.files/`,
+ * each written to a temporary name, fsynced and renamed into place.
  */
 
 const dataSync = promisify(fdatasync)
@@ -175,6 +182,32 @@ export class FileReplicaStorage implements ReplicaStorage {
     })
   }
 
+  async putBytes(key: string, bytes: Blob): Promise<void> {
+    await this.#bytes(() => writeBytesFile(bytesFolder(this.#path), checkStorageKey(key), bytes))
+  }
+
+  async getBytes(key: string): Promise<Blob | undefined> {
+    return this.#bytes(() => readBytesFile(bytesFolder(this.#path), checkStorageKey(key)))
+  }
+
+  async deleteBytes(key: string): Promise<void> {
+    await this.#bytes(() => removeBytesFile(bytesFolder(this.#path), checkStorageKey(key)))
+  }
+
+  async bytesKeys(): Promise<string[]> {
+    return this.#bytes(() => bytesFileKeys(bytesFolder(this.#path)))
+  }
+
+  /** A step on the bytes folder, refused once closed, its failure in the storage's words. */
+  async #bytes<T>(step: () => Promise<T>): Promise<T> {
+    if (this.#closed) throw closedError()
+    try {
+      return await step()
+    } catch (err) {
+      throw asStorageError(err, bytesFolder(this.#path))
+    }
+  }
+
   /** Waits for the writes called before it, then closes the file and removes the lock. */
   async close(): Promise<void> {
     if (this.#closed) return
@@ -272,6 +305,7 @@ export class FileReplicaStorages implements ReplicaStorages {
     try {
       // A compaction's copy may be left by a crash; the file goes last, so a failure keeps it whole.
       rmSync(`${path}.tmp`, { force: true })
+      rmSync(bytesFolder(path), { recursive: true, force: true })
       rmSync(path, { force: true })
     } catch (err) {
       throw asStorageError(err, path)

@@ -25,7 +25,9 @@ import {
  */
 
 /** The schema's version: bump it, and add the step to `upgrade`, when the stores change. */
-const VERSION = 1
+const VERSION = 2
+/** The store of files' bytes waiting to be uploaded: a Blob per key, as IndexedDB keeps them. */
+const BYTES = 'bytes'
 /**
  * Records per table: each holds the entries whose keys hash to it, as the JSON text of
  * [[key, value], ...]. Chromium pays per record read: 10,000 notes as a record each loaded two to
@@ -55,8 +57,8 @@ interface IdbOpenRequest extends IdbRequest<IdbDatabase> {
 }
 interface IdbStore {
   get(key: string): IdbRequest<unknown>
-  put(value: unknown, key: string): unknown
-  delete(key: string): unknown
+  put(value: unknown, key: string): IdbRequest<unknown>
+  delete(key: string): IdbRequest<unknown>
   clear(): unknown
   getAll(): IdbRequest<unknown[]>
   getAllKeys(): IdbRequest<unknown[]>
@@ -244,6 +246,64 @@ export class IndexedDbReplicaStorage implements ReplicaStorage {
     return written
   }
 
+  async putBytes(key: string, bytes: Blob): Promise<void> {
+    checkStorageKey(key)
+    // A slice without a type: the bytes alone, as the other storages give them back.
+    const blob = bytes.slice(0, bytes.size)
+    await this.#bytes('readwrite', (store) => store.put(blob, key))
+  }
+
+  async getBytes(key: string): Promise<Blob | undefined> {
+    checkStorageKey(key)
+    return (await this.#bytes('readonly', (store) => store.get(key))) as Blob | undefined
+  }
+
+  async deleteBytes(key: string): Promise<void> {
+    checkStorageKey(key)
+    await this.#bytes('readwrite', (store) => store.delete(key))
+  }
+
+  async bytesKeys(): Promise<string[]> {
+    const keys = (await this.#bytes('readonly', (store) => store.getAllKeys())) as string[]
+    return keys.sort()
+  }
+
+  /**
+   * One request on the bytes store, in a transaction of its own (`strict` when it writes), and
+   * its result once the transaction completes; close() waits for it as for a write.
+   */
+  #bytes(
+    mode: 'readonly' | 'readwrite',
+    make: (store: IdbStore) => IdbRequest<unknown>,
+  ): Promise<unknown> {
+    if (this.#closed) return Promise.reject(this.#closed)
+    const doing = mode === 'readonly' ? 'read' : 'write'
+    const done = new Promise<unknown>((resolve, reject) => {
+      let tx: IdbTransaction
+      try {
+        tx =
+          mode === 'readonly'
+            ? this.#db.transaction([BYTES], mode)
+            : this.#db.transaction([BYTES], mode, { durability: 'strict' })
+      } catch (err) {
+        reject(failure(this.#name, err as DomErrorLike, doing))
+        return
+      }
+      let request: IdbRequest<unknown>
+      try {
+        request = make(tx.objectStore(BYTES))
+      } catch (err) {
+        tx.abort()
+        reject(failure(this.#name, err as DomErrorLike, doing))
+        return
+      }
+      tx.oncomplete = () => resolve(request.result)
+      tx.onabort = () => reject(failure(this.#name, tx.error, doing))
+    })
+    this.#last = Promise.all([this.#last, done.catch(() => {})])
+    return done
+  }
+
   /** Waits for the writes called before it, then closes the database. */
   async close(): Promise<void> {
     if (this.#closeCalled) return
@@ -368,9 +428,9 @@ function defaultFactory(): IdbFactoryLike | undefined {
   }
 }
 
-/** Version 0 -> 1: the four stores. */
+/** Version 0 -> 1: the four stores; 1 -> 2: the bytes store. */
 function upgrade(db: IdbDatabase): void {
-  for (const table of TABLES) {
+  for (const table of [...TABLES, BYTES]) {
     if (!db.objectStoreNames.contains(table)) db.createObjectStore(table)
   }
 }

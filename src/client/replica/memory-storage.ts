@@ -19,11 +19,16 @@ import {
  */
 export class MemoryReplicaStorage implements ReplicaStorage {
   readonly #texts: ReplicaTexts
+  readonly #bytes: Map<string, Blob>
   #closed = false
 
-  /** `texts`: what it holds, shared with the storages it was opened from (MemoryReplicaStorages). */
-  constructor(texts: ReplicaTexts = emptyTexts()) {
+  /**
+   * `texts` and `bytes`: what it holds, shared with the storages it was opened from
+   * (MemoryReplicaStorages).
+   */
+  constructor(texts: ReplicaTexts = emptyTexts(), bytes = new Map<string, Blob>()) {
     this.#texts = texts
+    this.#bytes = bytes
   }
 
   async load(): Promise<ReplicaContents> {
@@ -34,6 +39,27 @@ export class MemoryReplicaStorage implements ReplicaStorage {
   async write(changes: readonly ReplicaWrite[]): Promise<void> {
     this.#check()
     applyWrites(this.#texts, encodeWrites(changes))
+  }
+
+  async putBytes(key: string, bytes: Blob): Promise<void> {
+    this.#check()
+    // A slice without a type: the bytes alone, as the other storages give them back.
+    this.#bytes.set(checkStorageKey(key), bytes.slice(0, bytes.size))
+  }
+
+  async getBytes(key: string): Promise<Blob | undefined> {
+    this.#check()
+    return this.#bytes.get(checkStorageKey(key))
+  }
+
+  async deleteBytes(key: string): Promise<void> {
+    this.#check()
+    this.#bytes.delete(checkStorageKey(key))
+  }
+
+  async bytesKeys(): Promise<string[]> {
+    this.#check()
+    return [...this.#bytes.keys()].sort()
   }
 
   async close(): Promise<void> {
@@ -50,15 +76,15 @@ export class MemoryReplicaStorage implements ReplicaStorage {
  * (a replica of every notebook opened again) holds what the last one left.
  */
 export class MemoryReplicaStorages implements ReplicaStorages {
-  readonly #byKey = new Map<string, ReplicaTexts>()
+  readonly #byKey = new Map<string, { texts: ReplicaTexts; bytes: Map<string, Blob> }>()
 
   async open(key: string): Promise<MemoryReplicaStorage> {
-    let texts = this.#byKey.get(checkStorageKey(key))
-    if (texts === undefined) {
-      texts = emptyTexts()
-      this.#byKey.set(key, texts)
+    let held = this.#byKey.get(checkStorageKey(key))
+    if (held === undefined) {
+      held = { texts: emptyTexts(), bytes: new Map() }
+      this.#byKey.set(key, held)
     }
-    return new MemoryReplicaStorage(texts)
+    return new MemoryReplicaStorage(held.texts, held.bytes)
   }
 
   async remove(key: string): Promise<void> {

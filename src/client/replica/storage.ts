@@ -2,8 +2,9 @@ import { parseJson } from '../parse-json.js'
 
 /**
  * Where a replica keeps its copy between runs: four tables of JSON values by string key, written
- * all or nothing. Implementations: memory (tests, Node scripts), IndexedDB (browsers) and a file
- * (Node); one shared suite checks them all the same way.
+ * all or nothing, and the bytes of the files waiting to be uploaded, by key. Implementations:
+ * memory (tests, Node scripts), IndexedDB (browsers) and a file (Node); one shared suite checks
+ * them all the same way.
  */
 
 /**
@@ -33,6 +34,18 @@ export interface ReplicaStorage {
    * Values are JSON values (objects, arrays, strings, finite numbers, booleans, null).
    */
   write(changes: readonly ReplicaWrite[]): Promise<void>
+  /**
+   * Keeps `bytes` under `key` (a storage key: 1-200 of A-Z a-z 0-9 - . _ ~), replacing what was
+   * there, apart from the tables: a file waiting to be uploaded. Settles once they survive a
+   * crash, as write() does. Only the bytes are kept (the Blob's `type` is not).
+   */
+  putBytes(key: string, bytes: Blob): Promise<void>
+  /** The bytes kept under `key` (a Blob whose `type` is ''), or undefined. */
+  getBytes(key: string): Promise<Blob | undefined>
+  /** Removes the bytes of `key` (a key holding none is fine). */
+  deleteBytes(key: string): Promise<void>
+  /** The keys holding bytes, in ascending code-unit order. */
+  bytesKeys(): Promise<string[]>
   /** Releases what the storage holds open; later calls reject. */
   close(): Promise<void>
 }

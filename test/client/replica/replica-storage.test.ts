@@ -423,6 +423,47 @@ describe('IndexedDbReplicaStorage in Chromium (the storage contract)', { skip: S
     )
   })
 
+  it('upgrades a database of the first version (four stores), keeping its tables, to hold bytes', async () => {
+    const answer = await page.evaluate(async () => {
+      // The test's tsconfig has no DOM library: the little of indexedDB used here.
+      interface Request {
+        result: {
+          createObjectStore(name: string): { put(value: unknown, key: string): void }
+          close(): void
+        }
+        onupgradeneeded: () => void
+        onsuccess: () => void
+        onerror: () => void
+      }
+      const { indexedDB } = globalThis as unknown as {
+        indexedDB: { open(name: string, version: number): Request }
+      }
+      await new Promise<void>((resolve, reject) => {
+        const request = indexedDB.open('first-version', 1)
+        request.onupgradeneeded = () => {
+          for (const table of ['notes', 'outbox', 'conflicts']) {
+            request.result.createObjectStore(table)
+          }
+          request.result.createObjectStore('meta').put('[["feed","41"]]', '7')
+        }
+        request.onsuccess = () => {
+          request.result.close()
+          resolve()
+        }
+        request.onerror = () => reject(new Error('could not make the first version'))
+      })
+      const module = '/src/client/replica/indexeddb-storage.js'
+      const { IndexedDbReplicaStorage } = await import(module)
+      const storage = await IndexedDbReplicaStorage.open('first-version')
+      await storage.putBytes('f.1', new Blob(['abc']))
+      const { meta } = await storage.load()
+      const bytes = await (await storage.getBytes('f.1')).text()
+      await storage.close()
+      return { meta: [...meta], bytes }
+    })
+    assert.deepEqual(answer, { meta: [['feed', '41']], bytes: 'abc' })
+  })
+
   it('steps aside for a newer version opened in another tab, and refuses to open an older one after', async () => {
     const answer = await page.evaluate(async () => {
       const module = '/src/client/replica/indexeddb-storage.js'
@@ -445,7 +486,7 @@ describe('IndexedDbReplicaStorage in Chromium (the storage contract)', { skip: S
             }
           }
         }
-        const request = indexedDB.open('versions', 2)
+        const request = indexedDB.open('versions', 3)
         request.onsuccess = () => {
           request.result.close()
           resolve('upgraded')
