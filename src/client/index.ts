@@ -37,11 +37,14 @@ export {
   type UnsentWrites,
 } from './replica/notebooks-replica.js'
 export {
+  type AttachOptions,
   Replica,
   type ReplicaConflict,
   type ReplicaEntry,
   type ReplicaEvent,
+  type ReplicaFile,
   type ReplicaOptions,
+  type UnsentFile,
 } from './replica/replica.js'
 export {
   REPLICA_TABLES,

@@ -1,4 +1,6 @@
-import { connect, createServer, type Server, type Socket } from 'node:net'
+import { type AddressInfo, connect, createServer, type Server, type Socket } from 'node:net'
+import type { TestContext } from 'node:test'
+import type { FastifyInstance } from 'fastify'
 
 /**
  * A TCP relay on 127.0.0.1 between the client under test and the service, for what only a real
@@ -79,4 +81,18 @@ export class Relay {
       upstream.pipe(client)
     }
   }
+}
+
+/** A port where nothing listens: connections to it are refused (a relay target for "offline"). */
+export const NOWHERE = 9
+
+/** Listens on 127.0.0.1, closed (without the keep-alive grace) when the test ends; its port. */
+export async function serve(t: TestContext, app: FastifyInstance): Promise<number> {
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  t.after(async () => {
+    const closing = app.close()
+    app.server.closeAllConnections()
+    await closing
+  })
+  return (app.server.address() as AddressInfo).port
 }

@@ -6,7 +6,7 @@ import type { Notebook } from '../types.js'
 import { copyJson } from './note-json.js'
 import { outboxKey } from './outbox.js'
 import { changed, idOf, type ReplicaState, sweepLinks } from './replica-state.js'
-import type { ReplicaConflict } from './replica-types.js'
+import type { ReplicaConflict, UnsentFile } from './replica-types.js'
 import type { ReplicaWrite } from './storage.js'
 
 /** One queued write, in the order it was made. */
@@ -40,6 +40,11 @@ export interface UnsentWrites {
   writes: UnsentWrite[]
   /** Open conflicts, whose `mine` was never written ('left' only; a viewer keeps them). */
   conflicts: ReplicaConflict[]
+  /**
+   * Files attached on the device, never uploaded, with their bytes read into memory ('left'
+   * only: a viewer's refused files stay in the notebook's unsentFiles()).
+   */
+  files: UnsentFile[]
 }
 
 /** The replica's queued writes as UnsentWrites. */

@@ -20,6 +20,7 @@ import { backoffMs, sleep } from '../retry-policy.js'
 import type { Notebook } from '../types.js'
 import { dropQueued, openConflicts, type UnsentWrites, unsentWrites } from './handover.js'
 import { apply, reload } from './pull.js'
+import { handedFiles } from './queued-files.js'
 import { openFedReplica, type Replica } from './replica.js'
 import type { ReplicaState } from './replica-state.js'
 import type { ReplicaEvent } from './replica-types.js'
@@ -319,7 +320,7 @@ export class NotebooksReplica {
     const writes = unsentWrites(kept.state)
     if (writes.length === 0) return
     const notebook = { ...kept.notebook, role: 'viewer' as const }
-    await this.#options.unsent({ notebook, reason: 'read-only', writes, conflicts: [] })
+    await this.#options.unsent({ notebook, reason: 'read-only', writes, conflicts: [], files: [] })
     await dropQueued(kept.state, writes.length)
   }
 
@@ -337,12 +338,14 @@ export class NotebooksReplica {
       await this.#storeEntry(kept, true)
       const writes = unsentWrites(kept.state)
       const conflicts = openConflicts(kept.state)
-      if (writes.length > 0 || conflicts.length > 0) {
+      const files = await handedFiles(kept.state, true, true)
+      if (writes.length > 0 || conflicts.length > 0 || files.length > 0) {
         await this.#options.unsent({
           notebook: { ...kept.notebook },
           reason: 'left',
           writes,
           conflicts,
+          files,
         })
       }
       kept.unsubscribe()

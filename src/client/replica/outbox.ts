@@ -1,8 +1,8 @@
 /**
  * The shapes a replica keeps in its storage (storage.ts's four tables), and their keys: the
  * service's notes with their ETags, the outbox of queued writes, the conflicts, and the meta
- * values (feed position, id links, echoes awaited from the feed, the sequence counter); and a
- * new create's outbox entry.
+ * values (feed position, id links, echoes awaited from the feed, the sequence counter, the files
+ * queued for upload); and a new create's outbox entry.
  */
 import { newIdempotencyKey } from '../idempotency-key.js'
 import type { BatchRequest } from '../types.js'
@@ -109,10 +109,24 @@ export interface Echo {
   etag: string | null
 }
 
+/** A queued file as stored (meta `file:<key>`); its bytes are the storage's bytes of `key`. */
+export interface QueuedFile {
+  key: string
+  entry: string
+  name: string
+  type: string
+  size: number
+  /** Its place in the order files are sent (the replica's sequence). */
+  seq: number
+  /** Set once the service refused it for good (or its note was gone). */
+  refused?: { status: number; detail: string }
+}
+
 export const META_VERSION = 'version'
 export const META_SEQ = 'seq'
 export const LINK_PREFIX = 'link:'
 export const ECHO_PREFIX = 'echo:'
+export const FILE_PREFIX = 'file:'
 
 /** `o:000000000042`: keys sort as the numbers do. */
 export function outboxKey(seq: number): string {

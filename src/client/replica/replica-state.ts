@@ -10,10 +10,12 @@ import {
   type BaseNote,
   ECHO_PREFIX,
   type Echo,
+  FILE_PREFIX,
   LINK_PREFIX,
   META_SEQ,
   META_VERSION,
   type OutboxEntry,
+  type QueuedFile,
   type StoredConflict,
 } from './outbox.js'
 import type { ReplicaEntry, ReplicaEvent, ReplicaOptions } from './replica-types.js'
@@ -68,6 +70,12 @@ export interface ReplicaState {
   lost: boolean
   closed: boolean
   wakePush: (() => void) | undefined
+  /** Files attached on the device, in the order they are sent (queued-files.ts). */
+  files: QueuedFile[]
+  /** The files being uploaded now: how to abort each, and its progress. */
+  readonly sending: Map<string, { abort: () => void; sent: number }>
+  /** Ends the upload loop's rest (a file queued, the service back). */
+  wakeFiles: (() => void) | undefined
   /** The feed's changes seen while a write is on its way (undefined: none on its way). */
   flight: { id: number; note: JsonObject | null }[] | undefined
   /** Versions applied since each sync() began to wait (and '' for a reload). */
@@ -99,6 +107,9 @@ export async function loadState(options: ReplicaOptions, fed?: FedHooks): Promis
     lost: false,
     closed: false,
     wakePush: undefined,
+    files: [],
+    sending: new Map(),
+    wakeFiles: undefined,
     flight: undefined,
     watchers: new Set(),
     waiters: new Set(),
@@ -119,7 +130,14 @@ export async function loadState(options: ReplicaOptions, fed?: FedHooks): Promis
       link(state, key.slice(LINK_PREFIX.length), value as number)
     else if (key.startsWith(ECHO_PREFIX)) {
       state.echoes.set(Number(key.slice(ECHO_PREFIX.length)), value as Echo)
-    }
+    } else if (key.startsWith(FILE_PREFIX)) state.files.push(value as QueuedFile)
+  }
+  state.files.sort((a, b) => a.seq - b.seq)
+  // Bytes no queued file refers to: left by a crash before their file was stored, or after it
+  // was sent.
+  const queued = new Set(state.files.map((file) => file.key))
+  for (const key of await state.storage.bytesKeys()) {
+    if (!queued.has(key)) await state.storage.deleteBytes(key)
   }
   return state
 }
@@ -181,6 +199,8 @@ export function sweepLinks(state: ReplicaState, changes: ReplicaWrite[]): void {
 export function setOnline(state: ReplicaState, online: boolean): void {
   if (state.online === online) return
   state.online = online
+  // The service is back: a file resting after a failed upload goes now.
+  if (online) state.wakeFiles?.()
   emit(state, 'online')
 }
 

@@ -58,11 +58,44 @@ export interface ReplicaConflict {
   paths: string[]
 }
 
+/** A file attached to a note, kept on the device until it is uploaded (Replica.attachFile). */
+export interface ReplicaFile {
+  /** The file's key in the replica, for removeFile(). */
+  key: string
+  /** The entry key of the note it is attached to. */
+  entry: string
+  name: string
+  type: string
+  /** Its length in bytes. */
+  size: number
+  /** 'waiting' to be sent, 'sending' now, or 'refused' for good (then in unsentFiles()). */
+  state: 'waiting' | 'sending' | 'refused'
+  /** While sending: the bytes the service holds (its progress, out of `size`); else 0. */
+  sent: number
+  /**
+   * A refused file's status: the service's (413 too large, 507 no room, 403 a viewer, ...), 404
+   * when its note was deleted, 400 when the note's `files` field is not a list, 0 when the
+   * device lost its bytes. Undefined otherwise.
+   */
+  status: number | undefined
+  /** Why, in words (the service's problem detail), for a refused file. */
+  detail: string | undefined
+}
+
+/** A file the replica could not send, with its bytes, for the application to keep or drop. */
+export interface UnsentFile extends ReplicaFile {
+  /** Its bytes; undefined when the device no longer holds them (status 0). */
+  bytes: Blob | undefined
+}
+
 /**
+ * `files`: a queued file was added, began or went on sending (its progress), was sent, refused
+ * or removed (see files()).
+ *
  * `lost`: the service said the notebook is no longer the user's (a replica of one notebook; a
  * NotebooksReplica tells `left` instead): syncing has stopped, and the queued writes are in
  * `unsent()`.
  */
 export type ReplicaEvent = {
-  type: 'change' | 'waiting' | 'conflict' | 'online' | 'reset' | 'lost'
+  type: 'change' | 'waiting' | 'conflict' | 'online' | 'reset' | 'lost' | 'files'
 }

@@ -12,15 +12,23 @@ import { newIdempotencyKey } from '../idempotency-key.js'
 import type { NoteFields } from '../types.js'
 import { resolveConflict } from './conflicts.js'
 import { openConflicts, type UnsentWrite, unsentWrites } from './handover.js'
-import { buildView, entryOf, serviceEtag, serviceState, stateOf, withoutId } from './local-view.js'
-import { copyJson, matchesText, mergePatch, shallowPatch } from './note-json.js'
-import { META_SEQ, type OutboxEntry, outboxKey, queuedCreate } from './outbox.js'
+import { buildView, entryOf, stateOf, withoutId } from './local-view.js'
+import { queueWrite, updateOf } from './local-write.js'
+import { matchesText } from './note-json.js'
+import { queuedCreate } from './outbox.js'
 import { currentVersion, pullLoop } from './pull.js'
 import { pushLoop } from './push.js'
 import {
-  changed,
+  type AttachOptions,
+  attachFile,
+  fileInfos,
+  filesWaiting,
+  handedFiles,
+  removeFile,
+  uploadLoop,
+} from './queued-files.js'
+import {
   checkOpen,
-  conflictOn,
   type FedHooks,
   loadState,
   lostError,
@@ -31,14 +39,19 @@ import type {
   ReplicaConflict,
   ReplicaEntry,
   ReplicaEvent,
+  ReplicaFile,
   ReplicaOptions,
+  UnsentFile,
 } from './replica-types.js'
 
+export type { AttachOptions } from './queued-files.js'
 export type {
   ReplicaConflict,
   ReplicaEntry,
   ReplicaEvent,
+  ReplicaFile,
   ReplicaOptions,
+  UnsentFile,
 } from './replica-types.js'
 
 /** Makes a Replica over a state (its constructor is private to the class). */
@@ -117,7 +130,7 @@ export class Replica {
   }
 
   /**
-   * Listeners get 'change', 'waiting', 'conflict', 'online', 'reset', 'lost'; answers an
+   * Listeners get 'change', 'waiting', 'conflict', 'online', 'reset', 'lost', 'files'; answers an
    * unsubscribe.
    */
   subscribe(listener: (event: ReplicaEvent) => void): () => void {
@@ -132,7 +145,7 @@ export class Replica {
     checkOpen(this.#state)
     const note = withoutId(fields)
     const key = `local:${newIdempotencyKey()}`
-    await this.#queue(queuedCreate(key, note))
+    await queueWrite(this.#state, queuedCreate(key, note))
     return entryOf(this.#state, key)
   }
 
@@ -151,18 +164,7 @@ export class Replica {
     }
     const current = stateOf(this.#state, key)
     if (current === null) throw new RangeError(`The replica has no note ${key}.`)
-    const merge = options.mergePatch === true
-    const after = merge ? mergePatch(current, patch) : shallowPatch(current, patch)
-    const entry: OutboxEntry = {
-      seq: 0,
-      entry: key,
-      op: 'update',
-      fields: copyJson(patch),
-      ...(merge ? { mergePatch: true } : {}),
-      basis: null,
-      after,
-    }
-    await this.#queue(entry)
+    await queueWrite(this.#state, updateOf(key, current, patch, options.mergePatch === true))
     return entryOf(this.#state, key)
   }
 
@@ -170,35 +172,50 @@ export class Replica {
   async delete(key: string): Promise<void> {
     checkOpen(this.#state)
     if (stateOf(this.#state, key) === null) throw new RangeError(`The replica has no note ${key}.`)
-    await this.#queue({ seq: 0, entry: key, op: 'delete', basis: null, after: null })
+    await queueWrite(this.#state, { seq: 0, entry: key, op: 'delete', basis: null, after: null })
+  }
+
+  // ---- Files ----
+
+  /**
+   * Attaches a file to the note `key`: its bytes are kept on the device (the replica's storage)
+   * and the call resolves once they are stored, without the network. While the replica syncs
+   * and the service can be reached, queued files are uploaded in order (`files.upload`,
+   * resumable; their progress in files(), with a 'files' event at each step), then each one's
+   * reference, `{ id, name, size, type }`, is added to the note's `files` list as a queued
+   * update (sent, merged and kept as a conflict as any other), and its bytes leave the device.
+   * They stay queued across a reload (a new Replica on the same storage). A file the service
+   * refuses for good (413, 507, 403, ...) or whose note is gone stays, in unsentFiles().
+   */
+  async attachFile(
+    key: string,
+    bytes: Blob | Uint8Array<ArrayBuffer>,
+    options: AttachOptions = {},
+  ): Promise<ReplicaFile> {
+    return attachFile(this.#state, key, bytes, options)
+  }
+
+  /** The files on the device, in the order they are sent. */
+  files(): ReplicaFile[] {
+    return fileInfos(this.#state)
   }
 
   /**
-   * Queues a write (or folds it into its entry's open conflict), in one storage write. Its basis
-   * is the service's version of the note unless a write to it is already queued.
+   * The files that will not be sent, with their bytes: refused ones (and, once the notebook is
+   * `lost`, every queued file). removeFile() each once the application has kept or dropped it.
    */
-  async #queue(entry: OutboxEntry): Promise<void> {
-    const state = this.#state
-    const conflict = conflictOn(state, entry.entry)
-    if (conflict !== undefined) {
-      conflict.mine = entry.after
-      changed(state, 'change', 'conflict')
-      await state.writes.write([{ table: 'conflicts', key: conflict.key, value: conflict }])
-      return
-    }
-    const queued = state.outbox.some((other) => other.entry === entry.entry)
-    if (entry.op !== 'create' && !queued) {
-      const note = serviceState(state, entry.entry)
-      if (note !== null) entry.basis = { etag: serviceEtag(state, entry.entry), note }
-    }
-    entry.seq = ++state.seq
-    state.outbox.push(entry)
-    changed(state, 'change', 'waiting')
-    state.wakePush?.()
-    await state.writes.write([
-      { table: 'outbox', key: outboxKey(entry.seq), value: entry },
-      { table: 'meta', key: META_SEQ, value: state.seq },
-    ])
+  unsentFiles(): Promise<UnsentFile[]> {
+    checkOpen(this.#state)
+    return handedFiles(this.#state, this.#state.lost, false)
+  }
+
+  /**
+   * Removes a queued file (and its bytes) from the device, aborting its upload if one is under
+   * way; false when there is none by that key.
+   */
+  async removeFile(fileKey: string): Promise<boolean> {
+    checkOpen(this.#state)
+    return removeFile(this.#state, fileKey)
   }
 
   // ---- Conflicts ----
@@ -230,6 +247,7 @@ export class Replica {
       // Fed from outside, its changes come from NotebooksReplica's one stream.
       this.#state.fed === undefined ? pullLoop(this.#state, stop.signal) : undefined,
       pushLoop(this.#state, stop.signal),
+      uploadLoop(this.#state, stop.signal),
     ]).then(() => undefined)
     this.#running = { stop, done }
   }
@@ -245,7 +263,8 @@ export class Replica {
   }
 
   /**
-   * Resolves once the outbox is empty (or only conflicts remain), the feed has caught up to the
+   * Resolves once the outbox is empty (or only conflicts remain) and no file waits to be sent
+   * (but refused ones), the feed has caught up to the
    * service's version at the time of the call, and all of it is stored; rejects on abort, and once
    * the notebook is `lost`. Starts syncing if needed. In a NotebooksReplica, the feed is the one
    * stream, and it is waited for until it has brought back every write this replica sent (other
@@ -259,13 +278,17 @@ export class Replica {
     const signal = options.signal
     if (state.fed !== undefined) {
       const done = (): boolean =>
-        state.outbox.length === 0 && state.echoes.size === 0 && state.version !== undefined
+        state.outbox.length === 0 &&
+        !filesWaiting(state) &&
+        state.echoes.size === 0 &&
+        state.version !== undefined
       await waitFor(state, done, signal)
       await state.writes.settled()
       return
     }
     for (;;) {
-      await waitFor(state, () => state.outbox.length === 0, signal)
+      const sent = (): boolean => state.outbox.length === 0 && !filesWaiting(state)
+      await waitFor(state, sent, signal)
       const seen = new Set<string>()
       state.watchers.add(seen)
       try {
@@ -278,7 +301,7 @@ export class Replica {
       } finally {
         state.watchers.delete(seen)
       }
-      if (state.outbox.length === 0) {
+      if (sent()) {
         // And stored: the feed's changes go to the storage in groups, behind the view.
         await state.writes.settled()
         return

@@ -185,6 +185,7 @@ describe('NotebooksReplica', () => {
           },
         ],
         conflicts: [],
+        files: [],
       },
     ])
     assert.equal(replica.replica(third.id)?.waiting, 0)
@@ -197,7 +198,13 @@ describe('NotebooksReplica', () => {
     const sharedReplica = replica.replica(shared.id)
     const local = await sharedReplica?.create({ title: 'offline note' })
     await sharedReplica?.update(`n:${agenda.id}`, { title: 'agenda, edited offline' })
+    const photo = new Blob(['offline photo'], { type: 'image/png' })
+    const attached = await sharedReplica?.attachFile(local?.key as string, photo, { name: 'p.png' })
     assert.equal(sharedReplica?.waiting, 2)
+    assert.equal(
+      existsSync(join(folder, `nb.${shared.id}.replica.files`, attached?.key ?? '')),
+      true,
+    )
     await bob.removeMember(shared.id, 'ann')
     await sleep(300)
     assert.equal(unsent.length, 1, 'nothing is known while offline')
@@ -205,6 +212,7 @@ describe('NotebooksReplica', () => {
     // Back online: the copy is removed, and the queued writes are handed over.
     relay.target = port
     await until(() => unsent.length === 2, 'the writes of the notebook lost handed over')
+    const handedFile = (unsent as UnsentWrites[])[1]?.files[0]
     assert.deepEqual(unsent[1], {
       notebook: sharedForAnn,
       reason: 'left',
@@ -229,7 +237,10 @@ describe('NotebooksReplica', () => {
         },
       ],
       conflicts: [],
+      files: [{ ...attached, state: 'waiting', bytes: handedFile?.bytes }],
     })
+    // The file's bytes, read into memory before its copy left the device.
+    assert.equal(await handedFile?.bytes?.text(), 'offline photo')
     await until(() => replica.notebooks().length === 2, 'the shared notebook dropped')
     await replica.sync(timeout())
     assert.deepEqual(replica.notebooks(), [mine, thirdForAnn])
@@ -240,6 +251,7 @@ describe('NotebooksReplica', () => {
       { type: 'left', notebook: sharedForAnn },
     ])
     assert.equal(existsSync(join(folder, `nb.${shared.id}.replica`)), false)
+    assert.equal(existsSync(join(folder, `nb.${shared.id}.replica.files`)), false)
     assert.equal(existsSync(join(folder, `nb.${third.id}.replica`)), true)
     // Nothing of it reached the service.
     assert.deepEqual((await bob.notebook(shared.id).list()).notes, [agenda, minutes])

@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict'
-import type { AddressInfo } from 'node:net'
 import { it, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { FastifyInstance } from 'fastify'
 import {
   MemoryReplicaStorage,
   type NoteResult,
@@ -12,7 +10,7 @@ import {
   type ReplicaEvent,
 } from '../../../src/client/index.js'
 import type { Config } from '../../../src/config/config.js'
-import { Relay } from '../../support/client-relay.js'
+import { NOWHERE, Relay, serve } from '../../support/client-relay.js'
 import { describeEachStore } from '../../support/each-store.js'
 import type { SuiteContext } from '../../support/helpers.js'
 
@@ -21,20 +19,7 @@ import type { SuiteContext } from '../../support/helpers.js'
  * connections, lose answers, or lead nowhere, as a network that is down would).
  */
 
-async function serve(t: TestContext, app: FastifyInstance): Promise<number> {
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  t.after(async () => {
-    const closing = app.close()
-    app.server.closeAllConnections()
-    await closing
-  })
-  return (app.server.address() as AddressInfo).port
-}
-
 const QUICK: Pick<NotesClientOptions, 'retries'> = { retries: { limit: 2, maxDelayMs: 200 } }
-
-/** A port where nothing listens: connections to it are refused. */
-const NOWHERE = 9
 
 interface Setup {
   /** A client straight to the service (another writer). */

@@ -1,0 +1,270 @@
+/**
+ * Files attached to notes on the device: their bytes kept in the replica's storage (beside its
+ * tables) until the replica syncs and the service can be reached; then each is uploaded with
+ * `files.upload` (resumable, its progress in `files()`), its reference written into its note
+ * through the outbox as any update, and its bytes removed. A file the service refuses for good
+ * stays on the device, for the application (`unsentFiles()`).
+ */
+import { NoteNotFoundError, NotesProblem } from '../errors.js'
+import type { StoredFile } from '../files-client.js'
+import { newIdempotencyKey } from '../idempotency-key.js'
+import { backoffMs, refused, transient } from '../retry-policy.js'
+import { stateOf } from './local-view.js'
+import { queueWrite, updateOf } from './local-write.js'
+import { isObject } from './note-json.js'
+import { FILE_PREFIX, META_SEQ, type QueuedFile } from './outbox.js'
+import {
+  changed,
+  checkOpen,
+  type FedHooks,
+  loseNotebook,
+  type ReplicaState,
+  setOnline,
+} from './replica-state.js'
+import type { ReplicaFile, UnsentFile } from './replica-types.js'
+
+/** The note's field that refers to its files: [{ id, name, size, type }], as the page keeps it. */
+export const FILES_FIELD = 'files'
+/** Statuses that refuse an upload for good besides refused()'s: a viewer, no room left. */
+const REFUSING = new Set([403, 507])
+
+export interface AttachOptions {
+  /** The file's name in the note's reference; a File's own name by default. */
+  name?: string | undefined
+  /** Its media type; a Blob's own `type` by default, else application/octet-stream. */
+  type?: string | undefined
+}
+
+/** Keeps the bytes on the device and queues them for the note `entry`; resolves once stored. */
+export async function attachFile(
+  state: ReplicaState,
+  entry: string,
+  bytes: Blob | Uint8Array<ArrayBuffer>,
+  options: AttachOptions,
+): Promise<ReplicaFile> {
+  checkOpen(state)
+  if (stateOf(state, entry) === null) throw new RangeError(`The replica has no note ${entry}.`)
+  const blob = bytes instanceof Blob ? bytes : new Blob([bytes])
+  const name = options.name ?? (blob as Blob & { name?: unknown }).name
+  if (typeof name !== 'string' || name === '') {
+    throw new TypeError('An attached file needs a name: pass options.name (or a File).')
+  }
+  const type = options.type ?? (blob.type === '' ? 'application/octet-stream' : blob.type)
+  const key = `f.${newIdempotencyKey()}`
+  await state.storage.putBytes(key, blob)
+  const file: QueuedFile = { key, entry, name, type, size: blob.size, seq: ++state.seq }
+  state.files.push(file)
+  changed(state, 'files')
+  state.wakeFiles?.()
+  await state.writes.write([
+    { table: 'meta', key: `${FILE_PREFIX}${key}`, value: file },
+    { table: 'meta', key: META_SEQ, value: state.seq },
+  ])
+  return fileInfo(state, file)
+}
+
+/** Takes a queued file off the device (its upload aborted if under way); false if none. */
+export async function removeFile(state: ReplicaState, key: string): Promise<boolean> {
+  const at = state.files.findIndex((file) => file.key === key)
+  if (at === -1) return false
+  state.sending.get(key)?.abort()
+  state.files.splice(at, 1)
+  changed(state, 'files')
+  await state.writes.write([{ table: 'meta', key: `${FILE_PREFIX}${key}`, delete: true }])
+  await state.storage.deleteBytes(key)
+  return true
+}
+
+/** Files still to send (not refused). */
+export function filesWaiting(state: ReplicaState): boolean {
+  return state.files.some((file) => file.refused === undefined)
+}
+
+/** Every queued file, in the order they are sent. */
+export function fileInfos(state: ReplicaState): ReplicaFile[] {
+  return state.files.map((file) => fileInfo(state, file))
+}
+
+function fileInfo(state: ReplicaState, file: QueuedFile): ReplicaFile {
+  const sending = state.sending.get(file.key)
+  return {
+    key: file.key,
+    entry: file.entry,
+    name: file.name,
+    type: file.type,
+    size: file.size,
+    state: file.refused !== undefined ? 'refused' : sending !== undefined ? 'sending' : 'waiting',
+    sent: sending?.sent ?? 0,
+    status: file.refused?.status,
+    detail: file.refused?.detail,
+  }
+}
+
+/**
+ * The files the application gets with their bytes: the refused ones, or `all` (a notebook lost
+ * or left). `copy` reads the bytes into memory, for a storage about to be removed.
+ */
+export async function handedFiles(
+  state: ReplicaState,
+  all: boolean,
+  copy: boolean,
+): Promise<UnsentFile[]> {
+  const handed: UnsentFile[] = []
+  for (const file of state.files) {
+    if (!all && file.refused === undefined) continue
+    let bytes = await state.storage.getBytes(file.key)
+    if (bytes !== undefined && copy) bytes = new Blob([await bytes.arrayBuffer()])
+    handed.push({ ...fileInfo(state, file), bytes })
+  }
+  return handed
+}
+
+/** Sends the queued files in order while the replica runs; rests until one is queued. */
+export async function uploadLoop(state: ReplicaState, signal: AbortSignal): Promise<void> {
+  let failures = 0
+  while (!signal.aborted && !state.lost) {
+    const file = state.files.find((queued) => queued.refused === undefined)
+    try {
+      if (file === undefined) await rest(state, undefined, signal)
+      else {
+        await sendFile(state, file, signal)
+        failures = 0
+      }
+    } catch (err) {
+      if (signal.aborted || state.lost) return
+      if (notebookGone(state, err)) {
+        setOnline(state, true)
+        if (state.fed === undefined) {
+          loseNotebook(state)
+          return
+        }
+        await (state.fed as FedHooks).refused(err as NotesProblem).catch(() => {})
+      } else if (transient(err)) {
+        // The network, a 5xx, a storage failure: the file stays queued, tried again.
+        setOnline(state, false)
+      }
+      try {
+        await rest(state, backoffMs(failures++, state.maxDelayMs), signal)
+      } catch {
+        return
+      }
+    }
+  }
+}
+
+/**
+ * The notebook's 404 (a problem; not a note's empty 404) in a replica of a named notebook: the
+ * notebook is lost, for this file and every other.
+ */
+function notebookGone(state: ReplicaState, err: unknown): boolean {
+  return (
+    (state.fed !== undefined || state.client.notebookId !== undefined) &&
+    err instanceof NotesProblem &&
+    !(err instanceof NoteNotFoundError) &&
+    err.status === 404
+  )
+}
+
+/** Waits for a file to be queued, the service to be back (wakeFiles), or `ms`; rejects on abort. */
+function rest(state: ReplicaState, ms: number | undefined, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason)
+      return
+    }
+    const end = (): void => {
+      clearTimeout(timer)
+      state.wakeFiles = undefined
+      signal.removeEventListener('abort', aborted)
+    }
+    const done = (): void => {
+      end()
+      resolve()
+    }
+    const aborted = (): void => {
+      end()
+      reject(signal.reason)
+    }
+    const timer = ms === undefined ? undefined : setTimeout(done, ms)
+    state.wakeFiles = done
+    signal.addEventListener('abort', aborted, { once: true })
+  })
+}
+
+/** Uploads one file, then refers to it from its note; a refusal for good is kept as such. */
+async function sendFile(state: ReplicaState, file: QueuedFile, signal: AbortSignal) {
+  if (stateOf(state, file.entry) === null) {
+    await refuse(state, file, 404, 'Its note is gone (deleted), so it was not uploaded.')
+    return
+  }
+  const bytes = await state.storage.getBytes(file.key)
+  if (bytes === undefined) {
+    await refuse(state, file, 0, 'This device no longer holds its bytes (its storage was cleared).')
+    return
+  }
+  const abort = new AbortController()
+  const sending = { abort: () => abort.abort(), sent: 0 }
+  state.sending.set(file.key, sending)
+  changed(state, 'files')
+  let stored: StoredFile
+  try {
+    stored = await state.client.files.upload(bytes, {
+      type: file.type,
+      signal: AbortSignal.any([signal, abort.signal]),
+      onProgress(sent) {
+        sending.sent = sent
+        changed(state, 'files')
+      },
+    })
+  } catch (err) {
+    // Removed meanwhile: nothing more to do.
+    if (abort.signal.aborted && !signal.aborted) return
+    if (
+      err instanceof NotesProblem &&
+      !notebookGone(state, err) &&
+      (REFUSING.has(err.status) || refused(err))
+    ) {
+      await refuse(state, file, err.status, err.detail)
+      return
+    }
+    throw err
+  } finally {
+    state.sending.delete(file.key)
+  }
+  setOnline(state, true)
+  if (state.files.includes(file)) await refer(state, file, stored)
+}
+
+/** Writes the file's reference into its note (once: the same bytes are the same file). */
+async function refer(state: ReplicaState, file: QueuedFile, stored: StoredFile): Promise<void> {
+  const current = stateOf(state, file.entry)
+  if (current === null) {
+    await refuse(state, file, 404, 'Its note was deleted while it was uploaded.')
+    return
+  }
+  const files = current[FILES_FIELD] ?? []
+  if (!Array.isArray(files)) {
+    await refuse(state, file, 400, `Its note’s “${FILES_FIELD}” field is not a list.`)
+    return
+  }
+  // Out of the queue and into the outbox in one step, so that sync() never sees neither.
+  state.files.splice(state.files.indexOf(file), 1)
+  const done = [{ table: 'meta' as const, key: `${FILE_PREFIX}${file.key}`, delete: true as const }]
+  if (files.some((other) => isObject(other) && other.id === stored.id)) {
+    changed(state, 'files')
+    await state.writes.write(done)
+  } else {
+    const reference = { id: stored.id, name: file.name, size: stored.size, type: stored.type }
+    const patch = { [FILES_FIELD]: [...files, reference] }
+    await queueWrite(state, updateOf(file.entry, current, patch, false), done)
+    changed(state, 'files')
+  }
+  // Left behind by a failure here, the bytes are removed at the next open (loadState).
+  await state.storage.deleteBytes(file.key).catch(() => {})
+}
+
+async function refuse(state: ReplicaState, file: QueuedFile, status: number, detail: string) {
+  file.refused = { status, detail }
+  changed(state, 'files')
+  await state.writes.write([{ table: 'meta', key: `${FILE_PREFIX}${file.key}`, value: file }])
+}
