@@ -148,6 +148,7 @@ describe(DOC, () => {
         'Replica (offline)',
         'Replica (offline)',
         'Every notebook offline',
+        'Files offline',
       ],
     )
   })
