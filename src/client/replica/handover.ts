@@ -1,12 +1,14 @@
 /**
  * The writes a replica can no longer send, as the application gets them (NotebooksReplica's
- * `unsent`): the notebook was lost (left, removed, deleted), or the role does not allow writing.
+ * `unsent`): the notebook was lost (left, removed, deleted), or the role does not allow writing;
+ * and the files queued on the device, as files() and unsentFiles() list them.
  */
 import type { Notebook } from '../types.js'
 import { copyJson } from './note-json.js'
+import type { QueuedFile } from './outbox.js'
 import { outboxKey } from './outbox.js'
 import { changed, idOf, type ReplicaState, sweepLinks } from './replica-state.js'
-import type { ReplicaConflict, UnsentFile } from './replica-types.js'
+import type { ReplicaConflict, ReplicaFile, UnsentFile } from './replica-types.js'
 import type { ReplicaWrite } from './storage.js'
 
 /** One queued write, in the order it was made. */
@@ -84,4 +86,48 @@ export async function dropQueued(state: ReplicaState, count: number): Promise<vo
   sweepLinks(state, changes)
   changed(state, 'change', 'waiting')
   await state.writes.write(changes)
+}
+
+/** Files still to send (not refused). */
+export function filesWaiting(state: ReplicaState): boolean {
+  return state.files.some((file) => file.refused === undefined)
+}
+
+/** Every queued file, in the order they are sent. */
+export function fileInfos(state: ReplicaState): ReplicaFile[] {
+  return state.files.map((file) => fileInfo(state, file))
+}
+
+export function fileInfo(state: ReplicaState, file: QueuedFile): ReplicaFile {
+  const sending = state.sending.get(file.key)
+  return {
+    key: file.key,
+    entry: file.entry,
+    name: file.name,
+    type: file.type,
+    size: file.size,
+    state: file.refused !== undefined ? 'refused' : sending !== undefined ? 'sending' : 'waiting',
+    sent: sending?.sent ?? 0,
+    status: file.refused?.status,
+    detail: file.refused?.detail,
+  }
+}
+
+/**
+ * The files the application gets with their bytes: the refused ones, or `all` (a notebook lost
+ * or left). `copy` reads the bytes into memory, for a storage about to be removed.
+ */
+export async function handedFiles(
+  state: ReplicaState,
+  all: boolean,
+  copy: boolean,
+): Promise<UnsentFile[]> {
+  const handed: UnsentFile[] = []
+  for (const file of state.files) {
+    if (!all && file.refused === undefined) continue
+    let bytes = await state.storage.getBytes(file.key)
+    if (bytes !== undefined && copy) bytes = new Blob([await bytes.arrayBuffer()])
+    handed.push({ ...fileInfo(state, file), bytes })
+  }
+  return handed
 }

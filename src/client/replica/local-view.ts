@@ -1,6 +1,7 @@
 /**
  * The replica's local view: the service's notes (the base, or the echo of an acknowledged write)
- * with the outbox applied on top, entry by entry and as the whole list notes() shows.
+ * with the outbox applied on top, entry by entry and as the whole list notes() shows; and the
+ * local writes as they enter the outbox (create, update, delete, a queued file's reference).
  */
 import type { NoteFields } from '../types.js'
 import {
@@ -11,9 +12,10 @@ import {
   sameJson,
   shallowPatch,
 } from './note-json.js'
-import type { OutboxEntry, StoredConflict } from './outbox.js'
-import { conflictOn, idOf, keyOf, type ReplicaState } from './replica-state.js'
+import { META_SEQ, type OutboxEntry, outboxKey, type StoredConflict } from './outbox.js'
+import { changed, conflictOn, idOf, keyOf, type ReplicaState } from './replica-state.js'
 import type { ReplicaEntry } from './replica-types.js'
+import type { ReplicaWrite } from './storage.js'
 
 /** The whole view, in list order (service ids ascending, local creates after them). */
 export function buildView(state: ReplicaState): ReplicaEntry[] {
@@ -139,4 +141,56 @@ export function withoutId(fields: NoteFields): JsonObject {
   const copy = copyJson(fields)
   if (isObject(copy)) delete copy.id
   return copy
+}
+
+/** The outbox entry of an update of `key` (its current local state `current`) by `patch`. */
+export function updateOf(
+  key: string,
+  current: JsonObject,
+  patch: NoteFields,
+  merge: boolean,
+): OutboxEntry {
+  const after = merge ? mergePatch(current, patch) : shallowPatch(current, patch)
+  return {
+    seq: 0,
+    entry: key,
+    op: 'update',
+    fields: copyJson(patch),
+    ...(merge ? { mergePatch: true } : {}),
+    basis: null,
+    after,
+  }
+}
+
+/**
+ * Queues a write (or folds it into its entry's open conflict), with `more` changes, in one
+ * storage write. Its basis is the service's version of the note unless a write to it is already
+ * queued.
+ */
+export async function queueWrite(
+  state: ReplicaState,
+  entry: OutboxEntry,
+  more: readonly ReplicaWrite[] = [],
+): Promise<void> {
+  const conflict = conflictOn(state, entry.entry)
+  if (conflict !== undefined) {
+    conflict.mine = entry.after
+    changed(state, 'change', 'conflict')
+    await state.writes.write([{ table: 'conflicts', key: conflict.key, value: conflict }, ...more])
+    return
+  }
+  const queued = state.outbox.some((other) => other.entry === entry.entry)
+  if (entry.op !== 'create' && !queued) {
+    const note = serviceState(state, entry.entry)
+    if (note !== null) entry.basis = { etag: serviceEtag(state, entry.entry), note }
+  }
+  entry.seq = ++state.seq
+  state.outbox.push(entry)
+  changed(state, 'change', 'waiting')
+  state.wakePush?.()
+  await state.writes.write([
+    { table: 'outbox', key: outboxKey(entry.seq), value: entry },
+    { table: 'meta', key: META_SEQ, value: state.seq },
+    ...more,
+  ])
 }

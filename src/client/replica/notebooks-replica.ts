@@ -18,9 +18,14 @@ import type { NotebooksEvent } from '../notebooks-feed.js'
 import type { NotesClient } from '../notes-client.js'
 import { backoffMs, sleep } from '../retry-policy.js'
 import type { Notebook } from '../types.js'
-import { dropQueued, openConflicts, type UnsentWrites, unsentWrites } from './handover.js'
+import {
+  dropQueued,
+  handedFiles,
+  openConflicts,
+  type UnsentWrites,
+  unsentWrites,
+} from './handover.js'
 import { apply, reload } from './pull.js'
-import { handedFiles } from './queued-files.js'
 import { openFedReplica, type Replica } from './replica.js'
 import type { ReplicaState } from './replica-state.js'
 import type { ReplicaEvent } from './replica-types.js'

@@ -3,14 +3,16 @@
  * tables) until the replica syncs and the service can be reached; then each is uploaded with
  * `files.upload` (resumable, its progress in `files()`), its reference written into its note
  * through the outbox as any update, and its bytes removed. A file the service refuses for good
- * stays on the device, for the application (`unsentFiles()`).
+ * stays on the device, for the application (`unsentFiles()`: handover.ts). Replica loads this
+ * module on first use (a file attached, or one queued at open), so a page that attaches none
+ * never loads it.
  */
 import { NoteNotFoundError, NotesProblem } from '../errors.js'
 import type { StoredFile } from '../files-client.js'
 import { newIdempotencyKey } from '../idempotency-key.js'
 import { backoffMs, refused, transient } from '../retry-policy.js'
-import { stateOf } from './local-view.js'
-import { queueWrite, updateOf } from './local-write.js'
+import { fileInfo } from './handover.js'
+import { queueWrite, stateOf, updateOf } from './local-view.js'
 import { isObject } from './note-json.js'
 import { FILE_PREFIX, META_SEQ, type QueuedFile } from './outbox.js'
 import {
@@ -21,7 +23,7 @@ import {
   type ReplicaState,
   setOnline,
 } from './replica-state.js'
-import type { ReplicaFile, UnsentFile } from './replica-types.js'
+import type { ReplicaFile } from './replica-types.js'
 
 /** The note's field that refers to its files: [{ id, name, size, type }], as the page keeps it. */
 export const FILES_FIELD = 'files'
@@ -73,50 +75,6 @@ export async function removeFile(state: ReplicaState, key: string): Promise<bool
   await state.writes.write([{ table: 'meta', key: `${FILE_PREFIX}${key}`, delete: true }])
   await state.storage.deleteBytes(key)
   return true
-}
-
-/** Files still to send (not refused). */
-export function filesWaiting(state: ReplicaState): boolean {
-  return state.files.some((file) => file.refused === undefined)
-}
-
-/** Every queued file, in the order they are sent. */
-export function fileInfos(state: ReplicaState): ReplicaFile[] {
-  return state.files.map((file) => fileInfo(state, file))
-}
-
-function fileInfo(state: ReplicaState, file: QueuedFile): ReplicaFile {
-  const sending = state.sending.get(file.key)
-  return {
-    key: file.key,
-    entry: file.entry,
-    name: file.name,
-    type: file.type,
-    size: file.size,
-    state: file.refused !== undefined ? 'refused' : sending !== undefined ? 'sending' : 'waiting',
-    sent: sending?.sent ?? 0,
-    status: file.refused?.status,
-    detail: file.refused?.detail,
-  }
-}
-
-/**
- * The files the application gets with their bytes: the refused ones, or `all` (a notebook lost
- * or left). `copy` reads the bytes into memory, for a storage about to be removed.
- */
-export async function handedFiles(
-  state: ReplicaState,
-  all: boolean,
-  copy: boolean,
-): Promise<UnsentFile[]> {
-  const handed: UnsentFile[] = []
-  for (const file of state.files) {
-    if (!all && file.refused === undefined) continue
-    let bytes = await state.storage.getBytes(file.key)
-    if (bytes !== undefined && copy) bytes = new Blob([await bytes.arrayBuffer()])
-    handed.push({ ...fileInfo(state, file), bytes })
-  }
-  return handed
 }
 
 /** Sends the queued files in order while the replica runs; rests until one is queued. */
@@ -247,20 +205,20 @@ async function refer(state: ReplicaState, file: QueuedFile, stored: StoredFile):
     await refuse(state, file, 400, `Its note’s “${FILES_FIELD}” field is not a list.`)
     return
   }
-  // Out of the queue and into the outbox in one step, so that sync() never sees neither.
-  state.files.splice(state.files.indexOf(file), 1)
   const done = [{ table: 'meta' as const, key: `${FILE_PREFIX}${file.key}`, delete: true as const }]
   if (files.some((other) => isObject(other) && other.id === stored.id)) {
-    changed(state, 'files')
     await state.writes.write(done)
   } else {
     const reference = { id: stored.id, name: file.name, size: stored.size, type: stored.type }
     const patch = { [FILES_FIELD]: [...files, reference] }
     await queueWrite(state, updateOf(file.entry, current, patch, false), done)
-    changed(state, 'files')
   }
   // Left behind by a failure here, the bytes are removed at the next open (loadState).
   await state.storage.deleteBytes(file.key).catch(() => {})
+  // Queued until its bytes are gone, so that sync() resolves with the device clear of them.
+  const at = state.files.indexOf(file)
+  if (at >= 0) state.files.splice(at, 1)
+  changed(state, 'files')
 }
 
 async function refuse(state: ReplicaState, file: QueuedFile, status: number, detail: string) {

@@ -11,22 +11,20 @@
 import { newIdempotencyKey } from '../idempotency-key.js'
 import type { NoteFields } from '../types.js'
 import { resolveConflict } from './conflicts.js'
-import { openConflicts, type UnsentWrite, unsentWrites } from './handover.js'
-import { buildView, entryOf, stateOf, withoutId } from './local-view.js'
-import { queueWrite, updateOf } from './local-write.js'
+import {
+  fileInfos,
+  filesWaiting,
+  handedFiles,
+  openConflicts,
+  type UnsentWrite,
+  unsentWrites,
+} from './handover.js'
+import { buildView, entryOf, queueWrite, stateOf, updateOf, withoutId } from './local-view.js'
 import { matchesText } from './note-json.js'
 import { queuedCreate } from './outbox.js'
 import { currentVersion, pullLoop } from './pull.js'
 import { pushLoop } from './push.js'
-import {
-  type AttachOptions,
-  attachFile,
-  fileInfos,
-  filesWaiting,
-  handedFiles,
-  removeFile,
-  uploadLoop,
-} from './queued-files.js'
+import type { AttachOptions } from './queued-files.js'
 import {
   checkOpen,
   type FedHooks,
@@ -54,6 +52,16 @@ export type {
   UnsentFile,
 } from './replica-types.js'
 
+/**
+ * queued-files.ts (attaching and uploading files), loaded on first use: a page that attaches no
+ * file never loads it.
+ */
+let queuedFiles: Promise<typeof import('./queued-files.js')> | undefined
+function filesModule(): Promise<typeof import('./queued-files.js')> {
+  queuedFiles ??= import('./queued-files.js')
+  return queuedFiles
+}
+
 /** Makes a Replica over a state (its constructor is private to the class). */
 let construct: ((state: ReplicaState) => Replica) | undefined
 
@@ -63,7 +71,9 @@ let construct: ((state: ReplicaState) => Replica) | undefined
  */
 export class Replica {
   readonly #state: ReplicaState
-  #running: { stop: AbortController; done: Promise<void> } | undefined
+  #running:
+    | { stop: AbortController; done: Promise<void>; uploads: Promise<void> | undefined }
+    | undefined
 
   private constructor(state: ReplicaState) {
     this.#state = state
@@ -192,7 +202,10 @@ export class Replica {
     bytes: Blob | Uint8Array<ArrayBuffer>,
     options: AttachOptions = {},
   ): Promise<ReplicaFile> {
-    return attachFile(this.#state, key, bytes, options)
+    const files = await filesModule()
+    const file = await files.attachFile(this.#state, key, bytes, options)
+    this.#startUploads()
+    return file
   }
 
   /** The files on the device, in the order they are sent. */
@@ -215,7 +228,8 @@ export class Replica {
    */
   async removeFile(fileKey: string): Promise<boolean> {
     checkOpen(this.#state)
-    return removeFile(this.#state, fileKey)
+    if (!this.#state.files.some((file) => file.key === fileKey)) return false
+    return (await filesModule()).removeFile(this.#state, fileKey)
   }
 
   // ---- Conflicts ----
@@ -247,9 +261,23 @@ export class Replica {
       // Fed from outside, its changes come from NotebooksReplica's one stream.
       this.#state.fed === undefined ? pullLoop(this.#state, stop.signal) : undefined,
       pushLoop(this.#state, stop.signal),
-      uploadLoop(this.#state, stop.signal),
     ]).then(() => undefined)
-    this.#running = { stop, done }
+    this.#running = { stop, done, uploads: undefined }
+    if (this.#state.files.length > 0) this.#startUploads()
+  }
+
+  /** Starts sending the queued files, while syncing, unless that is under way. */
+  #startUploads(): void {
+    const running = this.#running
+    if (running === undefined || running.uploads !== undefined) return
+    const state = this.#state
+    running.uploads = filesModule()
+      .then((files) => files.uploadLoop(state, running.stop.signal))
+      .catch(() => {
+        // The module could not be loaded (offline, not cached): tried again at the next start.
+        queuedFiles = undefined
+        running.uploads = undefined
+      })
   }
 
   /** Stops syncing: aborts the requests under way; holds no timer or connection afterwards. */
@@ -260,6 +288,7 @@ export class Replica {
     running.stop.abort()
     this.#state.wakePush?.()
     await running.done
+    await running.uploads
   }
 
   /**
