@@ -269,36 +269,26 @@ export class IndexedDbReplicaStorage implements ReplicaStorage {
   }
 
   /**
-   * One request on the bytes store, in a transaction of its own (`strict` when it writes), and
-   * its result once the transaction completes; close() waits for it as for a write.
+   * One request on the bytes store, in a transaction of its own (`strict`: a write resolves once
+   * flushed), and its result once the transaction completes; close() waits for it.
    */
   #bytes(
     mode: 'readonly' | 'readwrite',
     make: (store: IdbStore) => IdbRequest<unknown>,
   ): Promise<unknown> {
     if (this.#closed) return Promise.reject(this.#closed)
-    const doing = mode === 'readonly' ? 'read' : 'write'
     const done = new Promise<unknown>((resolve, reject) => {
-      let tx: IdbTransaction
+      const fail = (error: DomErrorLike | null): void =>
+        reject(failure(this.#name, error, mode === 'readonly' ? 'read' : 'write'))
       try {
-        tx =
-          mode === 'readonly'
-            ? this.#db.transaction([BYTES], mode)
-            : this.#db.transaction([BYTES], mode, { durability: 'strict' })
+        const tx = this.#db.transaction([BYTES], mode, { durability: 'strict' })
+        const request = make(tx.objectStore(BYTES))
+        tx.oncomplete = () => resolve(request.result)
+        tx.onabort = () => fail(tx.error)
       } catch (err) {
-        reject(failure(this.#name, err as DomErrorLike, doing))
-        return
+        // Refused as it was made (a closing database): nothing was kept.
+        fail(err as DomErrorLike)
       }
-      let request: IdbRequest<unknown>
-      try {
-        request = make(tx.objectStore(BYTES))
-      } catch (err) {
-        tx.abort()
-        reject(failure(this.#name, err as DomErrorLike, doing))
-        return
-      }
-      tx.oncomplete = () => resolve(request.result)
-      tx.onabort = () => reject(failure(this.#name, tx.error, doing))
     })
     this.#last = Promise.all([this.#last, done.catch(() => {})])
     return done

@@ -27,6 +27,7 @@ import type { ReplicaFile } from './replica-types.js'
 
 /** The note's field that refers to its files: [{ id, name, size, type }], as the page keeps it. */
 export const FILES_FIELD = 'files'
+const NOTE_GONE = 'Its note was deleted.'
 /** Statuses that refuse an upload for good besides refused()'s: a viewer, no room left. */
 const REFUSING = new Set([403, 507])
 
@@ -152,12 +153,12 @@ function rest(state: ReplicaState, ms: number | undefined, signal: AbortSignal):
 /** Uploads one file, then refers to it from its note; a refusal for good is kept as such. */
 async function sendFile(state: ReplicaState, file: QueuedFile, signal: AbortSignal) {
   if (stateOf(state, file.entry) === null) {
-    await refuse(state, file, 404, 'Its note is gone (deleted), so it was not uploaded.')
+    await refuse(state, file, 404, NOTE_GONE)
     return
   }
   const bytes = await state.storage.getBytes(file.key)
   if (bytes === undefined) {
-    await refuse(state, file, 0, 'This device no longer holds its bytes (its storage was cleared).')
+    await refuse(state, file, 0, 'Its bytes are gone from this device.')
     return
   }
   const abort = new AbortController()
@@ -197,7 +198,7 @@ async function sendFile(state: ReplicaState, file: QueuedFile, signal: AbortSign
 async function refer(state: ReplicaState, file: QueuedFile, stored: StoredFile): Promise<void> {
   const current = stateOf(state, file.entry)
   if (current === null) {
-    await refuse(state, file, 404, 'Its note was deleted while it was uploaded.')
+    await refuse(state, file, 404, NOTE_GONE)
     return
   }
   const files = current[FILES_FIELD] ?? []
