@@ -85,7 +85,8 @@ function masked(text: string): string {
 /** Runs one example against a fresh service; answers what it printed. */
 async function runExample(example: Example, index: number): Promise<string> {
   const config = { ...DEFAULT_CONFIG, ...example.config }
-  const caps = { maxNotes: 1_000, maxBytes: 1 << 20 }
+  // Room for the files the examples upload: in memory, they count toward the store's bytes.
+  const caps = { maxNotes: 1_000, maxBytes: 1 << 24 }
   const app = buildApp(
     config.authJwtSecret === ''
       ? { store: new MemoryNoteStore(caps), config }

@@ -328,6 +328,22 @@ describe('export and import of files (PostgreSQL)', {
     await database.open()
     try {
       assert.deepEqual(await filesIn(database.files), files)
+      // The notes written are analyzed by the import itself (a page's plan needs their statistics).
+      const analyzed = new pg.Client({ connectionString: url })
+      await analyzed.connect()
+      try {
+        const { rows } = await analyzed.query<{ relname: string }>(
+          `SELECT relname FROM pg_stat_user_tables
+            WHERE relname IN ('notes', 'notes_revisions', 'notes_trash') AND last_analyze IS NOT NULL
+            ORDER BY relname`,
+        )
+        assert.deepEqual(
+          rows.map((row) => row.relname),
+          ['notes', 'notes_revisions', 'notes_trash'],
+        )
+      } finally {
+        await analyzed.end()
+      }
     } finally {
       await database.close()
     }

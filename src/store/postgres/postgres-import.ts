@@ -153,6 +153,10 @@ export async function importIntoPostgres(
   } finally {
     client.release(failed)
   }
+  // Statistics of what was just written, at once rather than when autovacuum comes to it: without
+  // them a page of a notebook imported into a database that held others is planned as a sort of
+  // the whole notebook rather than a walk of its index.
+  await db.query('ANALYZE notes, notes_revisions, notes_trash')
   const space = new PostgresFiles(db, options.fileLimits ?? {})
   // The replaced files' chunks go before the new files come (and a put starts no sweep meanwhile).
   await space.sweep()
