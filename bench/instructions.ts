@@ -1,6 +1,6 @@
 /**
  * npm run bench:instructions [-- --workloads W5,W1] [--targets floor,service] [--requests 10000]
- *   [--runs 2] [--keep DIR]
+ *   [--runs 2] [--store memory|file] [--keep DIR]
  *
  * Counts the user-space instructions a server executes per request, with valgrind's callgrind.
  * Unlike req/s on a shared VM (whose cores drift 10-30% within seconds), the count repeats to
@@ -19,6 +19,10 @@
  * in DIR, for `callgrind_annotate`: NAME.callgrind.2 is the measured requests alone
  * (V8's builtins and runtime, libuv, llhttp and the kernel interface have symbols; JIT-compiled
  * JavaScript shows as '???').
+ *
+ * --store file gives every server a journal of its own (DATA_FILE, a fresh file in the run's
+ * directory, every write fsynced before its answer); the count still covers the server's user
+ * space alone, so it leaves out the fsync's time in the kernel.
  */
 import { execFile } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -40,6 +44,9 @@ import {
 import { type LoadRequest, WORKLOADS, type Workload } from './workloads.js'
 
 const CONNECTIONS = 4
+
+/** Where the servers keep their notes: in memory, or in a journal (DATA_FILE). */
+type Store = 'memory' | 'file'
 
 /**
  * Connection timeouts of 5 minutes for the service and the floor (Fastify's keep-alive is 72 s
@@ -124,11 +131,13 @@ async function instructionsPerRequest(
   dir: string,
   run: number,
   pinning: Pinning | undefined,
+  store: Store,
 ): Promise<number> {
   const out = join(dir, `${target.id}-${workload.id}-${run}.callgrind`)
   const vgdb = join(dir, `vgdb-${target.id}-${workload.id}-${run}`)
-  // A kept directory may hold the dumps of an earlier invocation.
-  for (const file of [out, `${out}.1`, `${out}.2`]) rmSync(file, { force: true })
+  const journal = join(dir, `${target.id}-${workload.id}-${run}.journal`)
+  // A kept directory may hold the dumps and journal of an earlier invocation.
+  for (const file of [out, `${out}.1`, `${out}.2`, journal]) rmSync(file, { force: true })
   // The count per request depends on how many requests the server finds waiting each time it
   // polls, so the load must keep it saturated: the server gets a CPU of its own and this driver
   // the other. With two servers and the driver squeezed onto one CPU, one build gave 80,700 to
@@ -141,10 +150,12 @@ async function instructionsPerRequest(
       `--vgdb-prefix=${vgdb}`,
       '-q',
     ],
-    startTimeoutMs: 120_000,
+    // Under valgrind on a machine at load average 14-20 (2026-12-04) the service took over 120 s
+    // to start answering; the bound only says when to give up.
+    startTimeoutMs: 600_000,
     // callgrind writes its counts as the process exits.
     stopGraceMs: 60_000,
-    env: PATIENT_TIMEOUTS,
+    env: store === 'file' ? { ...PATIENT_TIMEOUTS, DATA_FILE: journal } : PATIENT_TIMEOUTS,
   })
   // One agent, so one set of keep-alive connections, for the warm-up and the measured requests
   // alike. With a new agent per phase, the measured requests began on new sockets, and Node's
@@ -186,6 +197,7 @@ async function main(): Promise<void> {
       targets: { type: 'string', default: 'floor,service' },
       requests: { type: 'string', default: '10000' },
       runs: { type: 'string', default: '2' },
+      store: { type: 'string', default: 'memory' },
       keep: { type: 'string' },
     },
   })
@@ -193,6 +205,8 @@ async function main(): Promise<void> {
   if (!Number.isInteger(requests) || requests < 100) throw new Error('--requests must be >= 100')
   const runs = Number(values.runs)
   if (!Number.isInteger(runs) || runs < 1) throw new Error('--runs must be a positive integer')
+  const store = values.store
+  if (store !== 'memory' && store !== 'file') throw new Error('--store must be memory or file')
   const workloads = values.workloads.split(',').map((id) => {
     const workload = WORKLOADS.find((w) => w.id === id.trim().toUpperCase())
     if (workload === undefined) throw new Error(`unknown workload ${id}`)
@@ -206,13 +220,17 @@ async function main(): Promise<void> {
   const dir = keep ?? mkdtempSync(join(tmpdir(), 'notes-instructions-'))
   try {
     for (const workload of workloads) {
-      console.log(`${workload.id}  ${workload.title}  (${requests} requests measured)`)
+      console.log(
+        `${workload.id}  ${workload.title}  (${requests} requests measured, store: ${store})`,
+      )
       const perRequest = new Map<string, number>()
       for (const target of targets) {
         // One process at a time: see instructionsPerRequest.
         const counts: number[] = []
         for (let run = 1; run <= runs; run++) {
-          counts.push(await instructionsPerRequest(target, workload, requests, dir, run, pinning))
+          counts.push(
+            await instructionsPerRequest(target, workload, requests, dir, run, pinning, store),
+          )
         }
         const cost = median(counts)
         perRequest.set(target.id, cost)
