@@ -4,13 +4,18 @@ import type { NoteRecord, PageQuery } from '../types.js'
 
 /** The past states of an entry (revisions.ts), oldest first. */
 export interface PastStates {
-  /** Each state's JSON: the string the note held. */
+  /**
+   * Each state's JSON: the string the note held. The slots before `head` are of states already
+   * let go, cleared a few at a time (revisions.ts).
+   */
   readonly json: string[]
   /**
    * [time, sequence, time, sequence, ...]: two doubles a state, unboxed: when it was written (ms)
    * and the change sequence of its ETag in `epoch` (-1 when its ETag is another epoch's: `odd`).
    */
   readonly marks: number[]
+  /** The slot of the oldest state kept, in `json` and `odd` (twice it in `marks`). */
+  head: number
   /** The epoch of the ETags kept as sequences: the first state's. */
   epoch: string | undefined
   /** The ETags of another epoch, by state ('' for those of `epoch`); undefined while none came. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import type { Revision } from '../../../src/store/archive.js'
+import { ID_TAKEN, type Revision } from '../../../src/store/archive.js'
 import { Capacity } from '../../../src/store/kernel/capacity.js'
 import { IdSpace } from '../../../src/store/kernel/id-space.js'
 import { MemoryNotebooks } from '../../../src/store/memory/memory-notebooks.js'
@@ -129,4 +129,75 @@ test('answers every past version exactly, whichever epoch its ETag is of', () =>
     { version: 'k2x9q1.zzz', at: 6, change: 'updated', json: '{"id":1,"v":6}' },
   ])
   assert.equal(budget.live, 3)
+})
+
+// A note's past states let go from the oldest leave their slots behind for a while, cleared a
+// few at a time: every read must see the states kept, and only those, at any moment between.
+test('keeps a long history exact while its oldest states go, write after write', () => {
+  const budget = new HistoryBudget(1 << 30)
+  const shared = {
+    ids: new IdSpace(),
+    capacity: new Capacity(1000, 1 << 24, 'The service'),
+    history: budget,
+  }
+  let t = 1000
+  const store = new MemoryNoteStore({
+    maxNotes: 1000,
+    maxBytes: 1 << 24,
+    archive: { noteHistory: 40 },
+    shared,
+    now: () => t,
+  })
+  const id = JSON.parse(store.create({ n: 0 }).json).id as number
+  // Every state written, newest first: [n, version, change].
+  const written: [number, string, Revision['change']][] = []
+  const remember = (change: Revision['change']) => {
+    const note = store.get(id)
+    assert.ok(note !== undefined)
+    written.unshift([JSON.parse(note.json).n as number, note.etag.slice(1, -1), change])
+  }
+  remember('created')
+  const check = (label: string) => {
+    const expected = written.slice(0, 40)
+    const all = store.revisions(id, 100, undefined)?.revisions ?? []
+    assert.deepEqual(
+      all.map((r) => [JSON.parse(r.json).n, r.version, r.change]),
+      expected,
+      label,
+    )
+    // Paged 7 at a time, the same revisions in the same order.
+    const paged: Revision[] = []
+    let after: string | undefined
+    do {
+      const page = store.revisions(id, 7, after)
+      assert.ok(page !== undefined)
+      paged.push(...page.revisions)
+      after = page.next
+    } while (after !== undefined)
+    assert.deepEqual(paged, all, label)
+    for (const revision of all) assert.deepEqual(store.revision(id, revision.version), revision)
+    for (const [, version] of written.slice(40)) {
+      assert.equal(store.revision(id, version), undefined, `${label}: ${version} let go`)
+    }
+    assert.equal(budget.live, Math.min(written.length, 40) - 1, label)
+    const pastBytes = all.slice(1).reduce((sum, r) => sum + Buffer.byteLength(r.json), 0)
+    assert.equal(budget.bytes, pastBytes, label)
+  }
+  for (let n = 1; n <= 100; n++) {
+    t++
+    store.update(id, { n })
+    remember('updated')
+    check(`after update ${n}`)
+  }
+  assert.equal(store.delete(id), true)
+  const back = store.untrash(id)
+  assert.ok(back !== undefined && back !== ID_TAKEN)
+  remember('created')
+  check('restored from the trash')
+  for (let n = 101; n <= 150; n++) {
+    t++
+    store.update(id, { n })
+    remember('updated')
+    check(`after update ${n}`)
+  }
 })
