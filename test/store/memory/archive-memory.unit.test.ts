@@ -49,9 +49,11 @@ runArchiveContract('a notebook of MemoryNotebooks', (o) => {
   return notebooks.notebook('mine')
 })
 
-// The soak found it: the budget's queue of revisions by age grew with every write, though the
-// count bound had let those revisions go long before.
-test('the history budget keeps its queue within twice the revisions kept, plus a floor', () => {
+/** A store of its own whose history budget the test reads, keeping `noteHistory` states a note. */
+function withBudget(
+  noteHistory: number,
+  now?: () => number,
+): { budget: HistoryBudget; store: MemoryNoteStore } {
   const budget = new HistoryBudget(1 << 30)
   const shared = {
     ids: new IdSpace(),
@@ -61,9 +63,17 @@ test('the history budget keeps its queue within twice the revisions kept, plus a
   const store = new MemoryNoteStore({
     maxNotes: 1000,
     maxBytes: 1 << 24,
-    archive: { noteHistory: 3 },
+    archive: { noteHistory },
     shared,
+    ...(now === undefined ? {} : { now }),
   })
+  return { budget, store }
+}
+
+// The soak found it: the budget's queue of revisions by age grew with every write, though the
+// count bound had let those revisions go long before.
+test('the history budget keeps its queue within twice the revisions kept, plus a floor', () => {
+  const { budget, store } = withBudget(3)
   const ids = Array.from(
     { length: 10 },
     (_, i) => JSON.parse(store.create({ i }).json).id as number,
@@ -134,20 +144,8 @@ test('answers every past version exactly, whichever epoch its ETag is of', () =>
 // A note's past states let go from the oldest leave their slots behind for a while, cleared a
 // few at a time: every read must see the states kept, and only those, at any moment between.
 test('keeps a long history exact while its oldest states go, write after write', () => {
-  const budget = new HistoryBudget(1 << 30)
-  const shared = {
-    ids: new IdSpace(),
-    capacity: new Capacity(1000, 1 << 24, 'The service'),
-    history: budget,
-  }
   let t = 1000
-  const store = new MemoryNoteStore({
-    maxNotes: 1000,
-    maxBytes: 1 << 24,
-    archive: { noteHistory: 40 },
-    shared,
-    now: () => t,
-  })
+  const { budget, store } = withBudget(40, () => t)
   const id = JSON.parse(store.create({ n: 0 }).json).id as number
   // Every state written, newest first: [n, version, change].
   const written: [number, string, Revision['change']][] = []
