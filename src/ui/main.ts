@@ -186,7 +186,12 @@ function showCounts(matches: number, total: number): void {
 
 function showWaiting(): void {
   const waiting = replica?.waiting ?? 0
-  const text = waiting === 0 ? '' : `${count(waiting, 'change', 'changes')} waiting to be sent.`
+  const files = uploads?.waiting() ?? 0
+  const parts = [
+    waiting === 0 ? '' : count(waiting, 'change', 'changes'),
+    files === 0 ? '' : count(files, 'file', 'files'),
+  ].filter((part) => part !== '')
+  const text = parts.length === 0 ? '' : `${parts.join(' and ')} waiting to be sent.`
   if (waitingText.textContent !== text) waitingText.textContent = text
   // Only the refusal of a change: why an invitation or this device's storage failed stays.
   if (waiting === 0 && syncError.textContent === sendFailure) syncError.textContent = ''
@@ -293,7 +298,10 @@ async function openNotebook(notebook: OpenedNotebook | undefined): Promise<void>
 const uploadHost = {
   replica: () => replica,
   files: () => files,
-  changed: (key: string) => items.get(key)?.showUploads(),
+  changed(key: string) {
+    items.get(key)?.showUploads()
+    showWaiting()
+  },
   say(key: string, text: string, kind: 'status' | 'error') {
     const item = items.get(key)
     if (item === undefined) announce(text)

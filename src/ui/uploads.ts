@@ -109,6 +109,11 @@ export class Uploads {
     return uploads
   }
 
+  /** How many files wait to be sent (kept, not under way). */
+  waiting(): number {
+    return this.#uploads.filter((upload) => upload.seq !== undefined && !upload.sending).length
+  }
+
   /** The uploads shown under the note `key`. */
   of(key: string): HTMLLIElement[] {
     return this.#uploads.filter((upload) => upload.note === key).map((u) => u.element)
@@ -165,7 +170,7 @@ export class Uploads {
     }
   }
 
-  /** Stops: sends under way are ended (a kept file stays kept for the next open). */
+  /** Stops: sends under way are ended, and their files kept for the next open. */
   close(): void {
     removeEventListener('online', this.#online)
     clearTimeout(this.#retry)
@@ -217,7 +222,11 @@ export class Uploads {
       })
     } catch (err) {
       upload.sending = false
-      if (this.#abort.signal.aborted) return false
+      // Ended by a switch to another notebook: kept, to go when this one opens again.
+      if (this.#abort.signal.aborted) {
+        await this.#keep(upload)
+        return false
+      }
       if (waits(err)) {
         await this.#keep(upload)
         // Without a key, the next flush comes with one (the notebook opened again).

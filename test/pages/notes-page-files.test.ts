@@ -423,6 +423,11 @@ describe("the notes page's attachments, in Chromium", { skip: SKIP, concurrency:
       .locator('.uploads li', { hasText: 'waiting to upload' })
       .waitFor()
     await axeClean(page, 'files waiting to upload')
+    // Counted with the changes that wait: the note made offline, and both files.
+    assert.equal(
+      await page.locator('#waiting').textContent(),
+      '1 change and 2 files waiting to be sent.',
+    )
 
     await page.reload()
     await page.locator('#feed-status[data-state="retrying"]').waitFor()

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { after, before, describe, it } from 'node:test'
@@ -426,6 +427,60 @@ describe("the notes page's notebooks: rename, delete, withdrawn invitations, in 
       ['My notes', 'Trip', 'Camp'],
     )
     await close(bob)
+  })
+
+  it('keeps a file whose upload a switch to another notebook ended, and sends it once that notebook is open again', async () => {
+    const service = await serve()
+    const { notebook, noteId } = await notebookOf(service, 'ann', 'Trip', 'Book the train')
+    const ann = await person(service, 'ann')
+    await pick(ann.page, 'Trip', 'Book the train')
+    // The upload is held on its way until the page has moved to another notebook.
+    let release: () => void = () => {}
+    const held = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    const files = '**/api/notebooks/*/files'
+    await ann.page.route(files, async (route) => {
+      await held
+      // Ended by the page meanwhile: nothing to send on.
+      await route.continue().catch(() => {})
+    })
+    const chooser = ann.page.waitForEvent('filechooser')
+    await item(ann.page, 'Book the train').getByRole('button', { name: 'Attach files…' }).click()
+    const ticket = Buffer.from('Seat 42, coach 7')
+    await (await chooser).setFiles([{ name: 'ticket.txt', mimeType: 'text/plain', buffer: ticket }])
+    await ann.page.getByRole('progressbar', { name: 'Uploading ticket.txt' }).waitFor()
+    await ann.page.locator('#notebook-select').selectOption({ label: 'My notes (yours)' })
+    await chosen(ann.page, 'My notes (yours)')
+    await ann.page.locator('#list-status', { hasText: 'No notes yet.' }).waitFor()
+    release()
+    await ann.page.unroute(files)
+
+    await pick(ann.page, 'Trip', 'Book the train')
+    const path = `/api/notebooks/${notebook.id}/note/${noteId}`
+    const token = await service.token('ann')
+    const filesOf = async (): Promise<unknown> => {
+      const response = await fetch(`${service.origin}${path}`, {
+        headers: { authorization: `Bearer ${token}` },
+      })
+      return ((await response.json()) as { data: { files?: unknown } }).data.files
+    }
+    for (const started = Date.now(); (await filesOf()) === undefined; ) {
+      assert.ok(Date.now() - started < 15_000, 'the note came to refer to the file')
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    assert.deepEqual(await filesOf(), [
+      {
+        id: createHash('sha256').update(ticket).digest('hex'),
+        name: 'ticket.txt',
+        size: ticket.length,
+        type: 'text/plain',
+      },
+    ])
+    await item(ann.page, 'Book the train')
+      .getByRole('link', { name: /ticket\.txt/ })
+      .waitFor()
+    await close(ann)
   })
 
   it('has no serious or critical accessibility violations (axe-core) with the notebook dialog or the share dialog open', async () => {
