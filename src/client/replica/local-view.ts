@@ -92,7 +92,7 @@ export function stateOf(state: ReplicaState, key: string): JsonObject | null {
 }
 
 /** The entry as the service has it, as far as this replica knows (acknowledged writes too). */
-export function serviceState(state: ReplicaState, key: string): JsonObject | null {
+function serviceState(state: ReplicaState, key: string): JsonObject | null {
   const id = idOf(state, key)
   if (id === undefined) return null
   const echo = state.echoes.get(id)
@@ -100,7 +100,7 @@ export function serviceState(state: ReplicaState, key: string): JsonObject | nul
   return state.base.get(id)?.note ?? null
 }
 
-export function serviceEtag(state: ReplicaState, key: string): string | null {
+function serviceEtag(state: ReplicaState, key: string): string | null {
   const id = idOf(state, key)
   if (id === undefined) return null
   const echo = state.echoes.get(id)
