@@ -7,14 +7,12 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { after, before, describe, it } from 'node:test'
 import { deflateSync } from 'node:zlib'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { type ServerProcess, startServer } from '../hostile/server-process.js'
+import { axeClean } from '../support/axe.js'
 import { CHROMIUM, launchChromium, MISSING, SKIP } from '../support/chromium.js'
-
-const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js')
 
 type Json = Record<string, unknown>
 
@@ -176,21 +174,6 @@ async function decoded(page: Page, title: string, name: string): Promise<number>
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
   assert.fail(`the image ${name} was never decoded`)
-}
-
-async function axeClean(page: Page, state: string): Promise<void> {
-  if ((await page.evaluate('typeof axe')) !== 'object') {
-    await page.evaluate(readFileSync(AXE, 'utf8'))
-  }
-  const violations = (await page.evaluate(
-    `axe.run({ runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] }).then((result) =>
-      result.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(' ')) })))`,
-  )) as { impact: string }[]
-  assert.deepEqual(
-    violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'),
-    [],
-    `${state}: ${JSON.stringify(violations)}`,
-  )
 }
 
 const PNG = tinyPng()

@@ -1,13 +1,11 @@
 import assert from 'node:assert/strict'
-import { existsSync, readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
+import { existsSync } from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { type ServerProcess, startServer } from '../hostile/server-process.js'
+import { seriousViolations } from '../support/axe.js'
 import { CHROMIUM, launchChromium, MISSING, SKIP } from '../support/chromium.js'
 import { signed } from '../support/jwks-server.js'
-
-const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js')
 
 type Json = Record<string, unknown>
 
@@ -109,18 +107,6 @@ const item = (page: Page, text: string) =>
 
 const titles = (page: Page): Promise<string[]> => page.locator('#notes h3').allTextContents()
 
-/** The serious and critical axe-core violations (axe needs the page without its policy). */
-async function axeViolations(page: Page): Promise<unknown[]> {
-  if ((await page.evaluate('typeof axe')) !== 'object') {
-    await page.evaluate(readFileSync(AXE, 'utf8'))
-  }
-  const violations = (await page.evaluate(
-    `axe.run({ runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] }).then((result) =>
-      result.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(' ')) })))`,
-  )) as { impact: string }[]
-  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-}
-
 describe("the notes page's history, trash and order by last change", {
   skip: SKIP,
   concurrency: false,
@@ -221,7 +207,7 @@ describe("the notes page's history, trash and order by last change", {
       body: 'first draft',
     })
     assert.equal(await revisions.nth(2).getAttribute('aria-pressed'), 'true')
-    assert.deepEqual(await axeViolations(page), [])
+    assert.deepEqual(await seriousViolations(page), [])
     await history.getByRole('button', { name: 'Restore this version' }).focus()
     await page.keyboard.press('Enter')
     // Back as it was (the field added since is gone), in the service and, from the feed, here.
@@ -283,7 +269,7 @@ describe("the notes page's history, trash and order by last change", {
     await page.locator('#trash-status', { hasText: '1 note in the trash.' }).waitFor()
     assert.equal(await trash.locator('h3').textContent(), 'Keep me')
     assert.match((await trash.locator('.meta').textContent()) ?? '', /^id \d+ · deleted \S/)
-    assert.deepEqual(await axeViolations(page), [])
+    assert.deepEqual(await seriousViolations(page), [])
     await trash.getByRole('button', { name: 'Restore' }).click()
     await item(page, 'Keep me').waitFor()
     await page.locator('#trash-status', { hasText: 'The trash is empty.' }).waitFor()

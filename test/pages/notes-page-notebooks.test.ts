@@ -1,15 +1,14 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import { existsSync, readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
+import { existsSync } from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { type Notebook, NotesClient } from '../../src/client/index.js'
 import { type ServerProcess, startServer } from '../hostile/server-process.js'
+import { seriousViolations } from '../support/axe.js'
 import { CHROMIUM, launchChromium, MISSING, SKIP } from '../support/chromium.js'
 import { signed } from '../support/jwks-server.js'
 
-const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js')
 const SECRET = 'a-secret-of-32-bytes-or-more-000'
 
 let browser: Browser | undefined
@@ -151,19 +150,6 @@ async function controls(page: Page): Promise<{ rename: boolean; delete: boolean;
     delete: await page.locator('#notebook-delete').isVisible(),
     share: String(await page.locator('#notebook-share').textContent()),
   }
-}
-
-/** The serious and critical axe-core violations (axe needs the page without its policy). */
-async function violations(page: Page): Promise<unknown[]> {
-  if ((await inPage(page, 'typeof axe')) !== 'object') {
-    await page.evaluate(readFileSync(AXE, 'utf8'))
-  }
-  const found = await inPage<{ id: string; impact: string; targets: string[] }[]>(
-    page,
-    `axe.run({ runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] }).then((result) =>
-      result.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(' ')) })))`,
-  )
-  return found.filter((v) => v.impact === 'serious' || v.impact === 'critical')
 }
 
 async function close(...people: Person[]): Promise<void> {
@@ -497,12 +483,12 @@ describe("the notes page's notebooks: rename, delete, withdrawn invitations, in 
       await page.getByRole('button', { name: button }).click()
       const dialog = page.getByRole('dialog', { name })
       await dialog.waitFor()
-      assert.deepEqual(await violations(page), [], name)
+      assert.deepEqual(await seriousViolations(page), [], name)
       if (name === 'New notebook') {
         // With the reason it refuses an empty name.
         await dialog.getByRole('button', { name: 'Make it' }).click()
         await dialog.getByText('Give it a name of 1 to 200 characters.').waitFor()
-        assert.deepEqual(await violations(page), [], `${name}, refused`)
+        assert.deepEqual(await seriousViolations(page), [], `${name}, refused`)
       }
       await dialog.getByRole('button', { name: 'Cancel' }).click()
       await dialog.waitFor({ state: 'hidden' })
@@ -514,7 +500,7 @@ describe("the notes page's notebooks: rename, delete, withdrawn invitations, in 
     await share.getByRole('button', { name: 'Make an invitation link' }).click()
     await share.getByLabel('Invitation link (shown this once)').waitFor()
     await share.locator('.invites li').waitFor()
-    assert.deepEqual(await violations(page), [], 'the share dialog')
+    assert.deepEqual(await seriousViolations(page), [], 'the share dialog')
     await share.getByRole('button', { name: 'Close' }).click()
 
     const bob = await person(service, 'bob', { bypassCSP: true })
@@ -522,7 +508,7 @@ describe("the notes page's notebooks: rename, delete, withdrawn invitations, in 
     await bob.page.getByRole('button', { name: 'Members…' }).click()
     const members = bob.page.getByRole('dialog', { name: 'Members of “Trip”' })
     await members.getByRole('button', { name: 'Leave this notebook' }).waitFor()
-    assert.deepEqual(await violations(bob.page), [], 'the members dialog')
+    assert.deepEqual(await seriousViolations(bob.page), [], 'the members dialog')
     await close(ann, bob)
   })
 })

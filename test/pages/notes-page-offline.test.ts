@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import {
   createServer,
   type IncomingMessage,
@@ -13,14 +13,12 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http'
-import { createRequire } from 'node:module'
 import type { AddressInfo, Socket } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { type ServerProcess, startServer } from '../hostile/server-process.js'
+import { axeClean } from '../support/axe.js'
 import { CHROMIUM, launchChromium, MISSING, SKIP } from '../support/chromium.js'
-
-const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js')
 
 let browser: Browser | undefined
 const servers: ServerProcess[] = []
@@ -63,22 +61,6 @@ const item = (page: Page, text: string) =>
 
 async function titles(page: Page): Promise<string[]> {
   return page.locator('#notes h3').allTextContents()
-}
-
-/** axe-core finds nothing serious or critical in the page as it is now. */
-async function axeClean(page: Page, state: string): Promise<void> {
-  if ((await page.evaluate('typeof axe')) !== 'object') {
-    await page.evaluate(readFileSync(AXE, 'utf8'))
-  }
-  const violations = (await page.evaluate(
-    `axe.run({ runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] }).then((result) =>
-      result.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(' ')) })))`,
-  )) as { impact: string }[]
-  assert.deepEqual(
-    violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'),
-    [],
-    `${state}: ${JSON.stringify(violations)}`,
-  )
 }
 
 /** The page has its list from the service and follows the feed. */
