@@ -96,7 +96,10 @@ export function registerUploadRoutes(app: FastifyInstance, options: UploadRoutes
     }
     return state
   }
-  /** Bytes the notebook's files and its other uploads hold, and the service's. */
+  /**
+   * Bytes the notebook's files and its other uploads hold, and the service's: a first look, for
+   * a creation's length (the staging counts each part's bytes against the caps as they arrive).
+   */
   const heldBy = async (store: string, except: string | undefined) => {
     const [notebookFiles, serviceFiles, uploads] = await Promise.all([
       space.files(store).totals(),
@@ -117,7 +120,6 @@ export function registerUploadRoutes(app: FastifyInstance, options: UploadRoutes
     if (busy.has(state.id)) throw refusal(409, BUSY)
     busy.add(state.id)
     try {
-      const held = await heldBy(scope.store, state.id)
       // From the offset the request was checked against: a request on another instance that
       // moved it since is the staging's to see (UploadBusyError), and this one's bytes go nowhere.
       const offset = await staging
@@ -129,7 +131,6 @@ export function registerUploadRoutes(app: FastifyInstance, options: UploadRoutes
             if (bytes > state.length) {
               throw refusal(400, `The upload is ${state.length} bytes long; more were sent.`)
             }
-            checkFileRoom(held.notebook, held.service, bytes, limits)
           },
           now(),
         )
@@ -154,7 +155,9 @@ export function registerUploadRoutes(app: FastifyInstance, options: UploadRoutes
   const finish = async (state: UploadState, scope: NotebookScope): Promise<void> => {
     if (state.file !== undefined || state.offset !== state.length) return
     try {
-      const file = await filesIn(space, scope, true).put(state.type, staging.read(state.id))
+      const file = await filesIn(space, scope, true).put(state.type, staging.read(state.id), {
+        upload: state.id,
+      })
       await staging.finish(state.id, file.id)
     } catch (err) {
       // Another request (a HEAD, or a PATCH's last byte, on any instance) finished it meanwhile

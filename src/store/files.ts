@@ -39,6 +39,21 @@ export interface FileTotals {
   readonly bytes: number
 }
 
+/** How a put keeps its file, beyond its bytes and type. */
+export interface PutOptions {
+  /**
+   * For an import only: the time a new file is kept with (when the store it was exported from
+   * first stored it), in place of the store's clock.
+   */
+  readonly created?: number | undefined
+  /**
+   * The id of the upload (UploadStaging) whose bytes these are, when it becomes its file: they
+   * count toward the caps as that upload's already, so they are not counted twice, and, in the
+   * step that keeps the file, no longer as the upload's.
+   */
+  readonly upload?: string | undefined
+}
+
 /** The files of one notebook. */
 export interface NotebookFiles {
   /**
@@ -49,10 +64,8 @@ export interface NotebookFiles {
    * @throws FileTooLargeError as soon as more than the largest file's bytes have arrived.
    * @throws StoreFullError when the file would pass the notebook's or the service's cap.
    * @throws AccessLostError from a writer whose member can no longer write (nothing kept).
-   * `created`, for an import only: the time a new file is kept with (when the store it was
-   * exported from first stored it), in place of the store's clock.
    */
-  put(type: string, body: AsyncIterable<Uint8Array>, created?: number): Promise<FileRecord>
+  put(type: string, body: AsyncIterable<Uint8Array>, options?: PutOptions): Promise<FileRecord>
   /** The file with this id, or undefined. */
   stat(id: string): MaybePromise<FileRecord | undefined>
   /**

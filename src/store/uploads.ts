@@ -73,6 +73,25 @@ export interface UploadStaging {
   held(notebook: string, except: string | undefined): Promise<UploadsHeld>
 }
 
+/**
+ * Where an upload's bytes count against the caps of files as they arrive, for a staging whose
+ * store keeps its files in the same process (the store's FileSpace): checked and counted in one
+ * step, so that uploads growing at once never pass a cap together. (On PostgreSQL the database
+ * does it, in the statement that writes each chunk.)
+ */
+export interface UploadRoom {
+  /**
+   * Counts upload `id` of `notebook` as holding `bytes` (in place of what it held). When that is
+   * more, and `checked`, it first checks that the bytes added fit the notebook's and the
+   * service's caps beside every file and every other upload; `checked` false counts what an
+   * upload held before a restart.
+   * @throws StoreFullError (nothing counted)
+   */
+  hold(id: string, notebook: string, bytes: number, checked?: boolean): void
+  /** Counts upload `id`'s bytes no more (it became a file, went, or failed). */
+  release(id: string): void
+}
+
 /** Bytes held by unfinished uploads: one notebook's, and the service's. */
 export interface UploadsHeld {
   readonly notebook: number

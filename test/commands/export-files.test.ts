@@ -94,11 +94,13 @@ async function fillJournal(path: string) {
     const tripStore = notebookStore((trip as NotebookView).id)
     const shared = journal.files.files(SHARED_NOTEBOOK)
     const theirs = journal.files.files(tripStore)
-    const hello = await shared.put('text/plain', chunked(Buffer.from('hello')), T0 - 5000)
+    const hello = await shared.put('text/plain', chunked(Buffer.from('hello')), {
+      created: T0 - 5000,
+    })
     await shared.put('application/octet-stream', chunked(Buffer.alloc(0)))
     // Three data lines, the last one short.
-    await shared.put('image/png', chunked(bytesOf(100_001, 2), 4096), T0 - 3000)
-    await theirs.put('text/plain', chunked(Buffer.from('hello')), T0 - 1000)
+    await shared.put('image/png', chunked(bytesOf(100_001, 2), 4096), { created: T0 - 3000 })
+    await theirs.put('text/plain', chunked(Buffer.from('hello')), { created: T0 - 1000 })
     await theirs.put('video/mp4', chunked(bytesOf(5 * MiB, 3), 65_536))
     await journal.notebook(SHARED_NOTEBOOK).create({ attached: hello.id })
     await journal.notebook(tripStore).create({ packed: ['tent'] })

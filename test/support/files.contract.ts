@@ -138,10 +138,12 @@ export function runFileContract(
       const { made, files } = await opened()
       await closing(made, async () => {
         const bytes = bytesOf(3000, 5)
-        const imported = await files().put('image/gif', chunked(bytes), T0 - 86_400_000)
+        const imported = await files().put('image/gif', chunked(bytes), {
+          created: T0 - 86_400_000,
+        })
         assert.equal(imported.created, T0 - 86_400_000)
         assert.deepEqual(await files().stat(imported.id), imported)
-        const again = await files().put('image/gif', chunked(bytes), T0 - 1)
+        const again = await files().put('image/gif', chunked(bytes), { created: T0 - 1 })
         assert.deepEqual(again, imported)
         assert.equal((await files().put('text/plain', chunked(bytesOf(10, 6)))).created, T0)
       })

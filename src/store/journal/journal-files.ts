@@ -11,10 +11,13 @@ import {
   type FileTotals,
   isFileId,
   type NotebookFiles,
+  type PutOptions,
 } from '../files.js'
-import { checkFileRoom, takeIn } from '../kernel/file-intake.js'
+import { takeIn } from '../kernel/file-intake.js'
 import { filePage } from '../kernel/file-pages.js'
+import { HeldUploads } from '../kernel/held-uploads.js'
 import { AccessLostError, SHARED_NOTEBOOK, StoreUnavailableError } from '../types.js'
+import type { UploadRoom } from '../uploads.js'
 import {
   type ExpectedFolder,
   FilesFolder,
@@ -73,7 +76,7 @@ const DISK_REFUSED = 'The store could not write the file to its disk.'
  * line, at a recorded file that is missing or not of its recorded size: guessing past it would
  * serve a file that is not the one stored, or lose one silently.
  */
-export class JournalFiles implements FileSpace {
+export class JournalFiles implements FileSpace, UploadRoom {
   readonly #host: FilesHost
   readonly #path: string
   readonly #limits: FileLimits
@@ -90,6 +93,8 @@ export class JournalFiles implements FileSpace {
   readonly #claims = new Map<string, number>()
   /** Notebook folders with uploads in flight: not removed. */
   readonly #uploads = new Map<string, number>()
+  /** The bytes of unfinished uploads (an UploadFolder made with this as its room). */
+  readonly #held: HeldUploads
 
   constructor(host: FilesHost, options: JournalFilesOptions) {
     this.#host = host
@@ -98,6 +103,21 @@ export class JournalFiles implements FileSpace {
     this.#roleOf = options.roleOf
     this.#now = options.now ?? Date.now
     this.#folder = new FilesFolder(`${options.path}.files`)
+    this.#held = new HeldUploads(
+      {
+        notebookBytes: (notebook) => this.#shelves.get(notebook)?.bytes ?? 0,
+        serviceBytes: () => this.#bytes,
+      },
+      this.#limits,
+    )
+  }
+
+  hold(id: string, notebook: string, bytes: number, checked?: boolean): void {
+    this.#held.hold(id, notebook, bytes, checked)
+  }
+
+  release(id: string): void {
+    this.#held.release(id)
   }
 
   files(notebook: string): NotebookFiles {
@@ -242,7 +262,7 @@ export class JournalFiles implements FileSpace {
   #filesOf(notebook: string, check: () => void): NotebookFiles {
     const shelfOf = () => this.#shelves.get(notebook)
     return {
-      put: (type, body, created) => this.#put(notebook, check, type, body, created),
+      put: (type, body, options) => this.#put(notebook, check, type, body, options ?? {}),
       stat: (id) => shelfOf()?.byId.get(id),
       read: (id, start, end) => this.#read(notebook, id, start, end),
       list: (limit, after) => filePage(shelfOf()?.byId.values() ?? [], limit, after),
@@ -259,13 +279,12 @@ export class JournalFiles implements FileSpace {
     check: () => void,
     type: string,
     body: AsyncIterable<Uint8Array>,
-    created: number | undefined,
+    options: PutOptions,
   ): Promise<FileRecord> {
     this.#refuseIfClosed()
     check()
     const folder = this.#folder.folderOf(notebook)
-    const room = (more: number) =>
-      checkFileRoom(this.#shelves.get(notebook)?.bytes ?? 0, this.#bytes, more, this.#limits)
+    const room = (more: number) => this.#held.check(notebook, more, options.upload)
     count(this.#uploads, folder, 1)
     let temp: TempFile | undefined
     try {
@@ -281,13 +300,13 @@ export class JournalFiles implements FileSpace {
       // Checked before the rename, so a refusal costs no rename; and again with the record.
       check()
       const held = this.#shelves.get(notebook)?.byId.get(id)
-      if (held !== undefined) return held
+      if (held !== undefined) return this.#became(held, options.upload)
       room(size)
       const path = this.#folder.pathOf(notebook, id)
       count(this.#claims, path, 1)
       try {
         await onDisk(file.moveTo(path))
-        return await this.#record(notebook, check, { id, size, type }, room, created)
+        return await this.#record(notebook, check, { id, size, type }, room, options)
       } finally {
         count(this.#claims, path, -1)
         this.#removeIfLoose(notebook, id)
@@ -296,6 +315,12 @@ export class JournalFiles implements FileSpace {
       await temp?.discard()
       count(this.#uploads, folder, -1)
     }
+  }
+
+  /** `file`, which upload `upload` (if any) became: its bytes count as the file's alone now. */
+  #became(file: FileRecord, upload: string | undefined): FileRecord {
+    if (upload !== undefined) this.#held.release(upload)
+    return file
   }
 
   /**
@@ -307,16 +332,16 @@ export class JournalFiles implements FileSpace {
     check: () => void,
     file: { id: string; size: number; type: string },
     room: (more: number) => void,
-    created: number | undefined,
+    options: PutOptions,
   ): Promise<FileRecord> {
     this.#refuseIfClosed()
     check()
     const held = this.#shelves.get(notebook)?.byId.get(file.id)
-    if (held !== undefined) return held
+    if (held !== undefined) return this.#became(held, options.upload)
     room(file.size)
     const record: FileRecord = {
       ...file,
-      created: created ?? this.#now(),
+      created: options.created ?? this.#now(),
       sequence: ++this.#sequence,
     }
     this.#shelve(notebook, record)
@@ -325,7 +350,8 @@ export class JournalFiles implements FileSpace {
     } catch (err) {
       throw writeError(err, DISK_REFUSED)
     }
-    return record
+    // Counted twice until the record is durable (never past a cap), then as the file's alone.
+    return this.#became(record, options.upload)
   }
 
   async #delete(notebook: string, check: () => void, id: string): Promise<boolean> {

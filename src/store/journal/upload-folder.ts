@@ -15,6 +15,7 @@ import {
   bytesHeld,
   UploadBusyError,
   type UploadInfo,
+  type UploadRoom,
   type UploadStaging,
   type UploadState,
   type UploadsHeld,
@@ -26,6 +27,9 @@ import {
  * `<id>.part` (its bytes so far, appended, fsynced before each part is answered). The offset is
  * the length of `.part`, so a crash keeps every acknowledged byte and at most some bytes after
  * them, which the client's next HEAD learns and does not send again. Read at start-up.
+ *
+ * An unfinished upload's bytes count toward the caps of files of `files` (the journal's files,
+ * which it becomes one of) as they arrive, each part's before it is written.
  */
 
 /** An upload id as this folder names its files: the id's own characters only. */
@@ -36,9 +40,11 @@ export class UploadFolder implements UploadStaging {
   readonly #uploads = new Map<string, UploadState>()
   /** Uploads being appended to now: one append at a time per upload. */
   readonly #busy = new Set<string>()
+  readonly #files: UploadRoom | undefined
 
-  constructor(folder: string) {
+  constructor(folder: string, files?: UploadRoom) {
     this.#folder = folder
+    this.#files = files
     mkdirSync(folder, { recursive: true })
     const names = readdirSync(folder)
     for (const name of names) {
@@ -64,6 +70,7 @@ export class UploadFolder implements UploadStaging {
         }
       }
       this.#uploads.set(id, { ...kept, offset, touched })
+      if (kept.file === undefined) files?.hold(id, kept.notebook, offset, false)
     }
   }
 
@@ -110,6 +117,8 @@ export class UploadFolder implements UploadStaging {
     try {
       for await (const piece of body) {
         room(offset + piece.byteLength)
+        if (this.#uploads.get(id) !== state) throw new UploadBusyError(id)
+        this.#files?.hold(id, state.notebook, offset + piece.byteLength)
         // In order, each write awaited: a slow disk slows the reader, not memory.
         for (let done = 0; done < piece.byteLength; ) {
           const { bytesWritten } = await part.write(
@@ -132,7 +141,9 @@ export class UploadFolder implements UploadStaging {
         // Only what is on disk counts; an upload removed meanwhile (expired, its notebook gone)
         // stays removed, its bytes with it.
         if (this.#uploads.get(id) === state) {
-          this.#uploads.set(id, { ...state, offset: synced ? offset : state.offset, touched })
+          const kept = synced ? offset : state.offset
+          this.#files?.hold(id, state.notebook, kept, false)
+          this.#uploads.set(id, { ...state, offset: kept, touched })
         } else {
           await rm(this.#part(id), { force: true })
         }
@@ -153,11 +164,13 @@ export class UploadFolder implements UploadStaging {
     const finished = { ...state, file }
     await this.#record(finished)
     this.#uploads.set(id, finished)
+    this.#files?.release(id)
     await rm(this.#part(id), { force: true })
   }
 
   async remove(id: string): Promise<void> {
     this.#uploads.delete(id)
+    this.#files?.release(id)
     await rm(join(this.#folder, `${id}.json`), { force: true })
     await rm(this.#part(id), { force: true })
   }

@@ -199,7 +199,7 @@ export async function putFiles(
   for (const file of source.files) {
     const record = await space
       .files(file.notebook)
-      .put(file.type, source.fileBody(file), file.created)
+      .put(file.type, source.fileBody(file), { created: file.created })
     if (record.id !== file.id || record.size !== file.size) {
       throw new Error(`file ${file.id} changed while it was being imported`)
     }

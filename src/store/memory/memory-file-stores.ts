@@ -20,7 +20,9 @@ export function memoryFileStores(
   }
   if (store instanceof MemoryNoteStore) {
     const room = store.fileRoom()
-    return { files: new MemoryFiles({ ...limits, room }), uploads: new MemoryUploads(room) }
+    const files = new MemoryFiles({ ...limits, room })
+    return { files, uploads: new MemoryUploads({ room, files }) }
   }
-  return { files: new MemoryFiles(limits), uploads: new MemoryUploads() }
+  const files = new MemoryFiles(limits)
+  return { files, uploads: new MemoryUploads({ files }) }
 }

@@ -8,9 +8,11 @@ import {
   type FileTotals,
   type NotebookFiles,
 } from '../files.js'
-import { checkFileRoom, takeIn } from '../kernel/file-intake.js'
+import { takeIn } from '../kernel/file-intake.js'
 import { filePage } from '../kernel/file-pages.js'
+import { HeldUploads } from '../kernel/held-uploads.js'
 import { AccessLostError } from '../types.js'
+import type { UploadRoom } from '../uploads.js'
 import type { FileRoom } from './file-room.js'
 
 /** One file in memory: what it is and its bytes, as the pieces they arrived in (never copied). */
@@ -52,9 +54,11 @@ export interface MemoryFilesOptions extends Partial<FileLimits> {
  * is what an upload costs), under its notebook, counted toward the notebook's and the service's caps of
  * files, and, with a `room`, toward the store's byte cap beside its notes, at its byte length.
  * Each put is kept in one synchronous step once its bytes have arrived, so the caps, the
- * writer's role and the same bytes stored twice are checked with nothing in between.
+ * writer's role and the same bytes stored twice are checked with nothing in between. Unfinished
+ * uploads (MemoryUploads made with this space as their UploadRoom) count toward the same caps as
+ * their bytes arrive (HeldUploads).
  */
-export class MemoryFiles implements FileSpace {
+export class MemoryFiles implements FileSpace, UploadRoom {
   readonly #limits: FileLimits
   readonly #roleOf: MemoryFilesOptions['roleOf']
   readonly #now: () => number
@@ -63,6 +67,7 @@ export class MemoryFiles implements FileSpace {
   #bytes = 0
   #files = 0
   #sequence = 0
+  readonly #held: HeldUploads
 
   constructor(options: MemoryFilesOptions = {}) {
     const { roleOf, now = Date.now, room, ...limits } = options
@@ -70,6 +75,21 @@ export class MemoryFiles implements FileSpace {
     this.#roleOf = roleOf
     this.#now = now
     this.#room = room
+    this.#held = new HeldUploads(
+      {
+        notebookBytes: (notebook) => this.#shelves.get(notebook)?.bytes ?? 0,
+        serviceBytes: () => this.#bytes,
+      },
+      this.#limits,
+    )
+  }
+
+  hold(id: string, notebook: string, bytes: number, checked?: boolean): void {
+    this.#held.hold(id, notebook, bytes, checked)
+  }
+
+  release(id: string): void {
+    this.#held.release(id)
   }
 
   files(notebook: string): NotebookFiles {
@@ -105,14 +125,14 @@ export class MemoryFiles implements FileSpace {
   #filesOf(notebook: string, check: () => void): NotebookFiles {
     const shelfOf = () => this.#shelves.get(notebook)
     return {
-      put: async (type, body, created) => {
+      put: async (type, body, { created, upload } = {}) => {
         const chunks: Buffer[] = []
         // The store's room is asked as the bytes arrive once they pass the notebook's largest
         // file (until then they may be one it holds, which takes no more room), and for all of
         // them once they are known to be a new file.
         const largest = largestOf(shelfOf())
         const room = (more: number, known = false) => {
-          checkFileRoom(shelfOf()?.bytes ?? 0, this.#bytes, more, this.#limits)
+          this.#held.check(notebook, more, upload)
           if (known || more > largest) this.#room?.check(more, body)
         }
         const { id, size } = await takeIn(
@@ -128,7 +148,10 @@ export class MemoryFiles implements FileSpace {
         check()
         let shelf = shelfOf()
         const held = shelf?.byId.get(id)
-        if (held !== undefined) return held.record
+        if (held !== undefined) {
+          if (upload !== undefined) this.#held.release(upload)
+          return held.record
+        }
         room(size, true)
         if (shelf === undefined) {
           shelf = new Shelf()
@@ -146,6 +169,7 @@ export class MemoryFiles implements FileSpace {
         this.#bytes += size
         this.#files += 1
         this.#room?.add(size)
+        if (upload !== undefined) this.#held.release(upload)
         return record
       },
       stat: (id) => shelfOf()?.byId.get(id)?.record,

@@ -3,6 +3,7 @@ import {
   bytesHeld,
   UploadBusyError,
   type UploadInfo,
+  type UploadRoom,
   type UploadStaging,
   type UploadState,
   type UploadsHeld,
@@ -18,16 +19,19 @@ interface Held {
 const heldBytes = (held: Held): number => (held.state.file === undefined ? held.state.offset : 0)
 
 /**
- * Uploads in memory: their parts as they arrived, until they become files (or go). With a `room`,
- * an unfinished upload's bytes count toward its store's byte cap as they arrive, and its
- * termination, expiry or becoming a file gives them back.
+ * Uploads in memory: their parts as they arrived, until they become files (or go). An unfinished
+ * upload's bytes count as they arrive toward the caps of files of `files` (the space its files go
+ * to) and, with a `room`, toward its store's byte cap; its termination, expiry or becoming a file
+ * gives them back.
  */
 export class MemoryUploads implements UploadStaging {
   readonly #uploads = new Map<string, Held>()
   readonly #room: FileRoom | undefined
+  readonly #files: UploadRoom | undefined
 
-  constructor(room?: FileRoom) {
+  constructor({ room, files }: { room?: FileRoom; files?: UploadRoom } = {}) {
     this.#room = room
+    this.#files = files
   }
 
   async create(info: UploadInfo): Promise<void> {
@@ -52,9 +56,18 @@ export class MemoryUploads implements UploadStaging {
     if (held === undefined || held.state.offset !== at) throw new UploadBusyError(id)
     try {
       for await (const piece of body) {
+        // Removed meanwhile (terminated, expired, its notebook gone): nothing more is kept.
+        if (this.#uploads.get(id) !== held) throw new UploadBusyError(id)
         const chunk = Buffer.from(piece)
-        room(held.state.offset + chunk.length)
-        this.#room?.check(chunk.length)
+        const offset = held.state.offset
+        room(offset + chunk.length)
+        this.#files?.hold(id, held.state.notebook, offset + chunk.length)
+        try {
+          this.#room?.check(chunk.length)
+        } catch (err) {
+          this.#files?.hold(id, held.state.notebook, offset)
+          throw err
+        }
         this.#room?.add(chunk.length)
         held.chunks.push(chunk)
         held.state = { ...held.state, offset: held.state.offset + chunk.length, touched }
@@ -77,6 +90,7 @@ export class MemoryUploads implements UploadStaging {
     const held = this.#uploads.get(id)
     if (held === undefined) return
     this.#room?.add(-heldBytes(held))
+    this.#files?.release(id)
     held.chunks = []
     held.state = { ...held.state, file }
   }
@@ -85,6 +99,7 @@ export class MemoryUploads implements UploadStaging {
     const held = this.#uploads.get(id)
     if (held === undefined) return
     this.#room?.add(-heldBytes(held))
+    this.#files?.release(id)
     this.#uploads.delete(id)
   }
 

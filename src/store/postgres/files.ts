@@ -8,6 +8,7 @@ import {
   type FileTotals,
   isFileId,
   type NotebookFiles,
+  type PutOptions,
 } from '../files.js'
 import { checkFileRoom } from '../kernel/file-intake.js'
 import { AccessLostError, isNotebookName } from '../types.js'
@@ -67,6 +68,11 @@ export class PostgresFiles implements FileSpace {
     this.#db = db
     this.#limits = { ...FILE_LIMIT_DEFAULTS, ...limits }
     this.#now = now
+  }
+
+  /** The caps of files, which uploads count toward too (PostgresUploads). */
+  get limits(): FileLimits {
+    return this.#limits
   }
 
   files(notebook: string): NotebookFiles {
@@ -148,7 +154,7 @@ export class PostgresFiles implements FileSpace {
     }
     const db = this.#db
     return {
-      put: (type, body, created) => this.#put(notebook, guard, type, body, created),
+      put: (type, body, options) => this.#put(notebook, guard, type, body, options ?? {}),
       stat: async (id) => {
         const row = await findFile(db, notebook, id)
         return row === undefined ? undefined : recordOf(row)
@@ -185,7 +191,7 @@ export class PostgresFiles implements FileSpace {
     guard: Guard | undefined,
     type: string,
     body: AsyncIterable<Uint8Array>,
-    created: number | undefined,
+    { created, upload }: PutOptions,
   ): Promise<FileRecord> {
     if (Date.now() - this.#sweptAt >= SWEEP_EVERY_MS) void this.sweep()
     const limits = this.#limits
@@ -201,7 +207,7 @@ export class PostgresFiles implements FileSpace {
           r_sequence: string | null
           r_notebook_bytes: string
           r_service_bytes: string | null
-        }>('SELECT * FROM notes_keep_file($1, $2, $3, $4, $5, $6, $7, $8::bigint[])', [
+        }>('SELECT * FROM notes_keep_file($1, $2, $3, $4, $5, $6, $7, $8::bigint[], $9)', [
           notebook,
           id,
           size,
@@ -210,6 +216,7 @@ export class PostgresFiles implements FileSpace {
           blob,
           chunk,
           [limits.maxNotebookBytes, limits.maxBytes].map(capOf),
+          upload ?? null,
         ])
         const row = rows[0]
         if (row === undefined || row.r_sequence === null) {
@@ -249,7 +256,7 @@ function guarded<T>(
 }
 
 /** A cap as a bigint parameter: Infinity (no cap) as the largest safe integer. */
-function capOf(bytes: number): number {
+export function capOf(bytes: number): number {
   return Math.min(bytes, Number.MAX_SAFE_INTEGER)
 }
 

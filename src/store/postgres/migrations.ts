@@ -2,7 +2,7 @@ import { ARCHIVE_MIGRATION } from './archive-schema.js'
 import { CHANGE_ORDER_MIGRATION } from './change-schema.js'
 import { DIRECTORY_MIGRATION, MEMBER_SINCE_MIGRATION } from './directory-schema.js'
 import { FILES_MIGRATION } from './files-schema.js'
-import { UPLOADS_MIGRATION } from './uploads-schema.js'
+import { UPLOAD_ROOM_MIGRATION, UPLOADS_MIGRATION } from './uploads-schema.js'
 
 /**
  * Every object the store uses, by version. Each migration runs once per database (schema), in
@@ -459,4 +459,5 @@ END $$;
   FILES_MIGRATION,
   UPLOADS_MIGRATION,
   MEMBER_SINCE_MIGRATION,
+  UPLOAD_ROOM_MIGRATION,
 ]

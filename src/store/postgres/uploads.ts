@@ -1,4 +1,6 @@
 import { Readable } from 'node:stream'
+import { checkFileRoom } from '../kernel/file-intake.js'
+import { StoreFullError } from '../types.js'
 import {
   UploadBusyError,
   type UploadInfo,
@@ -7,7 +9,7 @@ import {
   type UploadsHeld,
 } from '../uploads.js'
 import type { Database } from './database.js'
-import type { PostgresFiles } from './files.js'
+import { capOf, type PostgresFiles } from './files.js'
 import { CHUNK_BYTES } from './files-chunks.js'
 
 /** Chunks a read fetches per statement: 1 MiB, twice that as hex text while it arrives. */
@@ -24,6 +26,9 @@ interface UploadRow {
   received: string
   file: string | null
 }
+
+/** The SQLSTATE of notes_append_upload past a cap of files (uploads-schema.ts). */
+const NO_ROOM = 'NSF07'
 
 const COLUMNS = 'id, notebook, length, type, metadata, created, touched, received, file'
 
@@ -44,9 +49,9 @@ const COLUMNS = 'id, notebook, length, type, metadata, created, touched, receive
  */
 export class PostgresUploads implements UploadStaging {
   readonly #db: Database
-  readonly #files: Pick<PostgresFiles, 'collect'>
+  readonly #files: Pick<PostgresFiles, 'collect' | 'limits'>
 
-  constructor(db: Database, files: Pick<PostgresFiles, 'collect'>) {
+  constructor(db: Database, files: Pick<PostgresFiles, 'collect' | 'limits'>) {
     this.#db = db
     this.#files = files
   }
@@ -76,16 +81,27 @@ export class PostgresUploads implements UploadStaging {
     touched: number,
   ): Promise<number> {
     const db = this.#db
+    const limits = this.#files.limits
+    const caps = [limits.maxNotebookBytes, limits.maxBytes].map(capOf)
     const buffer = Buffer.allocUnsafe(CHUNK_BYTES)
     let filled = 0
     let offset = at
     let wrote = false
     /** The bytes buffered, as the upload's next chunk, at `offset`. */
     const write = async () => {
-      const { rows } = await db.query<{ offset: string | null }>(
-        'SELECT notes_append_upload($1, $2, $3, $4) AS offset',
-        [id, offset, buffer.subarray(0, filled), Math.trunc(touched)],
-      )
+      const { rows } = await db
+        .query<{ offset: string | null }>(
+          'SELECT notes_append_upload($1, $2, $3, $4, $5::bigint[]) AS offset',
+          [id, offset, buffer.subarray(0, filled), Math.trunc(touched), caps],
+        )
+        .catch((err: unknown) => {
+          // Past a cap: the bytes files and uploads hold, for StoreFullError's message.
+          const { code, detail } = err as { code?: unknown; detail?: unknown }
+          if (code !== NO_ROOM || typeof detail !== 'string') throw err
+          const [notebook = 0, service = 0] = detail.split(' ').map(Number)
+          checkFileRoom(notebook, service, filled, limits)
+          throw err
+        })
       const next = rows[0]?.offset ?? null
       if (next === null) throw new UploadBusyError(id)
       offset = Number(next)
@@ -106,8 +122,11 @@ export class PostgresUploads implements UploadStaging {
       }
       if (filled > 0) await write()
     } catch (err) {
-      // What arrived before the failure is kept (unless the upload moved on without it).
-      if (filled > 0 && !(err instanceof UploadBusyError)) await write().catch(() => {})
+      // What arrived before the failure is kept (unless the upload moved on without it, or the
+      // failure was its room).
+      if (filled > 0 && !(err instanceof UploadBusyError || err instanceof StoreFullError)) {
+        await write().catch(() => {})
+      }
       if (!wrote) await this.#touch(id, touched).catch(() => {})
       throw err
     }
@@ -130,12 +149,7 @@ export class PostgresUploads implements UploadStaging {
   }
 
   async drop(notebook: string): Promise<void> {
-    await this.#db.query(
-      `WITH gone AS (DELETE FROM notes_resumable_uploads WHERE notebook = $1 RETURNING blob)
-      INSERT INTO notes_file_garbage (blob)
-        SELECT blob FROM gone WHERE blob IS NOT NULL ON CONFLICT DO NOTHING`,
-      [notebook],
-    )
+    await this.#db.query('SELECT notes_drop_uploads($1)', [notebook])
     void this.#files.collect()
   }
 

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { UploadFolder } from '../../../src/store/journal/upload-folder.js'
+import { UploadBusyError } from '../../../src/store/uploads.js'
 import { bytesOf, chunked } from '../../support/files.contract.js'
 import { readAll, runUploadContract, T0, uploadInfo } from '../../support/uploads.contract.js'
 
@@ -56,7 +57,11 @@ describe('UploadFolder: what only a folder can get wrong', () => {
       removed()
       yield bytesOf(300, 2)
     }
-    await staging.append(info.id, 0, body(), () => {}, T0 + 1)
+    // The append learns it at its next part: what it wrote goes with the upload.
+    await assert.rejects(
+      staging.append(info.id, 0, body(), () => {}, T0 + 1),
+      UploadBusyError,
+    )
     await removing
     assert.equal(await staging.state(info.id), undefined)
     assert.deepEqual(readdirSync(folder), [])

@@ -10,6 +10,7 @@ import { CHUNK_BYTES } from '../../../src/store/postgres/files-chunks.js'
 import { PostgresNotebooks } from '../../../src/store/postgres/notebooks.js'
 import { PostgresNoteStore } from '../../../src/store/postgres/store.js'
 import { UploadBusyError } from '../../../src/store/uploads.js'
+import { runFileCapsContract } from '../../support/file-caps.contract.js'
 import { bytesOf, chunked } from '../../support/files.contract.js'
 import { postgresAvailable, testDatabase } from '../../support/postgres-cluster.js'
 import { onSchemaOf, pooledStore } from '../../support/schema-pool.js'
@@ -113,6 +114,41 @@ if (url !== '') {
     ) as [ReturnType<typeof buildApp>, ReturnType<typeof buildApp>]
     return { schema, storeA, storeB, appA, appB }
   }
+
+  runFileCapsContract('PostgreSQL, two instances', (limits) => {
+    let schema = ''
+    const options = (made: string) => ({
+      url,
+      schema: made,
+      poolSize: 3,
+      maxNotes: 10,
+      maxBytes: MiB,
+      files: limits,
+    })
+    const storeA = pooledStore(url, undefined, (made) => {
+      schema = made
+      return new PostgresNoteStore(options(made))
+    })
+    const storeB = new PostgresNoteStore(options(schema))
+    opened.push(storeA)
+    opened.unshift(storeB)
+    const config = {
+      ...DEFAULT_CONFIG,
+      maxFileBytes: limits.maxFileBytes,
+      maxFilesBytesPerUser: limits.maxNotebookBytes,
+      maxFilesBytes: limits.maxBytes,
+    }
+    const [appA, appB] = [storeA, storeB].map((store) =>
+      buildApp({ store, files: store.files, uploads: store.uploads, config }),
+    ) as [ReturnType<typeof buildApp>, ReturnType<typeof buildApp>]
+    return {
+      apps: [appA, appB],
+      close: async () => {
+        await appA.close()
+        await appB.close()
+      },
+    }
+  })
 
   describe('PostgresUploads: in chunks in the database', () => {
     it('is the single store’s too (PostgresNoteStore.uploads)', async () => {
