@@ -24,6 +24,11 @@ export interface FileRecord {
    * the cursor of the list's pages.
    */
   readonly sequence: number
+  /**
+   * When its bytes were last put again (the same bytes uploaded once more), ms since 1970; absent
+   * until then. A file no note refers to is kept the grace from here too.
+   */
+  readonly touched?: number
 }
 
 /** One page of a notebook's files, oldest first. */
@@ -59,7 +64,7 @@ export interface NotebookFiles {
   /**
    * Reads `body` to its end, hashing the bytes as they arrive, and keeps them as a file of the
    * notebook with media type `type`, answering it; bytes already stored in the notebook answer
-   * the file they are (its first type and time kept). On a durable store the file is on disk or
+   * the file they are (its first type and time kept, `touched` now). On a durable store the file is on disk or
    * committed before this resolves, and a failure part way leaves nothing behind.
    * @throws FileTooLargeError as soon as more than the largest file's bytes have arrived.
    * @throws StoreFullError when the file would pass the notebook's or the service's cap.

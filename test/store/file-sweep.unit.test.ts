@@ -50,6 +50,21 @@ describe('files no note refers to', () => {
     assert.deepEqual(await held(), [])
   })
 
+  it('gives a file uploaded again its grace anew', async () => {
+    const { clock, sweeper, put, held } = setUp()
+    const sweep = sweeper()
+    const id = await put(7)
+    clock.t += 23 * HOUR
+    // The same bytes again, for a note about to refer to them: not removed under it an hour on.
+    assert.equal(await put(7), id)
+    clock.t += HOUR
+    assert.equal(await sweep.sweep(), 0)
+    assert.deepEqual(await held(), [id])
+    clock.t += 23 * HOUR
+    assert.equal(await sweep.sweep(), 1)
+    assert.deepEqual(await held(), [])
+  })
+
   it('keeps a file a note or the trash refers to, and removes it the grace after the last reference went', async () => {
     const { clock, sweeper, put, held, notes } = setUp()
     const sweep = sweeper()

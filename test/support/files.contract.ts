@@ -122,14 +122,18 @@ export function runFileContract(
       })
     })
 
-    it('keeps the same bytes once in a notebook, with their first type and time', async () => {
+    it('keeps the same bytes once in a notebook, with their first type and time, touched anew', async () => {
       const { clock, made, files } = await opened()
       await closing(made, async () => {
         const bytes = bytesOf(5000)
         const first = await files().put('image/jpeg', chunked(bytes))
+        assert.equal(first.touched, undefined)
         clock.t += 1000
         const again = await files().put('text/plain', chunked(bytes, 100))
-        assert.deepEqual(again, first)
+        // Uploaded again: the sweep of files no note refers to gives it its grace from now.
+        assert.deepEqual(again, { ...first, touched: T0 + 1000 })
+        assert.deepEqual(await files().stat(first.id), again)
+        assert.deepEqual((await files().list(10)).files, [again])
         assert.deepEqual(await files().totals(), { files: 1, bytes: 5000 })
       })
     })
@@ -144,7 +148,7 @@ export function runFileContract(
         assert.equal(imported.created, T0 - 86_400_000)
         assert.deepEqual(await files().stat(imported.id), imported)
         const again = await files().put('image/gif', chunked(bytes), { created: T0 - 1 })
-        assert.deepEqual(again, imported)
+        assert.deepEqual(again, { ...imported, touched: T0 })
         assert.equal((await files().put('text/plain', chunked(bytesOf(10, 6)))).created, T0)
       })
     })

@@ -300,7 +300,7 @@ export class JournalFiles implements FileSpace, UploadRoom {
       // Checked before the rename, so a refusal costs no rename; and again with the record.
       check()
       const held = this.#shelves.get(notebook)?.byId.get(id)
-      if (held !== undefined) return this.#became(held, options.upload)
+      if (held !== undefined) return this.#putAgain(notebook, held, options.upload)
       room(size)
       const path = this.#folder.pathOf(notebook, id)
       count(this.#claims, path, 1)
@@ -315,6 +315,16 @@ export class JournalFiles implements FileSpace, UploadRoom {
       await temp?.discard()
       count(this.#uploads, folder, -1)
     }
+  }
+
+  /**
+   * `file`, whose bytes were put again: touched now (in the index only: a restart gives every
+   * file the sweep's grace from the start-up anyway), and what upload `upload` became.
+   */
+  #putAgain(notebook: string, file: FileRecord, upload: string | undefined): FileRecord {
+    const touched: FileRecord = { ...file, touched: this.#now() }
+    this.#shelves.get(notebook)?.byId.set(file.id, touched)
+    return this.#became(touched, upload)
   }
 
   /** `file`, which upload `upload` (if any) became: its bytes count as the file's alone now. */
@@ -337,7 +347,7 @@ export class JournalFiles implements FileSpace, UploadRoom {
     this.#refuseIfClosed()
     check()
     const held = this.#shelves.get(notebook)?.byId.get(file.id)
-    if (held !== undefined) return this.#became(held, options.upload)
+    if (held !== undefined) return this.#putAgain(notebook, held, options.upload)
     room(file.size)
     const record: FileRecord = {
       ...file,

@@ -5,7 +5,8 @@ import type { MaybePromise, NoteStore } from '../types.js'
  * The removal of files no note refers to. A note refers to a file when any string in it, at any
  * depth, contains the file's id (its 64 lowercase hex digits); a note in the trash counts, so
  * that a note put back finds its files. A file that no note of its notebook refers to goes once
- * the grace has passed since its upload and since the last sweep that saw it referred to.
+ * the grace has passed since its upload (its last, when its bytes were uploaded again) and since
+ * the last sweep that saw it referred to.
  *
  * What a sweep saw referred to is remembered by this process only: after a restart, a file that
  * no note refers to is kept at least the grace from the start-up (never removed early: a
@@ -90,7 +91,7 @@ export class FileSweeper {
     const now = this.#now()
     const due: FileRecord[] = []
     for await (const file of allFiles(files.list.bind(files))) {
-      if (now - Math.max(file.created, this.#started) >= graceMs) due.push(file)
+      if (now - Math.max(file.created, file.touched ?? 0, this.#started) >= graceMs) due.push(file)
     }
     if (due.length === 0) return 0
     const notes = notesOf(notebook)
@@ -103,7 +104,7 @@ export class FileSweeper {
         seen.set(file.id, now)
         continue
       }
-      const since = Math.max(file.created, this.#started, seen.get(file.id) ?? 0)
+      const since = Math.max(file.created, file.touched ?? 0, this.#started, seen.get(file.id) ?? 0)
       if (now - since < graceMs) continue
       // A write since the reading may refer to it: the next sweep reads the notes again.
       if ((await whenOf(notes)) !== reading.when) break

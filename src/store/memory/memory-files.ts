@@ -148,9 +148,12 @@ export class MemoryFiles implements FileSpace, UploadRoom {
         check()
         let shelf = shelfOf()
         const held = shelf?.byId.get(id)
-        if (held !== undefined) {
+        if (held !== undefined && shelf !== undefined) {
           if (upload !== undefined) this.#held.release(upload)
-          return held.record
+          // Put again: its grace, were no note to refer to it, runs from now.
+          const record = { ...held.record, touched: this.#now() }
+          shelf.byId.set(id, { record, parts: held.parts })
+          return record
         }
         room(size, true)
         if (shelf === undefined) {

@@ -36,6 +36,7 @@ interface FileRow {
   type: string
   created: string
   sequence: string
+  touched: string | null
 }
 
 /**
@@ -205,9 +206,10 @@ export class PostgresFiles implements FileSpace {
           r_type: string | null
           r_created: string | null
           r_sequence: string | null
+          r_touched: string | null
           r_notebook_bytes: string
           r_service_bytes: string | null
-        }>('SELECT * FROM notes_keep_file($1, $2, $3, $4, $5, $6, $7, $8::bigint[], $9)', [
+        }>('SELECT * FROM notes_keep_file($1, $2, $3, $4, $5, $6, $7, $8::bigint[], $9, $10)', [
           notebook,
           id,
           size,
@@ -217,6 +219,7 @@ export class PostgresFiles implements FileSpace {
           chunk,
           [limits.maxNotebookBytes, limits.maxBytes].map(capOf),
           upload ?? null,
+          Math.trunc(this.#now()),
         ])
         const row = rows[0]
         if (row === undefined || row.r_sequence === null) {
@@ -230,8 +233,10 @@ export class PostgresFiles implements FileSpace {
           type: row.r_type as string,
           created: row.r_created as string,
           sequence: row.r_sequence,
+          touched: row.r_touched,
         })
-        return { commit: row.r_kept, value: { record, kept: row.r_kept } }
+        // Kept, or the file it already was touched: committed either way.
+        return { commit: true, value: { record, kept: row.r_kept } }
       })
     } catch (err) {
       await discardUpload(this.#db, blob)
@@ -269,7 +274,7 @@ async function findFile(
   if (!isFileId(id)) return undefined
   const { rows } = await db.read<FileRow & { blob: string; chunk: number }>(
     'notes_file_find',
-    `SELECT id, size, type, created, sequence, blob, chunk FROM notes_files
+    `SELECT id, size, type, created, sequence, touched, blob, chunk FROM notes_files
     WHERE notebook = $1 AND id = $2`,
     [notebook, id],
   )
@@ -283,7 +288,7 @@ async function listFiles(
   after: number | undefined,
 ): Promise<FilePage> {
   const { rows } = await db.query<FileRow>(
-    `SELECT id, size, type, created, sequence FROM notes_files
+    `SELECT id, size, type, created, sequence, touched FROM notes_files
     WHERE notebook = $1 AND sequence > $2 ORDER BY sequence LIMIT $3`,
     [notebook, after ?? 0, limit + 1],
   )
@@ -298,6 +303,7 @@ function recordOf(row: FileRow): FileRecord {
     type: row.type,
     created: Number(row.created),
     sequence: Number(row.sequence),
+    ...(row.touched === null ? {} : { touched: Number(row.touched) }),
   }
 }
 

@@ -94,12 +94,16 @@ $$;
  *   the file and its bytes stop counting as reserved.
  * - A finished, removed or dropped upload gives back what it reserved; a notebook's removal keeps
  *   its counts row while uploads of it still reserve bytes.
+ * - notes_files.touched: when a file's bytes were last put again (NULL until then), written by
+ *   notes_keep_file when the notebook holds the bytes already (p_touched), so that the sweep of
+ *   files no note refers to gives a file uploaded again its grace anew, on every instance.
  */
 export const UPLOAD_ROOM_MIGRATION: { version: number; sql: string } = {
   version: 10,
   sql: `
 ALTER TABLE notes_file_notebooks ADD COLUMN reserved bigint NOT NULL DEFAULT 0;
 ALTER TABLE notes_file_clock ADD COLUMN reserved bigint NOT NULL DEFAULT 0;
+ALTER TABLE notes_files ADD COLUMN touched bigint;
 INSERT INTO notes_file_notebooks AS t (notebook, reserved)
   SELECT notebook, sum(received) FROM notes_resumable_uploads WHERE file IS NULL GROUP BY notebook
   ON CONFLICT (notebook) DO UPDATE SET reserved = excluded.reserved;
@@ -225,13 +229,15 @@ BEGIN
 END $$;
 
 -- As before, checked against files and unfinished uploads together; p_upload (or NULL) is the
--- upload whose bytes these are, kept as this file in the same transaction.
+-- upload whose bytes these are, kept as this file in the same transaction. Bytes the notebook
+-- holds already touch that file (p_touched), answered with r_kept false: the caller commits
+-- when r_sequence is not NULL.
 DROP FUNCTION notes_keep_file(text, text, bigint, text, bigint, bigint, integer, bigint[]);
 CREATE FUNCTION notes_keep_file(
   p_notebook text, p_id text, p_size bigint, p_type text, p_created bigint,
-  p_blob bigint, p_chunk integer, p_max bigint[], p_upload text)
+  p_blob bigint, p_chunk integer, p_max bigint[], p_upload text, p_touched bigint)
 RETURNS TABLE (r_kept boolean, r_type text, r_created bigint, r_sequence bigint,
-  r_notebook_bytes bigint, r_service_bytes bigint)
+  r_touched bigint, r_notebook_bytes bigint, r_service_bytes bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
   u notes_resumable_uploads%ROWTYPE;
@@ -252,15 +258,16 @@ BEGIN
   INSERT INTO notes_file_notebooks AS t (notebook) VALUES (p_notebook)
     ON CONFLICT (notebook) DO UPDATE SET files = t.files
     RETURNING * INTO n;
-  SELECT * INTO f FROM notes_files WHERE notebook = p_notebook AND id = p_id;
+  UPDATE notes_files SET touched = p_touched WHERE notebook = p_notebook AND id = p_id
+    RETURNING * INTO f;
   IF FOUND THEN
-    RETURN QUERY SELECT false, f.type, f.created, f.sequence, n.bytes, NULL::bigint;
+    RETURN QUERY SELECT false, f.type, f.created, f.sequence, f.touched, n.bytes, NULL::bigint;
     RETURN;
   END IF;
   SELECT * INTO c FROM notes_file_clock FOR UPDATE;
   IF n.bytes + n.reserved - v_own + p_size > p_max[1]
       OR c.bytes + c.reserved - v_own + p_size > p_max[2] THEN
-    RETURN QUERY SELECT false, NULL::text, NULL::bigint, NULL::bigint,
+    RETURN QUERY SELECT false, NULL::text, NULL::bigint, NULL::bigint, NULL::bigint,
       n.bytes + n.reserved - v_own, c.bytes + c.reserved - v_own;
     RETURN;
   END IF;
@@ -282,7 +289,8 @@ BEGIN
       INSERT INTO notes_file_garbage (blob) VALUES (u.blob) ON CONFLICT DO NOTHING;
     END IF;
   END IF;
-  RETURN QUERY SELECT true, p_type, p_created, f.sequence, n.bytes + p_size, c.bytes + p_size;
+  RETURN QUERY SELECT true, p_type, p_created, f.sequence, NULL::bigint,
+    n.bytes + p_size, c.bytes + p_size;
 END $$;
 `,
 }
