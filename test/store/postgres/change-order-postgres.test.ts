@@ -60,15 +60,15 @@ if (postgresAvailable('PostgreSQL order of last change')) {
           const limit = nodes.find((node) => node['Node Type'] === 'Limit') as PlanNode
           const scan = (limit.Plans ?? [])[0] as PlanNode
           plans.push(
-            `${asc ? 'asc' : 'desc'}${past ? ' after' : ''}: ${scan['Node Type']} ${scan['Index Name']} ${scan['Scan Direction']}, range ${/ROW\(modified/.test(scan['Index Cond'] ?? '')}`,
+            `${asc ? 'asc' : 'desc'}${past ? ' after' : ''}: ${scan['Node Type']} ${scan['Index Name']} ${scan['Scan Direction']}, range ${/ROW\(modified/.test(scan['Index Cond'] ?? '')}, sorts ${nodes.some((node) => node['Node Type'] === 'Sort')}`,
           )
         }
       }
       assert.deepEqual(plans, [
-        'asc: Index Scan notes_by_change Forward, range false',
-        'asc after: Index Scan notes_by_change Forward, range true',
-        'desc: Index Scan notes_by_change Backward, range false',
-        'desc after: Index Scan notes_by_change Backward, range true',
+        'asc: Index Scan notes_by_change Forward, range false, sorts false',
+        'asc after: Index Scan notes_by_change Forward, range true, sorts false',
+        'desc: Index Scan notes_by_change Backward, range false, sorts false',
+        'desc after: Index Scan notes_by_change Backward, range true, sorts false',
       ])
     })
   })
