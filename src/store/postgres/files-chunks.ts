@@ -90,6 +90,39 @@ export async function uploadChunks(
 }
 
 /**
+ * The blob of upload `upload` of `notebook` when a file can take it over as it is: the upload is
+ * unfinished and every chunk but its last holds CHUNK_BYTES (parts that ended on a chunk's edge,
+ * as the client's 8 MiB parts and a single PATCH do), so that a range read finds its bytes by
+ * arithmetic. Else undefined: the file is a copy. octet_length of an uncompressed out-of-line
+ * value reads its size from the pointer, not the bytes.
+ */
+export async function blobOfUpload(
+  db: Database,
+  notebook: string,
+  upload: string,
+): Promise<{ blob: number; received: number } | undefined> {
+  const { rows } = await db.query<{ blob: string; received: string }>(
+    `SELECT u.blob, u.received FROM notes_resumable_uploads u
+    WHERE u.id = $1 AND u.notebook = $2 AND u.file IS NULL AND u.blob IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM notes_file_chunks c
+        WHERE c.blob = u.blob AND c.part < u.parts - 1 AND octet_length(c.data) <> $3)`,
+    [upload, notebook, CHUNK_BYTES],
+  )
+  const row = rows[0]
+  return row === undefined ? undefined : { blob: Number(row.blob), received: Number(row.received) }
+}
+
+/** Reads `body` to its end for its SHA-256 and length, keeping nothing (a blob taken over). */
+export function hashOf(body: AsyncIterable<Uint8Array>, limits: FileLimits): Promise<Intake> {
+  return takeIn(
+    body,
+    limits.maxFileBytes,
+    () => {},
+    () => {},
+  )
+}
+
+/**
  * Lets a pending blob go (its upload failed, or its bytes were a file already) and deletes its
  * chunks. A failure here (the database gone) leaves them to the next collection, or the upload to
  * notes_sweep_uploads.

@@ -13,7 +13,15 @@ import {
 import { checkFileRoom } from '../kernel/file-intake.js'
 import { AccessLostError, isNotebookName } from '../types.js'
 import type { Database } from './database.js'
-import { collectGarbage, discardUpload, readChunks, uploadChunks } from './files-chunks.js'
+import {
+  blobOfUpload,
+  CHUNK_BYTES,
+  collectGarbage,
+  discardUpload,
+  hashOf,
+  readChunks,
+  uploadChunks,
+} from './files-chunks.js'
 import { writerRole } from './member-rows.js'
 
 export interface PostgresFilesOptions extends Partial<FileLimits> {
@@ -196,7 +204,18 @@ export class PostgresFiles implements FileSpace {
   ): Promise<FileRecord> {
     if (Date.now() - this.#sweptAt >= SWEEP_EVERY_MS) void this.sweep()
     const limits = this.#limits
-    const { id, size, blob, chunk } = await uploadChunks(this.#db, notebook, body, limits)
+    // An upload's bytes of whole chunks: the file takes its blob over, read once for the hash.
+    const taken = upload === undefined ? undefined : await blobOfUpload(this.#db, notebook, upload)
+    const { id, size, blob, chunk } =
+      taken === undefined
+        ? await uploadChunks(this.#db, notebook, body, limits)
+        : { ...(await hashOf(body, limits)), blob: taken.blob, chunk: CHUNK_BYTES }
+    if (taken !== undefined && size !== taken.received) {
+      throw new Error(`upload ${upload} holds ${taken.received} bytes and read back ${size}`)
+    }
+    // A copy's pending blob goes on a failure, or when the notebook held the bytes already; a
+    // blob taken over stays the upload's until the upload is finished or removed.
+    const discard = () => (taken === undefined ? discardUpload(this.#db, blob) : Promise.resolve())
     const keptAt = Math.trunc(created ?? this.#now())
     let kept: { record: FileRecord; kept: boolean }
     try {
@@ -239,11 +258,11 @@ export class PostgresFiles implements FileSpace {
         return { commit: true, value: { record, kept: row.r_kept } }
       })
     } catch (err) {
-      await discardUpload(this.#db, blob)
+      await discard()
       throw err
     }
     // The notebook held these bytes already: its file stays, and the new blob goes.
-    if (!kept.kept) await discardUpload(this.#db, blob)
+    if (!kept.kept) await discard()
     return kept.record
   }
 }

@@ -91,7 +91,8 @@ $$;
  *   everywhere (no deadlock).
  * - notes_keep_file takes the upload whose bytes the file is (p_upload, or NULL): those bytes are
  *   the file's own, not counted twice, and in the same transaction the upload is marked as become
- *   the file and its bytes stop counting as reserved.
+ *   the file and its bytes stop counting as reserved. When the upload's chunks are all of the
+ *   files' chunk size (but the last), the file takes over the upload's blob instead of a copy.
  * - A finished, removed or dropped upload gives back what it reserved; a notebook's removal keeps
  *   its counts row while uploads of it still reserve bytes.
  * - notes_files.touched: when a file's bytes were last put again (NULL until then), written by
@@ -229,7 +230,8 @@ BEGIN
 END $$;
 
 -- As before, checked against files and unfinished uploads together; p_upload (or NULL) is the
--- upload whose bytes these are, kept as this file in the same transaction. Bytes the notebook
+-- upload whose bytes these are, kept as this file in the same transaction: p_blob is then either
+-- a pending blob of their copy or the upload's own blob, which the file takes over. Bytes the notebook
 -- holds already touch that file (p_touched), answered with r_kept false: the caller commits
 -- when r_sequence is not NULL.
 DROP FUNCTION notes_keep_file(text, text, bigint, text, bigint, bigint, integer, bigint[]);
@@ -271,9 +273,20 @@ BEGIN
       n.bytes + n.reserved - v_own, c.bytes + c.reserved - v_own;
     RETURN;
   END IF;
-  DELETE FROM notes_file_uploads WHERE blob = p_blob;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'upload % was removed as abandoned before it was kept', p_blob;
+  IF v_pending AND u.blob = p_blob THEN
+    -- The upload's own chunks, of the file's chunk size, become the file's: nothing copied.
+    UPDATE notes_resumable_uploads SET file = p_id, blob = NULL WHERE id = p_upload;
+  ELSE
+    DELETE FROM notes_file_uploads WHERE blob = p_blob;
+    IF NOT FOUND THEN
+      RAISE EXCEPTION 'upload % was removed before it was kept', p_blob;
+    END IF;
+    IF v_pending THEN
+      UPDATE notes_resumable_uploads SET file = p_id, blob = NULL WHERE id = p_upload;
+      IF u.blob IS NOT NULL THEN
+        INSERT INTO notes_file_garbage (blob) VALUES (u.blob) ON CONFLICT DO NOTHING;
+      END IF;
+    END IF;
   END IF;
   INSERT INTO notes_files (notebook, id, size, type, created, blob, chunk)
     VALUES (p_notebook, p_id, p_size, p_type, p_created, p_blob, p_chunk)
@@ -283,12 +296,6 @@ BEGIN
     WHERE notebook = p_notebook;
   UPDATE notes_file_clock
     SET files = c.files + 1, bytes = c.bytes + p_size, reserved = c.reserved - v_own;
-  IF v_pending THEN
-    UPDATE notes_resumable_uploads SET file = p_id, blob = NULL WHERE id = p_upload;
-    IF u.blob IS NOT NULL THEN
-      INSERT INTO notes_file_garbage (blob) VALUES (u.blob) ON CONFLICT DO NOTHING;
-    END IF;
-  END IF;
   RETURN QUERY SELECT true, p_type, p_created, f.sequence, NULL::bigint,
     n.bytes + p_size, c.bytes + p_size;
 END $$;

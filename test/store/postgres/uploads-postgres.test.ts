@@ -346,6 +346,72 @@ if (url !== '') {
       }
     })
 
+    it('makes a finished upload’s whole chunks its file’s without a copy, and copies those a part cut short', async () => {
+      const { schema, storeA, appA, appB } = twoInstances(3)
+      try {
+        const blobs = async (location: string) => {
+          const id = location.split('/').at(-1) as string
+          const [row] = await onSchema<{ blob: string | null }>(
+            schema,
+            'SELECT blob FROM notes_resumable_uploads WHERE id = $1',
+            [id],
+          )
+          return row?.blob ?? null
+        }
+        const fileBlob = async (file: string) => {
+          const [row] = await onSchema<{ blob: string }>(
+            schema,
+            'SELECT blob FROM notes_files WHERE id = $1',
+            [file],
+          )
+          return row?.blob
+        }
+        const send = async (bytes: Buffer, cut: number) => {
+          const created = await appA.inject({
+            method: 'POST',
+            url: '/api/uploads',
+            headers: { ...TUS, 'upload-length': String(bytes.length) },
+          })
+          const location = created.headers.location as string
+          let held: string | null = null
+          for (const [from, to] of [
+            [0, cut],
+            [cut, bytes.length],
+          ] as const) {
+            const part = await appB.inject({
+              method: 'PATCH',
+              url: location,
+              headers: { ...PART, 'upload-offset': String(from) },
+              payload: bytes.subarray(from, to),
+            })
+            assert.equal(part.statusCode, 204, part.body)
+            if (to < bytes.length) held = await blobs(location)
+          }
+          const file = JSON.parse((await appA.inject(location)).body).data as { id: string }
+          assert.equal(file.id, createHash('sha256').update(bytes).digest('hex'))
+          assert.ok((await appB.inject(`/api/files/${file.id}`)).rawPayload.equals(bytes))
+          const range = await appA.inject({
+            url: `/api/files/${file.id}`,
+            headers: { range: `bytes=${CHUNK_BYTES - 3}-${2 * CHUNK_BYTES + 3}` },
+          })
+          assert.ok(range.rawPayload.equals(bytes.subarray(CHUNK_BYTES - 3, 2 * CHUNK_BYTES + 4)))
+          return { held, kept: await fileBlob(file.id) }
+        }
+        // Parts that end on a chunk's edge (as the client's 8 MiB parts do): the blob is taken over.
+        const whole = await send(bytesOf(3 * CHUNK_BYTES + 99, 31), 2 * CHUNK_BYTES)
+        assert.equal(whole.kept, whole.held)
+        // A part that ended mid-chunk (a cut connection): its file is a copy, in whole chunks.
+        const cut = await send(bytesOf(3 * CHUNK_BYTES + 99, 32), CHUNK_BYTES + 1000)
+        assert.notEqual(cut.kept, cut.held)
+        await storeA.files.collect()
+        // Each file's chunks alone are left (4 each): the copied upload's went as garbage.
+        assert.deepEqual(await leftovers(schema), { chunks: 8, pending: 0, garbage: 0 })
+      } finally {
+        await appA.close()
+        await appB.close()
+      }
+    })
+
     it('answers a HEAD that meets the last part’s finish, on another instance, as the upload done', async () => {
       const { appA, appB } = twoInstances(4)
       try {
