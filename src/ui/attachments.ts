@@ -58,14 +58,6 @@ export function cannotAttach(note: Fields): string | undefined {
     : `This note’s “${FILES_FIELD}” field is not a list, so it cannot hold attachments.`
 }
 
-/** The note's fields with `file` attached (once: the same bytes are the same file), or why not. */
-export function withAttachment(note: Fields, file: Attachment): Fields | string {
-  const files = note[FILES_FIELD] ?? []
-  if (!Array.isArray(files)) return cannotAttach(note) as string
-  if (files.some((f) => isAttachment(f) && f.id === file.id)) return note
-  return { ...note, [FILES_FIELD]: [...files, file] }
-}
-
 /** The note's fields without the attachment `id`; the field goes when nothing is left in it. */
 export function withoutAttachment(note: Fields, id: string): Fields {
   const files = note[FILES_FIELD]

@@ -4,7 +4,7 @@
  * every notebook) would weigh on every first load.
  */
 export { NotesProblem } from './client/errors.js'
-export type { FilesClient, StoredFile } from './client/files-client.js'
+export type { FilesClient } from './client/files-client.js'
 export { NotesClient } from './client/notes-client.js'
 export { parseJson } from './client/parse-json.js'
 export { IndexedDbReplicaStorage } from './client/replica/indexeddb-storage.js'
@@ -13,6 +13,7 @@ export {
   Replica,
   type ReplicaConflict,
   type ReplicaEntry,
+  type ReplicaFile,
 } from './client/replica/replica.js'
 export type { ReplicaStorage } from './client/replica/storage.js'
 export type { Invite, Member, Note, Notebook, Role } from './client/types.js'

@@ -35,7 +35,7 @@ import { registerServiceWorker } from './service-worker.js'
 import { ShareDialog } from './share-dialog.js'
 import { OidcSignIn, signInSettings } from './sign-in.js'
 import { TrashView } from './trash.js'
-import { Uploads } from './uploads.js'
+import { moveOldUploads, Uploads } from './uploads.js'
 
 /** Notes shown at first, and added by each "Load more notes". */
 const PAGE_SIZE = 50
@@ -256,15 +256,13 @@ async function openNotebook(notebook: OpenedNotebook | undefined): Promise<void>
   const notebookClient =
     notebook === undefined || notebook.default ? client : client.notebook(notebook.id)
   const opened = await Replica.open({ client: notebookClient, storage, maxDelayMs: 5_000 })
-  const sending = await Uploads.open(notebookName(notebook), uploadHost)
   if (run !== generation) {
-    sending.close()
     await opened.close()
     return
   }
   replica = opened
   files = notebookClient.files
-  uploads = sending
+  uploads = new Uploads(opened, uploadHost)
   loaded = opened.notes().length > 0 || opened.waiting > 0 || opened.conflicts.length > 0
   unsubscribe = opened.subscribe((event) => {
     if (replica !== opened) return
@@ -277,8 +275,6 @@ async function openNotebook(notebook: OpenedNotebook | undefined): Promise<void>
     }
     if (event.type === 'change' || event.type === 'reset') render()
     if (event.type === 'waiting' || event.type === 'online') showWaiting()
-    // The service answers again: the files kept while it could not be reached go now.
-    if (event.type === 'online' && opened.online) void sending.flush()
     if (event.type === 'conflict' || event.type === 'change') conflicts.show(opened.conflicts)
     if (event.type === 'lost') {
       // Deleted, or the person removed from it, elsewhere: the switcher lists the notebooks
@@ -291,13 +287,14 @@ async function openNotebook(notebook: OpenedNotebook | undefined): Promise<void>
   showWaiting()
   conflicts.show(opened.conflicts)
   opened.start()
-  void sending.flush()
+  // Files an older page kept in a database of its own: now the replica's to send.
+  void moveOldUploads(notebookName(notebook), opened, (text) => {
+    syncError.textContent = `${syncError.textContent ?? ''} ${text}`.trim()
+  }).catch(() => {})
   if (nearEnd()) showMore()
 }
 
 const uploadHost = {
-  replica: () => replica,
-  files: () => files,
   changed(key: string) {
     items.get(key)?.showUploads()
     showWaiting()

@@ -26,6 +26,8 @@ interface WorkerScope {
 }
 declare const self: WorkerScope
 
+/** Not linked from the page (it is loaded on first use), but needed offline. */
+const QUEUED_FILES = '/ui/client/replica/queued-files.js'
 /** One cache for the shell; a change of its name drops the old one on activate. */
 const CACHE = 'notes-shell-1'
 /** How long the service has to answer a shell request before the cached copy is used. */
@@ -44,7 +46,8 @@ self.addEventListener('install', (event) => {
       if (!page.ok) throw new Error(`the page answered ${page.status}`)
       const html = await page.clone().text()
       await cache.put('/', page)
-      await cache.addAll(linkedFiles(html))
+      // And the replica's file module, which it loads when a file is first attached: offline too.
+      await cache.addAll([...linkedFiles(html), QUEUED_FILES])
       await self.skipWaiting()
     })(),
   )

@@ -72,7 +72,7 @@ describe('GET / (the notes page) and its files under /ui/', () => {
     // Every module is preloaded (no import waterfall), and nothing else is linked; the service
     // worker is registered by main.js, oauth4webapi loaded by sign-in.js when it first talks
     // to a provider, and the replica's queued files by replica.js when a file is first attached
-    // through it (the page attaches none so), none of them linked.
+    // (the service worker keeps it for offline use), none of them linked.
     const QUEUED_FILES = 'client/replica/queued-files.js'
     assert.deepEqual(
       [...linked, SERVICE_WORKER, 'vendor/oauth4webapi.js', QUEUED_FILES].sort(),

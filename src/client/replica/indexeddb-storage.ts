@@ -104,10 +104,13 @@ export class IndexedDbReplicaStorage implements ReplicaStorage {
   #closeCalled = false
   /** The last write, settled either way: close() waits for it. */
   #last: Promise<unknown> = Promise.resolve()
+  /** Every tab of the origin opens the database by this name. */
+  readonly sharedName: string
 
   private constructor(db: IdbDatabase, name: string) {
     this.#db = db
     this.#name = name
+    this.sharedName = name
     // Another tab opens a newer version: step aside so it can upgrade, and say why from now on.
     db.onversionchange = () => {
       db.close()

@@ -128,6 +128,20 @@ export const LINK_PREFIX = 'link:'
 export const ECHO_PREFIX = 'echo:'
 export const FILE_PREFIX = 'file:'
 
+/** A queued file's storage key, with the time it was made: 'f.mj2x9k3a.<uuid>'. */
+export function newFileKey(now = Date.now()): string {
+  return `f.${now.toString(36)}.${newIdempotencyKey()}`
+}
+
+/**
+ * When the file key was made, in ms since the epoch: 'f.mj2x9k3a.<uuid>' -> its time; a key of
+ * an older version ('f.<uuid>') or any other -> 0.
+ */
+export function fileKeyTime(key: string): number {
+  const match = /^f\.([0-9a-z]{1,11})\./.exec(key)
+  return match === null ? 0 : Number.parseInt(match[1] as string, 36)
+}
+
 /** `o:000000000042`: keys sort as the numbers do. */
 export function outboxKey(seq: number): string {
   return `o:${String(seq).padStart(12, '0')}`

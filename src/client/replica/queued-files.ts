@@ -9,12 +9,11 @@
  */
 import { NoteNotFoundError, NotesProblem } from '../errors.js'
 import type { StoredFile } from '../files-client.js'
-import { newIdempotencyKey } from '../idempotency-key.js'
 import { backoffMs, refused, transient } from '../retry-policy.js'
 import { fileInfo } from './handover.js'
 import { queueWrite, stateOf, updateOf } from './local-view.js'
 import { isObject } from './note-json.js'
-import { FILE_PREFIX, META_SEQ, type QueuedFile } from './outbox.js'
+import { FILE_PREFIX, META_SEQ, newFileKey, type QueuedFile } from './outbox.js'
 import {
   changed,
   checkOpen,
@@ -53,7 +52,7 @@ export async function attachFile(
     throw new TypeError('An attached file needs a name: pass options.name (or a File).')
   }
   const type = options.type ?? (blob.type === '' ? 'application/octet-stream' : blob.type)
-  const key = `f.${newIdempotencyKey()}`
+  const key = newFileKey()
   await state.storage.putBytes(key, blob)
   const file: QueuedFile = { key, entry, name, type, size: blob.size, seq: ++state.seq }
   state.files.push(file)
@@ -78,15 +77,33 @@ export async function removeFile(state: ReplicaState, key: string): Promise<bool
   return true
 }
 
-/** Sends the queued files in order while the replica runs; rests until one is queued. */
+/** The part of the Web Locks API (navigator.locks) the upload loop uses. */
+interface LockManagerLike {
+  request<T>(name: string, options: { signal: AbortSignal }, held: () => Promise<T>): Promise<T>
+}
+
+/**
+ * Sends the queued files in order while the replica runs; rests until one is queued. On a
+ * storage other tabs share (IndexedDB), each file goes under a Web Lock named after it, where
+ * the browser has them (secure origins, localhost included), so that one tab sends at a time,
+ * and the queue is read again from the storage first: a file another tab sent (its entry gone
+ * with its reference written) or removed is not sent again, nor referred to twice.
+ */
 export async function uploadLoop(state: ReplicaState, signal: AbortSignal): Promise<void> {
   let failures = 0
+  const shared = state.storage.sharedName
+  const locks = (globalThis as { navigator?: { locks?: LockManagerLike } }).navigator?.locks
   while (!signal.aborted && !state.lost) {
     const file = state.files.find((queued) => queued.refused === undefined)
     try {
       if (file === undefined) await rest(state, undefined, signal)
       else {
-        await sendFile(state, file, signal)
+        if (shared === undefined) await sendFile(state, file, signal)
+        else if (locks === undefined) await sendShared(state, file, signal)
+        else {
+          const name = `notes-service-client files ${shared}`
+          await locks.request(name, { signal }, () => sendShared(state, file, signal))
+        }
         failures = 0
       }
     } catch (err) {
@@ -150,6 +167,48 @@ function rest(state: ReplicaState, ms: number | undefined, signal: AbortSignal):
   })
 }
 
+/** sendFile, once the queue is read again: unless another tab sent, refused or removed it. */
+async function sendShared(state: ReplicaState, file: QueuedFile, signal: AbortSignal) {
+  await rereadQueue(state)
+  if (state.files.includes(file) && file.refused === undefined) await sendFile(state, file, signal)
+}
+
+/**
+ * The queue as the storage holds it now, other tabs' doings included: a file whose entry is
+ * gone (sent or removed there) leaves this replica's queue, one refused there is refused here,
+ * and one queued there joins at the end (if this copy holds its note). A file this replica
+ * queued after the read began stays.
+ */
+async function rereadQueue(state: ReplicaState): Promise<void> {
+  const known = new Set(state.files)
+  await state.writes.settled()
+  const stored = new Map<string, QueuedFile>()
+  for (const [key, value] of (await state.storage.load()).meta) {
+    if (key.startsWith(FILE_PREFIX)) stored.set(key.slice(FILE_PREFIX.length), value as QueuedFile)
+  }
+  let differs = false
+  state.files = state.files.filter((file) => {
+    const now = stored.get(file.key)
+    stored.delete(file.key)
+    if (now === undefined) {
+      differs ||= known.has(file)
+      return !known.has(file)
+    }
+    if (now.refused !== undefined && file.refused === undefined) {
+      file.refused = now.refused
+      differs = true
+    }
+    return true
+  })
+  for (const other of stored.values()) {
+    // Of a note this copy does not hold yet (made in that tab, not sent): left to that tab.
+    if (stateOf(state, other.entry) === null) continue
+    state.files.push(other)
+    differs = true
+  }
+  if (differs) changed(state, 'files')
+}
+
 /** Uploads one file, then refers to it from its note; a refusal for good is kept as such. */
 async function sendFile(state: ReplicaState, file: QueuedFile, signal: AbortSignal) {
   if (stateOf(state, file.entry) === null) {
@@ -189,6 +248,8 @@ async function sendFile(state: ReplicaState, file: QueuedFile, signal: AbortSign
     throw err
   } finally {
     state.sending.delete(file.key)
+    // Its line goes back from 'sending' (to 'waiting' after a failure, or on to sent).
+    changed(state, 'files')
   }
   setOnline(state, true)
   if (state.files.includes(file)) await refer(state, file, stored)

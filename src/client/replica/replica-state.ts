@@ -11,6 +11,7 @@ import {
   ECHO_PREFIX,
   type Echo,
   FILE_PREFIX,
+  fileKeyTime,
   LINK_PREFIX,
   META_SEQ,
   META_VERSION,
@@ -21,6 +22,9 @@ import {
 import type { ReplicaEntry, ReplicaEvent, ReplicaOptions } from './replica-types.js'
 import type { ReplicaStorage, ReplicaWrite } from './storage.js'
 import { WriteQueue } from './write-queue.js'
+
+/** How long bytes named by no queued file are kept at open: another tab may be attaching them. */
+const BYTES_GRACE_MS = 10 * 60_000
 
 interface Waiter {
   check: () => boolean
@@ -134,10 +138,16 @@ export async function loadState(options: ReplicaOptions, fed?: FedHooks): Promis
   }
   state.files.sort((a, b) => a.seq - b.seq)
   // Bytes no queued file refers to: left by a crash before their file was stored, or after it
-  // was sent.
+  // was sent. attachFile stores the bytes before the entry that names them, so bytes another
+  // tab is attaching now are named by nothing yet: bytes younger than BYTES_GRACE_MS are left
+  // alone (their entry comes a few ms later, or the next open removes them), as no attach takes
+  // that long between its two writes. Their key says when they were made (newFileKey).
   const queued = new Set(state.files.map((file) => file.key))
+  const now = Date.now()
   for (const key of await state.storage.bytesKeys()) {
-    if (!queued.has(key)) await state.storage.deleteBytes(key)
+    if (!queued.has(key) && now - fileKeyTime(key) > BYTES_GRACE_MS) {
+      await state.storage.deleteBytes(key)
+    }
   }
   return state
 }

@@ -26,6 +26,12 @@ export type ReplicaWrite =
 export type ReplicaContents = Record<ReplicaTable, Map<string, unknown>>
 
 export interface ReplicaStorage {
+  /**
+   * Set when other openers of the same place can hold it at once (other tabs of a browser on one
+   * IndexedDB database): its name, from which the replica names the Web Lock under which it
+   * sends queued files, and a sign that it must read the queue again before each one.
+   */
+  readonly sharedName?: string | undefined
   /** Everything stored, as the last completed write left it. */
   load(): Promise<ReplicaContents>
   /**
