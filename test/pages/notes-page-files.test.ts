@@ -438,6 +438,109 @@ describe("the notes page's attachments, in Chromium", { skip: SKIP, concurrency:
     await context.close()
   })
 
+  it('sends a file attached offline once, with two tabs open on the notebook, and the note refers to it once', {
+    timeout: 90_000,
+  }, async () => {
+    const origin = await serve()
+    const note = await create(origin, { title: 'Two tabs' })
+    const { page, context, errors } = await open(origin)
+    const second = await context.newPage()
+    second.on('pageerror', (error) => errors.push(`pageerror: ${error.message}`))
+    await second.goto(`${origin}/`)
+    await second.locator('#feed-status[data-state="live"]').waitFor()
+    // Every upload either tab makes that the service answers (small files go as one POST; the
+    // tries made offline get no answer).
+    const uploads: string[] = []
+    context.on('response', (response) => {
+      const request = response.request()
+      const path = new URL(request.url()).pathname
+      if (request.method() !== 'GET' && /^\/api\/(files|uploads)/.test(path)) {
+        uploads.push(`${request.method()} ${path} ${response.status()}`)
+      }
+    })
+    await context.setOffline(true)
+    await pick(page, 'Two tabs', [{ name: 'both.png', mimeType: 'image/png', buffer: PNG }])
+    await item(page, 'Two tabs').locator('.uploads li', { hasText: 'waiting to upload' }).waitFor()
+    // The second tab opens again offline (from the service worker) and finds the file queued.
+    await second.reload()
+    await item(second, 'Two tabs')
+      .locator('.uploads li', { hasText: 'waiting to upload' })
+      .waitFor()
+
+    await context.setOffline(false)
+    await eventually(
+      async () => Array.isArray((await stored(origin, note.id)).files),
+      'the note refers to the file',
+    )
+    // Neither tab keeps it (as refused, its bytes gone with the other's send, say).
+    for (const tab of [page, second]) {
+      await item(tab, 'Two tabs').locator('.uploads').waitFor({ state: 'detached' })
+      assert.equal(await decoded(tab, 'Two tabs', 'both.png'), 2)
+    }
+    assert.deepEqual(uploads, ['POST /api/files 201'])
+    assert.deepEqual((await stored(origin, note.id)).files, [
+      { id: sha256(PNG), name: 'both.png', size: PNG.length, type: 'image/png' },
+    ])
+    assert.equal(await fileCount(origin), 1)
+    assert.deepEqual(errors, [])
+    await context.close()
+  })
+
+  it('moves the files an older page kept in notes-service.uploads into the replica, sends them, and deletes that database', {
+    timeout: 90_000,
+  }, async () => {
+    const origin = await serve()
+    const note = await create(origin, { title: 'Kept before' })
+    const { page, context, errors } = await open(origin)
+    await context.setOffline(true)
+    // What the older page left: a file for this note, and one whose note is gone.
+    await page.evaluate(`new Promise((resolve, reject) => {
+      const opening = indexedDB.open('notes-service.uploads', 1)
+      opening.onupgradeneeded = () => opening.result.createObjectStore('uploads', { autoIncrement: true })
+      opening.onerror = () => reject(opening.error)
+      opening.onsuccess = () => {
+        const db = opening.result
+        const tx = db.transaction('uploads', 'readwrite')
+        const png = Uint8Array.from(atob('${PNG.toString('base64')}'), (c) => c.charCodeAt(0))
+        const notebook = 'notes-service.notebook'
+        tx.objectStore('uploads').add({ notebook, note: 'n:${note.id}', name: 'old.png', type: 'image/png', blob: new Blob([png]) })
+        tx.objectStore('uploads').add({ notebook, note: 'n:1', name: 'gone.txt', type: 'text/plain', blob: new Blob(['gone']) })
+        tx.oncomplete = () => { db.close(); resolve() }
+        tx.onerror = () => reject(tx.error)
+      }
+    })`)
+    await page.reload()
+    await item(page, 'Kept before')
+      .locator('.uploads li', { hasText: 'old.png' })
+      .filter({ hasText: 'waiting to upload' })
+      .waitFor()
+    await page
+      .locator('#sync-error', {
+        hasText: '“gone.txt”, kept on this device to be attached, was not: its note is gone.',
+      })
+      .waitFor()
+    const oldDatabase = `indexedDB.databases().then((all) => all.some((db) => db.name === 'notes-service.uploads'))`
+    await eventually(
+      async () => (await page.evaluate(oldDatabase)) === false,
+      'the old database gone',
+    )
+    assert.equal(await page.locator('#waiting').textContent(), '1 file waiting to be sent.')
+
+    await context.setOffline(false)
+    await eventually(
+      async () => Array.isArray((await stored(origin, note.id)).files),
+      'the note refers to the file',
+    )
+    assert.deepEqual((await stored(origin, note.id)).files, [
+      { id: sha256(PNG), name: 'old.png', size: PNG.length, type: 'image/png' },
+    ])
+    assert.deepEqual(await fileBytes(origin, sha256(PNG)), PNG)
+    assert.equal(await decoded(page, 'Kept before', 'old.png'), 2)
+    assert.equal(await fileCount(origin), 1)
+    assert.deepEqual(errors, [])
+    await context.close()
+  })
+
   it('removes an attachment from the note, keeping the others and every other field', async () => {
     const origin = await serve()
     const png = { id: sha256(PNG), name: 'a.png', size: PNG.length, type: 'image/png' }
@@ -509,6 +612,21 @@ describe("the notes page's attachments, in Chromium", { skip: SKIP, concurrency:
       .waitFor()
     assert.equal(await page.locator('#create-error').textContent(), '')
     assert.equal(await page.locator('#sync-error').textContent(), '')
+    // Kept listed as refused, not counted as waiting, until dismissed (off the device then).
+    const refused = item(page, 'Small only').locator('.uploads li', { hasText: 'big.txt' })
+    assert.equal(await refused.textContent(), 'big.txt 12.3 KB · not attached · Dismiss')
+    assert.equal(await page.locator('#waiting').textContent(), '')
+    await axeClean(page, 'a file refused')
+    await refused.getByRole('button', { name: 'Dismiss big.txt' }).click()
+    await refused.waitFor({ state: 'detached' })
+    const keptBytes = `new Promise((resolve) => {
+      const opening = indexedDB.open('notes-service.notebook')
+      opening.onsuccess = () => {
+        const count = opening.result.transaction('bytes').objectStore('bytes').count()
+        count.onsuccess = () => { opening.result.close(); resolve(count.result) }
+      }
+    })`
+    await eventually(async () => (await page.evaluate(keptBytes)) === 0, 'its bytes gone')
 
     // An upload held on its way shows its progress, labelled with the file's name.
     let release: () => void = () => {}
