@@ -224,7 +224,7 @@ async function sendFile(state: ReplicaState, file: QueuedFile, signal: AbortSign
   const sending = { abort: () => abort.abort(), sent: 0 }
   state.sending.set(file.key, sending)
   changed(state, 'files')
-  let stored: StoredFile
+  let stored: StoredFile | undefined
   try {
     stored = await state.client.files.upload(bytes, {
       type: file.type,
@@ -248,8 +248,8 @@ async function sendFile(state: ReplicaState, file: QueuedFile, signal: AbortSign
     throw err
   } finally {
     state.sending.delete(file.key)
-    // Its line goes back from 'sending' (to 'waiting' after a failure, or on to sent).
-    changed(state, 'files')
+    // Not sent: back from 'sending' to 'waiting' (or 'refused', told by refuse()).
+    if (stored === undefined) changed(state, 'files')
   }
   setOnline(state, true)
   if (state.files.includes(file)) await refer(state, file, stored)

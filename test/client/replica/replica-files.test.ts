@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { it, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
+  MemoryReplicaStorages,
   type NoteResult,
   NotesClient,
   type NotesClientOptions,
@@ -201,6 +202,58 @@ describeEachStore(
       assert.equal(await replica.removeFile(orphan.key), false)
       assert.deepEqual(replica.files(), [])
       assert.deepEqual(await storage.bytesKeys(), [])
+    })
+
+    it('sends a file once from two replicas sharing one storage (two tabs), each reading the queue again first', async (t) => {
+      const { direct, port } = await setup(t, suite)
+      const storages = new MemoryReplicaStorages()
+      // Two tabs' storages on one database: what IndexedDbReplicaStorage says by its sharedName.
+      const tab = async (): Promise<Replica> => {
+        const storage = await storages.open('nb')
+        const shared: ReplicaStorage = {
+          sharedName: 'nb',
+          load: () => storage.load(),
+          write: (changes) => storage.write(changes),
+          putBytes: (key, bytes) => storage.putBytes(key, bytes),
+          getBytes: (key) => storage.getBytes(key),
+          deleteBytes: (key) => storage.deleteBytes(key),
+          bytesKeys: () => storage.bytesKeys(),
+          close: () => storage.close(),
+        }
+        const client = new NotesClient({ baseUrl: `http://127.0.0.1:${port}`, ...QUICK })
+        const replica = await Replica.open({ client, storage: shared, maxDelayMs: 200 })
+        t.after(() => replica.close())
+        return replica
+      }
+      const { note } = await direct.create({ title: 'shared' })
+      const { note: other } = await direct.create({ title: 'other' })
+      const first = await tab()
+      await first.sync(timeout())
+      const attached = await first.attachFile(`n:${note.id}`, new Blob(['once']), { name: 'a.txt' })
+      // The second tab opens with the file queued; the first sends it, then the second syncs.
+      const second = await tab()
+      assert.deepEqual(
+        second.files().map((file) => file.key),
+        [attached.key],
+      )
+      await first.sync(timeout())
+      // One the first tab queues later (stopped, so it is not sending it too: Node 20 has no
+      // Web Locks) is seen by the second, though it was opened before.
+      await first.stop()
+      const later = await first.attachFile(`n:${other.id}`, new Blob(['later']), { name: 'b.txt' })
+      await second.sync(timeout())
+      assert.deepEqual(second.files(), [], 'neither refused (its bytes gone) nor sent again')
+      assert.deepEqual(
+        first.files().map((file) => file.key),
+        [later.key],
+      )
+      await first.sync(timeout())
+      const names = async (id: number): Promise<unknown> =>
+        ((await direct.get(id))?.note.files as { name: string }[] | undefined)?.map((f) => f.name)
+      assert.deepEqual(await names(note.id), ['a.txt'])
+      assert.deepEqual(await names(other.id), ['b.txt'])
+      assert.deepEqual(first.files(), [])
+      assert.equal(await fileCount(direct), 2)
     })
 
     it('removes a queued file before it is sent, and refers to the same bytes once', async (t) => {
