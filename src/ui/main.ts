@@ -287,10 +287,13 @@ async function openNotebook(notebook: OpenedNotebook | undefined): Promise<void>
   showWaiting()
   conflicts.show(opened.conflicts)
   opened.start()
-  // Files an older page kept in a database of its own: now the replica's to send.
-  void moveOldUploads(notebookName(notebook), opened, (text) => {
-    syncError.textContent = `${syncError.textContent ?? ''} ${text}`.trim()
-  }).catch(() => {})
+  // Files an older page kept in a database of its own: now the replica's to send (not into a
+  // copy in memory, which a reload would lose).
+  if (storage instanceof IndexedDbReplicaStorage) {
+    void moveOldUploads(notebookName(notebook), opened, (text) => {
+      syncError.textContent = `${syncError.textContent ?? ''} ${text}`.trim()
+    }).catch(() => {})
+  }
   if (nearEnd()) showMore()
 }
 
