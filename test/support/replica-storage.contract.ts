@@ -281,6 +281,17 @@ const EACH_STORAGE: readonly ContractCase[] = [
       }),
   },
   {
+    name: 'gives back the tables asked for, each whole, when asked for some',
+    run: (subject, name) =>
+      using(subject, name, async (storage) => {
+        await storage.write(puts(EVERY_TABLE))
+        const whole = await storage.load()
+        const some = await storage.load(['meta', 'outbox'])
+        expectEqual([...some.meta], [...whole.meta], 'meta')
+        expectEqual([...some.outbox], [...whole.outbox], 'outbox')
+      }),
+  },
+  {
     name: 'answers each table in ascending key order (code units), whatever the write order',
     run: (subject, name) =>
       using(subject, name, async (storage) => {

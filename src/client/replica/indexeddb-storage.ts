@@ -10,6 +10,7 @@ import {
   type ReplicaStorage,
   ReplicaStorageError,
   type ReplicaStorages,
+  type ReplicaTable,
 } from './storage.js'
 
 /**
@@ -188,11 +189,11 @@ export class IndexedDbReplicaStorage implements ReplicaStorage {
     })
   }
 
-  load(): Promise<ReplicaContents> {
+  load(tables: readonly ReplicaTable[] = TABLES): Promise<ReplicaContents> {
     if (this.#closed) return Promise.reject(this.#closed)
     return new Promise((resolve, reject) => {
       const tx = this.#transaction('readonly')
-      const reads = TABLES.map((table) => ({ table, buckets: tx.objectStore(table).getAll() }))
+      const reads = tables.map((table) => ({ table, buckets: tx.objectStore(table).getAll() }))
       tx.oncomplete = () => {
         const contents = emptyContents()
         try {

@@ -183,7 +183,8 @@ async function rereadQueue(state: ReplicaState): Promise<void> {
   const known = new Set(state.files)
   await state.writes.settled()
   const stored = new Map<string, QueuedFile>()
-  for (const [key, value] of (await state.storage.load()).meta) {
+  // The meta table alone: the queue's entries, not every note again.
+  for (const [key, value] of (await state.storage.load(['meta'])).meta) {
     if (key.startsWith(FILE_PREFIX)) stored.set(key.slice(FILE_PREFIX.length), value as QueuedFile)
   }
   let differs = false

@@ -32,8 +32,11 @@ export interface ReplicaStorage {
    * sends queued files, and a sign that it must read the queue again before each one.
    */
   readonly sharedName?: string | undefined
-  /** Everything stored, as the last completed write left it. */
-  load(): Promise<ReplicaContents>
+  /**
+   * Everything stored, as the last completed write left it; with `tables`, those tables at least
+   * (a storage may leave the others empty rather than read them).
+   */
+  load(tables?: readonly ReplicaTable[]): Promise<ReplicaContents>
   /**
    * Applies the changes in order, all or none of them, after every write called before it. The
    * promise settles once they survive a crash of the process (and, for a file, of the machine).
