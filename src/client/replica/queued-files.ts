@@ -249,7 +249,7 @@ async function sendFile(state: ReplicaState, file: QueuedFile, signal: AbortSign
     throw err
   } finally {
     state.sending.delete(file.key)
-    // Not sent: back from 'sending' to 'waiting' (or 'refused', told by refuse()).
+    // Not sent: its state goes back to 'waiting' (or to 'refused', told by refuse()).
     if (stored === undefined) changed(state, 'files')
   }
   setOnline(state, true)
