@@ -256,6 +256,57 @@ describeEachStore(
       assert.equal(await fileCount(direct), 2)
     })
 
+    it('leaves to the other tab a file it queued on a note made there and not yet sent', async (t) => {
+      const { direct, port } = await setup(t, suite)
+      const storages = new MemoryReplicaStorages()
+      // Two tabs' storages on one database: what IndexedDbReplicaStorage says by its sharedName.
+      const tab = async (): Promise<Replica> => {
+        const storage = await storages.open('nb')
+        const shared: ReplicaStorage = {
+          sharedName: 'nb',
+          load: () => storage.load(),
+          write: (changes) => storage.write(changes),
+          putBytes: (key, bytes) => storage.putBytes(key, bytes),
+          getBytes: (key) => storage.getBytes(key),
+          deleteBytes: (key) => storage.deleteBytes(key),
+          bytesKeys: () => storage.bytesKeys(),
+          close: () => storage.close(),
+        }
+        const client = new NotesClient({ baseUrl: `http://127.0.0.1:${port}`, ...QUICK })
+        const replica = await Replica.open({ client, storage: shared, maxDelayMs: 200 })
+        t.after(() => replica.close())
+        return replica
+      }
+      const first = await tab()
+      const second = await tab()
+      await Promise.all([first.sync(timeout()), second.sync(timeout())])
+      // Made offline in the first tab: the second holds no such note, and must not take the file
+      // for one whose note is gone (a refusal), nor send it.
+      await first.stop()
+      const made = await first.create({ title: 'made here' })
+      const attached = await first.attachFile(made.key, new Blob(['mine']), { name: 'c.txt' })
+      await second.sync(timeout())
+      await second.attachFile(
+        (await second.create({ title: 'theirs' })).key,
+        new Blob(['theirs']),
+        { name: 'd.txt' },
+      )
+      await second.sync(timeout())
+      assert.deepEqual(second.files(), [], 'the first tab’s file neither taken nor refused here')
+      assert.deepEqual(
+        first.files().map((file) => [file.key, file.state]),
+        [[attached.key, 'waiting']],
+      )
+      await first.sync(timeout())
+      assert.deepEqual(first.files(), [])
+      const id = first.get(made.key)?.id as number
+      assert.deepEqual(
+        ((await direct.get(id))?.note.files as { name: string }[]).map((f) => f.name),
+        ['c.txt'],
+      )
+      assert.equal(await fileCount(direct), 2)
+    })
+
     it('removes a queued file before it is sent, and refers to the same bytes once', async (t) => {
       const { direct, relay, port, open } = await setup(t, suite)
       relay.target = NOWHERE
