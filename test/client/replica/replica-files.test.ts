@@ -301,7 +301,7 @@ describeEachStore(
       assert.deepEqual(first.files(), [])
       const id = first.get(made.key)?.id as number
       assert.deepEqual(
-        ((await direct.get(id))?.note.files as { name: string }[]).map((f) => f.name),
+        ((await direct.get(id))?.note.files as { name: string }[] | undefined)?.map((f) => f.name),
         ['c.txt'],
       )
       assert.equal(await fileCount(direct), 2)
