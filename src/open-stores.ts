@@ -79,7 +79,7 @@ export function openStores(config: Config, { perUser }: { perUser: boolean }): O
         ...(perUser
           ? { notebooks: journal }
           : { store: journal.notebook(SHARED_NOTEBOOK), files: journal.files }),
-        uploads: new UploadFolder(`${config.dataFile}.uploads`, journal.files),
+        uploads: new UploadFolder(`${config.dataFile}.uploads`, journal.files.uploadRoom),
       },
       async ready(log) {
         const { dropped } = journal

@@ -31,7 +31,7 @@ runFileCapsContract('DATA_FILE', (limits) => {
   const app = buildApp({
     store: journal.notebook(SHARED_NOTEBOOK),
     files: journal.files,
-    uploads: new UploadFolder(`${path}.uploads`, journal.files),
+    uploads: new UploadFolder(`${path}.uploads`, journal.files.uploadRoom),
     config: configOf(limits),
   })
   return {

@@ -17,7 +17,6 @@ import { takeIn } from '../kernel/file-intake.js'
 import { filePage } from '../kernel/file-pages.js'
 import { HeldUploads } from '../kernel/held-uploads.js'
 import { AccessLostError, SHARED_NOTEBOOK, StoreUnavailableError } from '../types.js'
-import type { UploadRoom } from '../uploads.js'
 import {
   type ExpectedFolder,
   FilesFolder,
@@ -76,7 +75,7 @@ const DISK_REFUSED = 'The store could not write the file to its disk.'
  * line, at a recorded file that is missing or not of its recorded size: guessing past it would
  * serve a file that is not the one stored, or lose one silently.
  */
-export class JournalFiles implements FileSpace, UploadRoom {
+export class JournalFiles implements FileSpace {
   readonly #host: FilesHost
   readonly #path: string
   readonly #limits: FileLimits
@@ -93,8 +92,11 @@ export class JournalFiles implements FileSpace, UploadRoom {
   readonly #claims = new Map<string, number>()
   /** Notebook folders with uploads in flight: not removed. */
   readonly #uploads = new Map<string, number>()
-  /** The bytes of unfinished uploads (an UploadFolder made with this as its room). */
-  readonly #held: HeldUploads
+  /**
+   * The bytes of unfinished uploads, counted with the files against the caps: the UploadRoom of
+   * the UploadFolder whose files come here.
+   */
+  readonly uploadRoom: HeldUploads
 
   constructor(host: FilesHost, options: JournalFilesOptions) {
     this.#host = host
@@ -103,21 +105,13 @@ export class JournalFiles implements FileSpace, UploadRoom {
     this.#roleOf = options.roleOf
     this.#now = options.now ?? Date.now
     this.#folder = new FilesFolder(`${options.path}.files`)
-    this.#held = new HeldUploads(
+    this.uploadRoom = new HeldUploads(
       {
         notebookBytes: (notebook) => this.#shelves.get(notebook)?.bytes ?? 0,
         serviceBytes: () => this.#bytes,
       },
       this.#limits,
     )
-  }
-
-  hold(id: string, notebook: string, bytes: number, checked?: boolean): void {
-    this.#held.hold(id, notebook, bytes, checked)
-  }
-
-  release(id: string): void {
-    this.#held.release(id)
   }
 
   files(notebook: string): NotebookFiles {
@@ -284,7 +278,7 @@ export class JournalFiles implements FileSpace, UploadRoom {
     this.#refuseIfClosed()
     check()
     const folder = this.#folder.folderOf(notebook)
-    const room = (more: number) => this.#held.check(notebook, more, options.upload)
+    const room = (more: number) => this.uploadRoom.check(notebook, more, options.upload)
     count(this.#uploads, folder, 1)
     let temp: TempFile | undefined
     try {
@@ -329,7 +323,7 @@ export class JournalFiles implements FileSpace, UploadRoom {
 
   /** `file`, which upload `upload` (if any) became: its bytes count as the file's alone now. */
   #became(file: FileRecord, upload: string | undefined): FileRecord {
-    if (upload !== undefined) this.#held.release(upload)
+    if (upload !== undefined) this.uploadRoom.release(upload)
     return file
   }
 

@@ -28,8 +28,8 @@ import {
  * the length of `.part`, so a crash keeps every acknowledged byte and at most some bytes after
  * them, which the client's next HEAD learns and does not send again. Read at start-up.
  *
- * An unfinished upload's bytes count toward the caps of files of `files` (the journal's files,
- * which it becomes one of) as they arrive, each part's before it is written.
+ * An unfinished upload's bytes count toward the caps of files through `files` (the uploadRoom of
+ * the journal's files, which it becomes one of) as they arrive, each part's before it is written.
  */
 
 /** An upload id as this folder names its files: the id's own characters only. */

@@ -91,7 +91,7 @@ export class FileSweeper {
     const now = this.#now()
     const due: FileRecord[] = []
     for await (const file of allFiles(files.list.bind(files))) {
-      if (now - Math.max(file.created, file.touched ?? 0, this.#started) >= graceMs) due.push(file)
+      if (now - this.#putAt(file) >= graceMs) due.push(file)
     }
     if (due.length === 0) return 0
     const notes = notesOf(notebook)
@@ -104,7 +104,7 @@ export class FileSweeper {
         seen.set(file.id, now)
         continue
       }
-      const since = Math.max(file.created, file.touched ?? 0, this.#started, seen.get(file.id) ?? 0)
+      const since = Math.max(this.#putAt(file), seen.get(file.id) ?? 0)
       if (now - since < graceMs) continue
       // A write since the reading may refer to it: the next sweep reads the notes again.
       if ((await whenOf(notes)) !== reading.when) break
@@ -112,6 +112,11 @@ export class FileSweeper {
       seen.delete(file.id)
     }
     return removed
+  }
+
+  /** Where the file's grace starts but for references: its last upload, or the start-up. */
+  #putAt(file: FileRecord): number {
+    return Math.max(file.created, file.touched ?? 0, this.#started)
   }
 
   /** The ids the notebook's notes and trash contain, read again only when it has changed. */

@@ -21,8 +21,8 @@ export function memoryFileStores(
   if (store instanceof MemoryNoteStore) {
     const room = store.fileRoom()
     const files = new MemoryFiles({ ...limits, room })
-    return { files, uploads: new MemoryUploads({ room, files }) }
+    return { files, uploads: new MemoryUploads({ room, files: files.uploadRoom }) }
   }
   const files = new MemoryFiles(limits)
-  return { files, uploads: new MemoryUploads({ files }) }
+  return { files, uploads: new MemoryUploads({ files: files.uploadRoom }) }
 }

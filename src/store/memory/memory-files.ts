@@ -12,7 +12,6 @@ import { takeIn } from '../kernel/file-intake.js'
 import { filePage } from '../kernel/file-pages.js'
 import { HeldUploads } from '../kernel/held-uploads.js'
 import { AccessLostError } from '../types.js'
-import type { UploadRoom } from '../uploads.js'
 import type { FileRoom } from './file-room.js'
 
 /** One file in memory: what it is and its bytes, as the pieces they arrived in (never copied). */
@@ -55,10 +54,10 @@ export interface MemoryFilesOptions extends Partial<FileLimits> {
  * files, and, with a `room`, toward the store's byte cap beside its notes, at its byte length.
  * Each put is kept in one synchronous step once its bytes have arrived, so the caps, the
  * writer's role and the same bytes stored twice are checked with nothing in between. Unfinished
- * uploads (MemoryUploads made with this space as their UploadRoom) count toward the same caps as
+ * uploads (MemoryUploads made with this space's uploadRoom) count toward the same caps as
  * their bytes arrive (HeldUploads).
  */
-export class MemoryFiles implements FileSpace, UploadRoom {
+export class MemoryFiles implements FileSpace {
   readonly #limits: FileLimits
   readonly #roleOf: MemoryFilesOptions['roleOf']
   readonly #now: () => number
@@ -67,7 +66,11 @@ export class MemoryFiles implements FileSpace, UploadRoom {
   #bytes = 0
   #files = 0
   #sequence = 0
-  readonly #held: HeldUploads
+  /**
+   * The bytes of unfinished uploads, counted with the files against the caps: the UploadRoom of
+   * the MemoryUploads whose files come here.
+   */
+  readonly uploadRoom: HeldUploads
 
   constructor(options: MemoryFilesOptions = {}) {
     const { roleOf, now = Date.now, room, ...limits } = options
@@ -75,21 +78,13 @@ export class MemoryFiles implements FileSpace, UploadRoom {
     this.#roleOf = roleOf
     this.#now = now
     this.#room = room
-    this.#held = new HeldUploads(
+    this.uploadRoom = new HeldUploads(
       {
         notebookBytes: (notebook) => this.#shelves.get(notebook)?.bytes ?? 0,
         serviceBytes: () => this.#bytes,
       },
       this.#limits,
     )
-  }
-
-  hold(id: string, notebook: string, bytes: number, checked?: boolean): void {
-    this.#held.hold(id, notebook, bytes, checked)
-  }
-
-  release(id: string): void {
-    this.#held.release(id)
   }
 
   files(notebook: string): NotebookFiles {
@@ -132,7 +127,7 @@ export class MemoryFiles implements FileSpace, UploadRoom {
         // them once they are known to be a new file.
         const largest = largestOf(shelfOf())
         const room = (more: number, known = false) => {
-          this.#held.check(notebook, more, upload)
+          this.uploadRoom.check(notebook, more, upload)
           if (known || more > largest) this.#room?.check(more, body)
         }
         const { id, size } = await takeIn(
@@ -149,7 +144,7 @@ export class MemoryFiles implements FileSpace, UploadRoom {
         let shelf = shelfOf()
         const held = shelf?.byId.get(id)
         if (held !== undefined && shelf !== undefined) {
-          if (upload !== undefined) this.#held.release(upload)
+          if (upload !== undefined) this.uploadRoom.release(upload)
           // Put again: its grace, were no note to refer to it, runs from now.
           const record = { ...held.record, touched: this.#now() }
           shelf.byId.set(id, { record, parts: held.parts })
@@ -172,7 +167,7 @@ export class MemoryFiles implements FileSpace, UploadRoom {
         this.#bytes += size
         this.#files += 1
         this.#room?.add(size)
-        if (upload !== undefined) this.#held.release(upload)
+        if (upload !== undefined) this.uploadRoom.release(upload)
         return record
       },
       stat: (id) => shelfOf()?.byId.get(id)?.record,

@@ -95,7 +95,7 @@ export class MemoryNotebooks implements Notebooks {
       ...(service.now === undefined ? {} : { now: service.now }),
       room,
     })
-    this.uploads = new MemoryUploads({ room, files: this.files })
+    this.uploads = new MemoryUploads({ room, files: this.files.uploadRoom })
     this.#store = {
       ...service,
       maxNotes: maxNotesPerNotebook ?? service.maxNotes,

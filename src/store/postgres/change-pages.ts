@@ -44,14 +44,7 @@ export class ChangePages {
       json: `[${row.page ?? ''}]`,
       version: db.token(at),
       total: Number(row.notes),
-      next:
-        Number(row.count) > limit
-          ? {
-              modified: Number(row.modified),
-              id: Number(row.key_id),
-              position: Number(row.position),
-            }
-          : undefined,
+      next: Number(row.count) > limit ? keyOfRow(row) : undefined,
     }
   }
 
@@ -94,7 +87,7 @@ export function byPosition(query: PageQuery): PageQuery & { readonly after: numb
   return { ...query, after }
 }
 
-function keyOfRow(row: ChangeRow): ChangeKey {
+function keyOfRow(row: Pick<ChangeRow, 'modified' | 'key_id' | 'position'>): ChangeKey {
   return { modified: Number(row.modified), id: Number(row.key_id), position: Number(row.position) }
 }
 

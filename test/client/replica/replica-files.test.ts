@@ -69,6 +69,31 @@ function bytesOf(size: number): Uint8Array<ArrayBuffer> {
   return bytes
 }
 
+/**
+ * Opens replicas that share one storage, as tabs of a browser share one IndexedDB database
+ * (what IndexedDbReplicaStorage says by its sharedName); each is closed when the test ends.
+ */
+function tabsOn(t: TestContext, port: number): () => Promise<Replica> {
+  const storages = new MemoryReplicaStorages()
+  return async () => {
+    const storage = await storages.open('nb')
+    const shared: ReplicaStorage = {
+      sharedName: 'nb',
+      load: () => storage.load(),
+      write: (changes) => storage.write(changes),
+      putBytes: (key, bytes) => storage.putBytes(key, bytes),
+      getBytes: (key) => storage.getBytes(key),
+      deleteBytes: (key) => storage.deleteBytes(key),
+      bytesKeys: () => storage.bytesKeys(),
+      close: () => storage.close(),
+    }
+    const client = new NotesClient({ baseUrl: `http://127.0.0.1:${port}`, ...QUICK })
+    const replica = await Replica.open({ client, storage: shared, maxDelayMs: 200 })
+    t.after(() => replica.close())
+    return replica
+  }
+}
+
 async function fileCount(direct: NotesClient): Promise<number | undefined> {
   return (await direct.files.list()).total
 }
@@ -206,25 +231,7 @@ describeEachStore(
 
     it('sends a file once from two replicas sharing one storage (two tabs), each reading the queue again first', async (t) => {
       const { direct, port } = await setup(t, suite)
-      const storages = new MemoryReplicaStorages()
-      // Two tabs' storages on one database: what IndexedDbReplicaStorage says by its sharedName.
-      const tab = async (): Promise<Replica> => {
-        const storage = await storages.open('nb')
-        const shared: ReplicaStorage = {
-          sharedName: 'nb',
-          load: () => storage.load(),
-          write: (changes) => storage.write(changes),
-          putBytes: (key, bytes) => storage.putBytes(key, bytes),
-          getBytes: (key) => storage.getBytes(key),
-          deleteBytes: (key) => storage.deleteBytes(key),
-          bytesKeys: () => storage.bytesKeys(),
-          close: () => storage.close(),
-        }
-        const client = new NotesClient({ baseUrl: `http://127.0.0.1:${port}`, ...QUICK })
-        const replica = await Replica.open({ client, storage: shared, maxDelayMs: 200 })
-        t.after(() => replica.close())
-        return replica
-      }
+      const tab = tabsOn(t, port)
       const { note } = await direct.create({ title: 'shared' })
       const { note: other } = await direct.create({ title: 'other' })
       const first = await tab()
@@ -258,25 +265,7 @@ describeEachStore(
 
     it('leaves to the other tab a file it queued on a note made there and not yet sent', async (t) => {
       const { direct, port } = await setup(t, suite)
-      const storages = new MemoryReplicaStorages()
-      // Two tabs' storages on one database: what IndexedDbReplicaStorage says by its sharedName.
-      const tab = async (): Promise<Replica> => {
-        const storage = await storages.open('nb')
-        const shared: ReplicaStorage = {
-          sharedName: 'nb',
-          load: () => storage.load(),
-          write: (changes) => storage.write(changes),
-          putBytes: (key, bytes) => storage.putBytes(key, bytes),
-          getBytes: (key) => storage.getBytes(key),
-          deleteBytes: (key) => storage.deleteBytes(key),
-          bytesKeys: () => storage.bytesKeys(),
-          close: () => storage.close(),
-        }
-        const client = new NotesClient({ baseUrl: `http://127.0.0.1:${port}`, ...QUICK })
-        const replica = await Replica.open({ client, storage: shared, maxDelayMs: 200 })
-        t.after(() => replica.close())
-        return replica
-      }
+      const tab = tabsOn(t, port)
       const first = await tab()
       const second = await tab()
       await Promise.all([first.sync(timeout()), second.sync(timeout())])
