@@ -98,15 +98,20 @@ async function assertResumesAfterCutOff(
   assert.deepEqual(received, await expectedAfter(store, since))
 }
 
-/** Opens a stream on a feed that admits one, once the stream before it is gone. */
+/**
+ * Opens a stream on a feed that admits one, once the stream before it is gone; `paused`, it
+ * reads nothing of the body.
+ */
 async function openAdmitted(
   t: TestContext,
   port: number,
   headers: Record<string, string>,
+  paused = false,
 ): Promise<Client> {
   const deadline = Date.now() + 30_000
   for (;;) {
-    const client = await openStream(t, port, '/api/events', headers)
+    const client = await SseClient.open(port, '/api/events', headers, 'GET', { paused })
+    t.after(() => client.close())
     if (client.status === 200) return client
     client.close()
     assert.ok(Date.now() < deadline, `refused with ${client.status}`)
@@ -525,8 +530,9 @@ describeEachStore(
       assert.deepEqual(eventsOf(steady), await expectedAfter(store, since))
       steady.close()
       // A reader that stops: let go, and it resumes where it stopped.
-      const stalled = await openAdmitted(t, port, { 'last-event-id': since })
-      stalled.response.pause()
+      // Paused from its head on: one paused later may have read megabytes first, and a history
+      // that the sockets' buffers hold whole leaves nothing to wait on.
+      const stalled = await openAdmitted(t, port, { 'last-event-id': since }, true)
       await untilLetGo(port)
       await assertResumesAfterCutOff(t, port, stalled, store, since, 60)
     })

@@ -24,7 +24,7 @@ export class SseClient {
   ended: false | true | 'aborted' = false
   readonly #waiters = new Set<() => void>()
 
-  private constructor(response: IncomingMessage) {
+  private constructor(response: IncomingMessage, paused: boolean) {
     this.response = response
     response.setEncoding('utf8')
     response.on('data', (chunk: string) => {
@@ -47,6 +47,10 @@ export class SseClient {
       if (this.ended === false) this.ended = 'aborted'
       this.#wake()
     })
+    // Before the first read of the body: a pause made later, once the caller has the client,
+    // comes after a burst of reads (libuv reads up to 32 buffers at a time, and a response that
+    // is flowing takes them all), so how much a "stopped" client took would depend on timing.
+    if (paused) response.pause()
   }
 
   /** Every byte received so far, as text. */
@@ -63,17 +67,21 @@ export class SseClient {
     return this.response.headers
   }
 
-  /** Opens GET `path` (or another method) on 127.0.0.1:port and resolves once the head is in. */
+  /**
+   * Opens GET `path` (or another method) on 127.0.0.1:port and resolves once the head is in;
+   * `paused`, it reads nothing of the body until `response.resume()`.
+   */
   static open(
     port: number,
     path = '/api/events',
     headers: Record<string, string> = {},
     method = 'GET',
+    { paused = false }: { paused?: boolean } = {},
   ): Promise<SseClient> {
     return new Promise((resolve, reject) => {
       const req = request(
         { host: '127.0.0.1', port, path, method, headers, agent: false },
-        (response) => resolve(new SseClient(response)),
+        (response) => resolve(new SseClient(response, paused)),
       )
       req.on('error', reject)
       req.end()
