@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { preload } from '../../bench/preload.js'
 import { type ServerProcess, startServer } from '../hostile/server-process.js'
-import { CHROMIUM, launchChromium, MISSING, SKIP } from '../support/chromium.js'
+import { CHROMIUM, launchChromium, MISSING, SKIP, until } from '../support/chromium.js'
 import { signed } from '../support/jwks-server.js'
 
 /** Where to save the README's screenshot, when set: `NOTES_PAGE_SCREENSHOT=docs/page.png`. */
@@ -301,7 +301,7 @@ describe('the notes page in Chromium', { skip: SKIP, concurrency: false }, () =>
     await page.getByRole('button', { name: 'Create note' }).click()
     await item(page, 'Second').waitFor()
     // Nothing was typed while the second was kept: the form is emptied, ready for the next.
-    await page.waitForFunction("document.getElementById('create-title').value === ''")
+    await until(page, "document.getElementById('create-title').value === ''")
     assert.deepEqual(await page.locator('#notes h3').allTextContents(), ['Second', 'First'])
     clean(watched)
     await watched.context.close()

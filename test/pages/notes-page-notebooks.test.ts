@@ -6,7 +6,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { type Notebook, NotesClient } from '../../src/client/index.js'
 import { type ServerProcess, startServer } from '../hostile/server-process.js'
 import { seriousViolations } from '../support/axe.js'
-import { CHROMIUM, launchChromium, MISSING, SKIP } from '../support/chromium.js'
+import { CHROMIUM, launchChromium, MISSING, SKIP, until } from '../support/chromium.js'
 import { signed } from '../support/jwks-server.js'
 
 const SECRET = 'a-secret-of-32-bytes-or-more-000'
@@ -107,18 +107,6 @@ async function person(
 
 function inPage<T>(page: Page, expression: string): Promise<T> {
   return page.evaluate(expression) as Promise<T>
-}
-
-/**
- * Waits until `expression` is true in the page (waitForFunction would evaluate it with eval,
- * which the page's policy refuses).
- */
-async function until(page: Page, expression: string, timeoutMs = 10_000): Promise<void> {
-  const end = Date.now() + timeoutMs
-  while (!(await inPage<boolean>(page, expression))) {
-    if (Date.now() > end) throw new Error(`still false after ${timeoutMs} ms: ${expression}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
 }
 
 /** The switcher's options as shown: ['ann (yours)', 'Trip · editor']. */

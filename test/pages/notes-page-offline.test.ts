@@ -18,7 +18,7 @@ import { after, before, describe, it } from 'node:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { type ServerProcess, startServer } from '../hostile/server-process.js'
 import { axeClean } from '../support/axe.js'
-import { CHROMIUM, launchChromium, MISSING, SKIP } from '../support/chromium.js'
+import { CHROMIUM, launchChromium, MISSING, SKIP, until } from '../support/chromium.js'
 
 let browser: Browser | undefined
 const servers: ServerProcess[] = []
@@ -159,18 +159,6 @@ async function newContext(options: { axe?: boolean } = {}): Promise<BrowserConte
     viewport: { width: 900, height: 900 },
     bypassCSP: options.axe === true,
   })
-}
-
-/**
- * Waits until `expression` holds in the page (waitForFunction would eval a string, which the
- * page's policy refuses), polling every 50 ms for at most 10 s.
- */
-async function until(page: Page, expression: string): Promise<void> {
-  for (const started = Date.now(); Date.now() - started < 10_000; ) {
-    if ((await page.evaluate(expression)) === true) return
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  assert.fail(`never held: ${expression}`)
 }
 
 /** The page, once its service worker controls it (installed, activated, claimed). */

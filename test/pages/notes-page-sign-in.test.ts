@@ -4,7 +4,7 @@ import { createRequire } from 'node:module'
 import { after, before, describe, it } from 'node:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { type ServerProcess, startServer } from '../hostile/server-process.js'
-import { CHROMIUM, launchChromium, MISSING, SKIP } from '../support/chromium.js'
+import { CHROMIUM, launchChromium, MISSING, SKIP, until } from '../support/chromium.js'
 import {
   AUDIENCE,
   IdentityProvider,
@@ -82,18 +82,6 @@ async function signIn(who: Person, login: string): Promise<void> {
 async function loaded(page: Page): Promise<void> {
   await page.locator('#list-status:not(:text("Loading"))').waitFor()
   await page.locator('#feed-status[data-state="live"]').waitFor()
-}
-
-/**
- * Waits until `expression` is true in the page (waitForFunction would evaluate it with eval,
- * which the page's policy refuses).
- */
-async function until(page: Page, expression: string, timeoutMs = 10_000): Promise<void> {
-  const end = Date.now() + timeoutMs
-  while (!(await inPage<boolean>(page, expression))) {
-    if (Date.now() > end) throw new Error(`still false after ${timeoutMs} ms: ${expression}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
 }
 
 /** Waits until the switcher shows the notebook named `text` ('Trip · viewer'). */

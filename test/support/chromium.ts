@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs'
-import { type Browser, chromium } from 'playwright-core'
+import { type Browser, chromium, type Page } from 'playwright-core'
 
 /** Debian's Chromium; `.ci/run` installs it. Playwright's own browser download is not used. */
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
@@ -28,4 +28,16 @@ export const SKIP: string | false =
 /** A headless Chromium from CHROMIUM. */
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS })
+}
+
+/**
+ * Waits until `expression` is true in the page, polling every 50 ms for at most `timeoutMs`.
+ * Playwright's waitForFunction would evaluate a string with eval, which the page's policy refuses.
+ */
+export async function until(page: Page, expression: string, timeoutMs = 10_000): Promise<void> {
+  const end = Date.now() + timeoutMs
+  while ((await page.evaluate(expression)) !== true) {
+    if (Date.now() > end) throw new Error(`still false after ${timeoutMs} ms: ${expression}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
 }
