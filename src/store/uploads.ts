@@ -35,7 +35,11 @@ export interface UploadState extends UploadInfo {
 
 /** Where uploads keep their bytes until they are files. */
 export interface UploadStaging {
-  /** Records a new upload, with no bytes yet; on a durable store, on disk before it resolves. */
+  /**
+   * Records a new upload, with no bytes yet; on a durable store, on disk before it resolves.
+   * Throws StoreFullError when a store that counts uploads in its own byte cap (memory) has no
+   * room for its length now.
+   */
   create(info: UploadInfo): Promise<void>
   /** The upload with this id, or undefined. */
   state(id: string): Promise<UploadState | undefined>

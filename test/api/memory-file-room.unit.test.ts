@@ -46,16 +46,20 @@ describe('the memory store: files count toward MAX_STORE_BYTES with the notes', 
     assert.equal(again.body, file.body)
 
     assert.equal((await app.inject({ method: 'DELETE', url: `/api/files/${id}` })).statusCode, 204)
+    const createUpload = () =>
+      app.inject({
+        method: 'POST',
+        url: '/api/uploads',
+        headers: { ...TUS, 'upload-length': '100' },
+      })
+    const created = await createUpload()
+    assert.equal(created.statusCode, 201)
     const note = await post(noteOf(2000))
     assert.equal(note.statusCode, 200)
-    // Notes fill it now: a file is refused, as it grows through tus too.
+    // Notes fill it now: a file is refused, a tus upload at its creation, and one made before
+    // as it grows.
     assertProblem(await upload(bytesOf(1, 3)), 507, `${FULL} Delete notes or files to make room.`)
-    const created = await app.inject({
-      method: 'POST',
-      url: '/api/uploads',
-      headers: { ...TUS, 'upload-length': '100' },
-    })
-    assert.equal(created.statusCode, 201)
+    assertProblem(await createUpload(), 507, `${FULL} Delete notes or files to make room.`)
     const part = await app.inject({
       method: 'PATCH',
       url: created.headers.location as string,

@@ -35,6 +35,8 @@ export class MemoryUploads implements UploadStaging {
   }
 
   async create(info: UploadInfo): Promise<void> {
+    // A first look: a length the store's room cannot hold now is refused at once, not part way.
+    this.#room?.check(info.length)
     this.#uploads.set(info.id, {
       state: { ...info, offset: 0, touched: info.created, file: undefined },
       chunks: [],
