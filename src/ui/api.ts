@@ -113,20 +113,41 @@ async function failureFrom(response: Response): Promise<Failure> {
   return { status: response.status, detail }
 }
 
+/** The Authorization header of this tab's key now: 'Bearer k', or null while it has none. */
+function authorizationNow(): string | null {
+  const key = accessKey() ?? memoryKey ?? ''
+  return key === '' ? null : `Bearer ${key}`
+}
+
 /**
- * Tells the watcher what an answer means for the page. `stale`: the request carried a key the
- * tab no longer uses (sent before another was entered), whose refusal says nothing of this one.
+ * The failure an answer says, or undefined when the request carried a key the tab no longer uses
+ * (`sent`, the Authorization sent: null for none), whose refusal says nothing of this one. Asked
+ * again once the answer is read: a key entered while a 401 of the keyless page was still arriving
+ * must not be asked for again.
  */
-async function heard(method: string, url: URL, response: Response, stale: boolean): Promise<void> {
+async function refusal(response: Response, sent: string | null): Promise<Failure | undefined> {
+  if (sent !== authorizationNow()) return undefined
+  const failure = await failureFrom(response)
+  return sent === authorizationNow() ? failure : undefined
+}
+
+/** Tells the watcher what an answer means for the page, sent with Authorization `sent`. */
+async function heard(
+  method: string,
+  url: URL,
+  response: Response,
+  sent: string | null,
+): Promise<void> {
   answerWatcher?.reached(!UNREACHABLE.has(response.status))
-  if (response.ok || stale) return
+  if (response.ok) return
   const list = method === 'GET' && notebookPath(url.pathname) === 'note'
   // A refused file is said at the note it was attached to.
   const write = method !== 'GET' && method !== 'HEAD' && !filesPath(url.pathname)
   if (response.status !== 401 && !write && !list) return
   // A 412 or an empty 404 on a write is the replica's to handle (a conflict).
   if (write && (response.status === 412 || response.status === 404)) return
-  const failure = await failureFrom(response)
+  const failure = await refusal(response, sent)
+  if (failure === undefined) return
   if (failure.status === 401) answerWatcher?.unauthorized(failure)
   else if (write) answerWatcher?.writeRefused(method, failure)
   else answerWatcher?.listFailed(failure)
@@ -168,9 +189,9 @@ const pageFetch: typeof fetch = async (input, init) => {
     }
     throw err
   }
-  const key = accessKey() ?? memoryKey ?? ''
-  const sent = new Headers(init?.headers).get('authorization')
-  await heard(method, url, response, sent !== (key === '' ? null : `Bearer ${key}`))
+  // The headers fetch sent: init's, else those of a Request given.
+  const sent = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined))
+  await heard(method, url, response, sent.get('authorization'))
   if (!feed || response.status !== 200 || response.body === null) {
     if (feed && response.status >= 500) feedWatcher?.dropped()
     return response
@@ -215,8 +236,9 @@ const pageFetch: typeof fetch = async (input, init) => {
  */
 export async function send(path: string, init: RequestInit = {}): Promise<Response> {
   const headers = new Headers(init.headers)
-  const key = accessKey() ?? memoryKey ?? ''
-  if (key !== '') headers.set('authorization', `Bearer ${key}`)
+  const authorization = authorizationNow()
+  if (authorization !== null) headers.set('authorization', authorization)
+  const sent = headers.get('authorization')
   let response: Response
   try {
     response = await fetch(path, { ...init, headers, cache: 'no-store', credentials: 'omit' })
@@ -225,9 +247,10 @@ export async function send(path: string, init: RequestInit = {}): Promise<Respon
     throw { status: 0, detail: undefined } satisfies Failure
   }
   answerWatcher?.reached(!UNREACHABLE.has(response.status))
-  // A 401 of a key the tab no longer uses (sent before another was entered) says nothing of this one.
-  const stale = key !== (accessKey() ?? memoryKey ?? '')
-  if (response.status === 401 && !stale) answerWatcher?.unauthorized(await failureFrom(response))
+  if (response.status === 401) {
+    const failure = await refusal(response, sent)
+    if (failure !== undefined) answerWatcher?.unauthorized(failure)
+  }
   return response
 }
 

@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import { existsSync, readFileSync } from 'node:fs'
+import {
+  createServer as createHttpServer,
+  request as httpRequest,
+  type IncomingMessage,
+} from 'node:http'
 import { createRequire } from 'node:module'
 import { type AddressInfo, connect, createServer, type Socket } from 'node:net'
 import { after, before, describe, it } from 'node:test'
@@ -103,6 +108,65 @@ async function cuttableProxy(
     },
     close: () => {
       for (const socket of sockets) socket.destroy()
+      proxy.close()
+    },
+  }
+}
+
+/**
+ * An HTTP proxy in front of the service that, until `release()`, sends the head of the answer to
+ * each request `holds` picks at once and holds its body: answers still arriving when the person
+ * acts. `holding` resolves once the first head is sent.
+ */
+async function heldBodyProxy(
+  target: number,
+  holds: (request: IncomingMessage) => boolean,
+): Promise<{ port: number; holding: Promise<void>; release(): void; close(): void }> {
+  let held = (): void => {}
+  const holding = new Promise<void>((resolve) => {
+    held = resolve
+  })
+  let releasing = false
+  let release = (): void => {}
+  const released = new Promise<void>((resolve) => {
+    release = resolve
+  })
+  const proxy = createHttpServer((request, response) => {
+    const hold = !releasing && holds(request)
+    response.on('error', () => {})
+    const upstream = httpRequest(
+      {
+        host: '127.0.0.1',
+        port: target,
+        method: request.method,
+        path: request.url,
+        headers: request.headers,
+      },
+      (answer) => {
+        response.writeHead(answer.statusCode ?? 502, answer.headers)
+        if (!hold) {
+          answer.pipe(response)
+          return
+        }
+        response.flushHeaders()
+        held()
+        void released.then(() => answer.pipe(response))
+      },
+    )
+    upstream.on('error', () => response.destroy())
+    request.pipe(upstream)
+  })
+  proxy.listen(0, '127.0.0.1')
+  await once(proxy, 'listening')
+  return {
+    port: (proxy.address() as AddressInfo).port,
+    holding,
+    release: () => {
+      releasing = true
+      release()
+    },
+    close: () => {
+      proxy.closeAllConnections()
       proxy.close()
     },
   }
@@ -481,6 +545,42 @@ describe('the notes page in Chromium', { skip: SKIP, concurrency: false }, () =>
     assert.equal(await item(page, 'Alice plans').count(), 0)
     clean(watched)
     await watched.context.close()
+  })
+
+  it('asks no more for a key once one is entered when a request sent before it is refused after', async () => {
+    const secret = 'a-secret-of-32-bytes-or-more-000'
+    const server = await startService({ AUTH_JWT_SECRET: secret })
+    const exp = Math.floor(Date.now() / 1000) + 3600
+    const alice = await signed(Buffer.from(secret), { alg: 'HS256' }, { sub: 'alice', exp })
+    await create(originOf(server), { title: 'Alice plans' }, { authorization: `Bearer ${alice}` })
+    // The lists the page asks for before it has a key: their 401s come, and are still being
+    // read when the key is entered.
+    const proxy = await heldBodyProxy(
+      server.port,
+      (request) =>
+        request.method === 'GET' &&
+        request.url?.split('?')[0] === '/api/note' &&
+        request.headers.authorization === undefined,
+    )
+    try {
+      const watched = await open(`http://127.0.0.1:${proxy.port}`)
+      const { page } = watched
+      const dialog = page.getByRole('dialog', { name: 'Access key' })
+      await dialog.waitFor()
+      await proxy.holding
+      await dialog.getByLabel('Key').fill(alice)
+      await dialog.getByRole('button', { name: 'Use this key' }).click()
+      await page.locator('#whoami', { hasText: 'Notebook of alice' }).waitFor()
+      proxy.release()
+      // Alice's notebook opens only once the keyless one has stopped: its 401s were heard by then.
+      await item(page, 'Alice plans').waitFor()
+      await loaded(page)
+      assert.equal(await dialog.isVisible(), false)
+      clean(watched)
+      await watched.context.close()
+    } finally {
+      proxy.close()
+    }
   })
 
   it('shows 10,000 notes newest first, 50 more at a time, as the person scrolls', {
