@@ -75,6 +75,8 @@ describe('a memory store with its files: one byte cap for notes and files', () =
     const { store, files, uploads } = storeOf(1000)
     const info = { notebook: 'shared', length: 600, type: 'image/png', metadata: '', created: T0 }
     await uploads.create({ ...info, id: 'a'.repeat(22) })
+    // Made while the room holds its length: it is refused as it grows, below.
+    await uploads.create({ ...info, id: 'b'.repeat(22), length: 800 })
     const bytes = bytesOf(600, 3)
     const room = () => {}
     await uploads.append('a'.repeat(22), 0, chunked(bytes.subarray(0, 500)), room, T0)
@@ -92,8 +94,13 @@ describe('a memory store with its files: one byte cap for notes and files', () =
       'The store holds its maximum of 1000 bytes of notes and files.',
     )
     assert.equal(await files.files('shared').delete(file.id), true)
+    // A length the room cannot hold now (300 of notes) is refused at its creation.
+    await refused(
+      () => uploads.create({ ...info, id: 'c'.repeat(22), length: 800 }),
+      'The store holds its maximum of 1000 bytes of notes and files.',
+    )
+    assert.equal(await uploads.state('c'.repeat(22)), undefined)
     // An upload refused as it grows keeps what fitted; terminating it gives that back.
-    await uploads.create({ ...info, id: 'b'.repeat(22), length: 800 })
     await refused(
       () => uploads.append('b'.repeat(22), 0, chunked(bytesOf(800, 4), 100), room, T0),
       'The store holds its maximum of 1000 bytes of notes and files.',
